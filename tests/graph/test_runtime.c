@@ -1,0 +1,345 @@
+/*
+ * test_runtime.c — the translator runtime in one process: graphs from inline
+ * volfiles over in-test translators, asserting pass-through, the error
+ * contract (callback exactly once, never after an error return), fan-out and
+ * gather with children that fail or answer synchronously, and graph build
+ * errors that name file, line, translator and option.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/event.h"
+#include "core/fanout.h"
+#include "core/fops-util.h"
+#include "core/graph.h"
+#include "../lib/tap.h"
+
+/* ---- test/leaf: answers lookup as its `mode` option says ---- */
+
+static const char *const leaf_modes[] = {"sync", "async", "fail-return", "fail-unwind", NULL};
+
+static const struct bfs_option_desc leaf_options[] = {
+    {.key = "mode", .type = BFS_OPT_ENUM, .def = "sync", .values = leaf_modes,
+     .description = "how lookup answers"},
+    {.key = "tag", .type = BFS_OPT_INT, .def = "0", .min = 0, .max = 1000,
+     .description = "written into attr.ino"},
+    {0},
+};
+
+struct async_answer {
+    struct bfs_frame *frame;
+    uint64_t ino;
+};
+
+static void *answer_later(void *arg)
+{
+    struct async_answer *a = arg;
+    usleep(2000);
+    struct bfs_lookup_rep rep = {.attr.ino = a->ino};
+    bfs_unwind_lookup(a->frame, 0, &rep);
+    free(a);
+    return NULL;
+}
+
+static int leaf_lookup(struct bfs_frame *frame, struct bfs_xl *xl,
+                       const struct bfs_lookup_req *req)
+{
+    const char *mode = bfs_xl_opt_str(xl, "mode");
+    uint64_t ino = (uint64_t)bfs_xl_opt_int(xl, "tag");
+    (void)req;
+    if (strcmp(mode, "fail-return") == 0)
+        return -EIO;
+    if (strcmp(mode, "fail-unwind") == 0) {
+        bfs_unwind_lookup(frame, -ENOENT, NULL);
+        return 0;
+    }
+    if (strcmp(mode, "async") == 0) {
+        struct async_answer *a = malloc(sizeof(*a));
+        pthread_t t;
+        a->frame = frame;
+        a->ino = ino;
+        pthread_create(&t, NULL, answer_later, a);
+        pthread_detach(t);
+        return 0;
+    }
+    struct bfs_lookup_rep rep = {.attr.ino = ino};
+    bfs_unwind_lookup(frame, 0, &rep);
+    return 0;
+}
+
+static const struct bfs_fops leaf_fops = {.lookup = leaf_lookup};
+static const struct bfs_xl_module leaf_mod = {
+    .abi = BFS_XL_ABI, .type = "test/leaf", .fops = &leaf_fops, .options = leaf_options,
+    .max_children = 0, /* any */
+};
+
+/* ---- test/passthru: implements nothing ---- */
+static const struct bfs_xl_module pass_mod = {
+    .abi = BFS_XL_ABI, .type = "test/passthru", .min_children = 1, .max_children = 1,
+};
+
+/* ---- test/fan: lookup to every child, success if any succeeded ---- */
+
+enum { FAN_DISPATCH, FAN_COMBINE };
+
+struct fan_op {
+    struct bfs_op op; /* first */
+    struct bfs_lookup_req *req;
+};
+
+static int step_depth, max_step_depth;
+
+static void fan_destroy(struct bfs_op *op)
+{
+    struct fan_op *f = (struct fan_op *)op;
+    bfs_lookup_req_free(f->req);
+    free(f);
+}
+
+static int fan_step(struct bfs_op *op)
+{
+    struct fan_op *f = (struct fan_op *)op;
+    int depth = __atomic_add_fetch(&step_depth, 1, __ATOMIC_SEQ_CST);
+    if (depth > max_step_depth)
+        max_step_depth = depth;
+    int next = BFS_OP_DONE;
+    switch (op->state) {
+    case FAN_DISPATCH:
+        bfs_op_expect(op, op->xl->nchildren);
+        op->state = FAN_COMBINE;
+        for (int i = 0; i < op->xl->nchildren; i++)
+            bfs_op_wind(op, i, BFS_FOP_LOOKUP, op->xl->children[i], f->req);
+        next = BFS_OP_WAIT;
+        break;
+    case FAN_COMBINE: {
+        struct bfs_lookup_rep rep = {0};
+        int ok = bfs_op_count_ok(op);
+        rep.attr.nlink = (uint32_t)ok; /* report how many children succeeded */
+        for (int i = 0; i < op->n; i++)
+            if (op->replies[i].valid && op->replies[i].rc >= 0)
+                rep.attr.ino += ((struct bfs_lookup_rep *)op->replies[i].rep)->attr.ino;
+        bfs_unwind_lookup(op->frame, ok ? 0 : bfs_op_first_error(op), &rep);
+        break;
+    }
+    }
+    __atomic_sub_fetch(&step_depth, 1, __ATOMIC_SEQ_CST);
+    return next;
+}
+
+static int fan_lookup(struct bfs_frame *frame, struct bfs_xl *xl,
+                      const struct bfs_lookup_req *req)
+{
+    struct fan_op *f = calloc(1, sizeof(*f));
+    if (!f || !(f->req = bfs_lookup_req_dup(req)) ||
+        bfs_op_init(&f->op, frame, xl, xl->nchildren, fan_step, fan_destroy) < 0) {
+        if (f)
+            bfs_lookup_req_free(f->req);
+        free(f);
+        return -ENOMEM;
+    }
+    f->op.state = FAN_DISPATCH;
+    bfs_op_run(&f->op);
+    return 0;
+}
+
+static const struct bfs_fops fan_fops = {.lookup = fan_lookup};
+static const struct bfs_xl_module fan_mod = {
+    .abi = BFS_XL_ABI, .type = "test/fan", .fops = &fan_fops, .min_children = 1,
+};
+
+/* ---- calling the graph and counting callbacks ---- */
+
+struct result {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int calls;
+    int rc;
+    struct bfs_lookup_rep rep;
+};
+
+static void top_cbk(struct bfs_frame *frame, void *cookie, int rc,
+                    const struct bfs_lookup_rep *rep)
+{
+    struct result *r = cookie;
+    (void)frame;
+    pthread_mutex_lock(&r->lock);
+    r->calls++;
+    r->rc = rc;
+    r->rep = *rep;
+    r->rep.xdata = NULL;
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* Winds a lookup into g's top; returns wind's rc and fills r once answered. */
+static int call_lookup(struct bfs_graph *g, struct result *r)
+{
+    struct bfs_stack *st = bfs_stack_new();
+    struct bfs_frame *top = bfs_frame_top_new(st, NULL);
+    struct bfs_lookup_req req = {.loc.gfid = bfs_gfid_root};
+    memset(r, 0, sizeof(*r));
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->cond, NULL);
+    int rc = bfs_wind_lookup(top, g->top, top_cbk, r, &req);
+    if (rc == 0) {
+        pthread_mutex_lock(&r->lock);
+        while (r->calls == 0)
+            pthread_cond_wait(&r->cond, &r->lock);
+        pthread_mutex_unlock(&r->lock);
+    }
+    usleep(5000); /* a second (wrong) callback would land here */
+    bfs_frame_top_free(top);
+    bfs_stack_unref(st);
+    return rc;
+}
+
+static struct bfs_graph *build(const char *text, struct bfs_proc *proc)
+{
+    struct bfs_graph *g = NULL;
+    char err[512];
+    int rc = bfs_graph_from_text(text, strlen(text), "inline.vol", proc, &g, err, sizeof(err));
+    if (rc < 0) {
+        printf("# build failed: %s\n", err);
+        return NULL;
+    }
+    if (bfs_graph_init(g) < 0) {
+        bfs_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+static void test_passthrough(struct bfs_proc *proc)
+{
+    struct result r;
+    struct bfs_graph *g = build("volume leaf\n type test/leaf\n option tag 7\nend-volume\n"
+                                "volume p1\n type test/passthru\n subvolumes leaf\nend-volume\n"
+                                "volume p2\n type test/passthru\n subvolumes p1\nend-volume\n",
+                                proc);
+    ok(g != NULL, "graph leaf <- passthru <- passthru builds");
+    if (!g)
+        return;
+    is_int(call_lookup(g, &r), 0, "wind through two pass-through translators succeeds");
+    is_int(r.calls, 1, "callback called exactly once");
+    is_int(r.rep.attr.ino, 7, "reply comes from the leaf unchanged");
+    bfs_graph_free(g);
+}
+
+static void test_error_contract(struct bfs_proc *proc)
+{
+    struct result r;
+    struct bfs_graph *g =
+        build("volume leaf\n type test/leaf\n option mode fail-return\nend-volume\n"
+              "volume p\n type test/passthru\n subvolumes leaf\nend-volume\n", proc);
+    if (!g)
+        return;
+    is_int(call_lookup(g, &r), -EIO, "an error return propagates up as the wind's rc");
+    is_int(r.calls, 0, "and the callback is never called");
+    bfs_graph_free(g);
+
+    g = build("volume leaf\n type test/leaf\n option mode fail-unwind\nend-volume\n", proc);
+    if (!g)
+        return;
+    is_int(call_lookup(g, &r), 0, "an error answered through the callback returns 0");
+    is_int(r.calls, 1, "callback once");
+    is_int(r.rc, -ENOENT, "with rc -ENOENT");
+    bfs_graph_free(g);
+}
+
+static void test_fanout(struct bfs_proc *proc)
+{
+    struct result r;
+    struct bfs_graph *g =
+        build("volume a\n type test/leaf\n option mode sync\n option tag 1\nend-volume\n"
+              "volume b\n type test/leaf\n option mode async\n option tag 10\nend-volume\n"
+              "volume c\n type test/leaf\n option mode fail-return\nend-volume\n"
+              "volume d\n type test/leaf\n option mode fail-unwind\nend-volume\n"
+              "volume fan\n type test/fan\n subvolumes a b c d\nend-volume\n",
+              proc);
+    ok(g != NULL, "fan over sync, async, failing children builds");
+    if (!g)
+        return;
+    is_int(call_lookup(g, &r), 0, "fan-out lookup succeeds");
+    is_int(r.calls, 1, "callback exactly once");
+    is_int(r.rep.attr.nlink, 2, "two children succeeded");
+    is_int(r.rep.attr.ino, 11, "replies of sync and async children were gathered");
+    bfs_graph_free(g);
+
+    max_step_depth = 0;
+    g = build("volume a\n type test/leaf\nend-volume\nvolume b\n type test/leaf\nend-volume\n"
+              "volume c\n type test/leaf\nend-volume\n"
+              "volume fan\n type test/fan\n subvolumes a b c\nend-volume\n",
+              proc);
+    if (!g)
+        return;
+    for (int i = 0; i < 100; i++)
+        call_lookup(g, &r);
+    is_int(r.rep.attr.nlink, 3, "all-synchronous children: all gathered");
+    is_int(max_step_depth, 1, "the step is never re-entered by synchronous answers");
+    bfs_graph_free(g);
+
+    g = build("volume a\n type test/leaf\n option mode fail-return\nend-volume\n"
+              "volume b\n type test/leaf\n option mode fail-unwind\nend-volume\n"
+              "volume fan\n type test/fan\n subvolumes a b\nend-volume\n",
+              proc);
+    if (!g)
+        return;
+    is_int(call_lookup(g, &r), 0, "all children failing: the call itself is accepted");
+    is_int(r.calls, 1, "callback once");
+    is_int(r.rc, -EIO, "with the first child's error");
+    bfs_graph_free(g);
+}
+
+static void expect_build_error(struct bfs_proc *proc, const char *text, const char *want1,
+                               const char *want2, const char *what)
+{
+    struct bfs_graph *g = NULL;
+    char err[512] = "";
+    int rc = bfs_graph_from_text(text, strlen(text), "bad.vol", proc, &g, err, sizeof(err));
+    ok(rc < 0 && strstr(err, want1) && strstr(err, want2), "%s refused", what);
+    if (rc == 0)
+        bfs_graph_free(g);
+    else
+        printf("# message: %s\n", err);
+}
+
+static void test_build_errors(struct bfs_proc *proc)
+{
+    expect_build_error(proc, "volume a\n type test/leaf\n option colour red\nend-volume\n",
+                       "bad.vol:3", "unknown option 'colour'", "unknown option");
+    expect_build_error(proc, "volume a\n type test/leaf\n option tag 5000\nend-volume\n",
+                       "bad.vol:3", "'tag'", "out-of-range option");
+    expect_build_error(proc, "volume a\n type test/leaf\n option mode sideways\nend-volume\n",
+                       "volume a", "'mode'", "bad enum value");
+    expect_build_error(proc, "volume p\n type test/passthru\n subvolumes ghost\nend-volume\n",
+                       "bad.vol:3", "'ghost' is not defined", "missing subvolume");
+    expect_build_error(proc,
+                       "volume a\n type test/passthru\n subvolumes b\nend-volume\n"
+                       "volume b\n type test/passthru\n subvolumes a\nend-volume\n",
+                       "bad.vol:", "cycle", "a cycle");
+    expect_build_error(proc, "volume a\n type nosuch/thing\nend-volume\n", "bad.vol:2",
+                       "nosuch/thing", "unknown translator type");
+    expect_build_error(proc, "volume a\n type ../../etc\nend-volume\n", "bad.vol:2",
+                       "CLASS/NAME", "a type that is a path");
+    expect_build_error(proc, "volume p\n type test/passthru\nend-volume\n", "volume p",
+                       "subvolumes", "too few subvolumes");
+}
+
+int main(void)
+{
+    plan_lazy();
+    bfs_module_register(&leaf_mod);
+    bfs_module_register(&pass_mod);
+    bfs_module_register(&fan_mod);
+    struct bfs_proc *proc = bfs_proc_new("test_runtime", 2);
+    ok(proc != NULL, "process resources start");
+    test_passthrough(proc);
+    test_error_contract(proc);
+    test_fanout(proc);
+    test_build_errors(proc);
+    bfs_proc_free(proc);
+    return done_testing();
+}
