@@ -26,7 +26,7 @@ ifeq ($(WERROR),1)
 WARN += -Werror
 endif
 OPT ?= -O2
-CPPFLAGS := -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Isrc -Iinclude -I$(BUILD)/gen
+CPPFLAGS := -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Isrc -Iinclude -I$(BUILD)/gen -Itests/lib
 CFLAGS := -std=gnu11 $(OPT) -g -fPIC -pthread $(WARN) $(SANFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS := -pthread $(SANFLAGS)
 JSON_CFLAGS = $(shell pkg-config --cflags json-c 2>/dev/null)
@@ -34,6 +34,8 @@ JSON_LIBS = $(shell pkg-config --libs json-c 2>/dev/null)
 CPPFLAGS += $(JSON_CFLAGS)
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
 FUSE_LIBS = $(shell pkg-config --libs fuse3 2>/dev/null)
+MHD_LIBS = $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
+CURL_LIBS = $(shell pkg-config --libs libcurl 2>/dev/null)
 
 LIBDIR := $(BUILD)/lib
 BINDIR := $(BUILD)/bin
@@ -123,15 +125,16 @@ $(LIBBRICKFS): $(LIB_OBJS)
 define XL_RULE
 $(XLDIR)/$(1).so: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/xlators/$(1)/*.c)) $(XL_LIB_OBJS) $(LIBBRICKFS)
 	@mkdir -p $$(@D)
-	$(CC) -shared -o $$@ $$(filter %.o,$$^) $(LDFLAGS) -L$(LIBDIR) -lbrickfs $(JSON_LIBS) $(RPATH_XL)
+	$(CC) -shared -o $$@ $$(filter %.o,$$^) $(LDFLAGS) -L$(LIBDIR) -lbrickfs $(JSON_LIBS) $$(RPATH_XL)
 endef
 $(foreach x,$(XL_NAMES),$(eval $(call XL_RULE,$(x))))
 
 define PROG_RULE
 $(BINDIR)/$(2): $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/$(1)/*.c)) $(LIBBRICKFS)
 	@mkdir -p $$(@D)
-	$(CC) -o $$@ $$(filter %.o,$$^) $(LDFLAGS) -L$(LIBDIR) -lbrickfs $(RPATH_BIN) \
-	    $(if $(filter fuse,$(1)),$(FUSE_LIBS)) -ldl $(JSON_LIBS)
+	$(CC) -o $$@ $$(filter %.o,$$^) $(LDFLAGS) -L$(LIBDIR) -lbrickfs $$(RPATH_BIN) \
+	    $(if $(filter fuse,$(1)),$(FUSE_LIBS)) $(if $(filter mgmt,$(1)),$(MHD_LIBS)) \
+	    $(if $(filter cli,$(1)),$(CURL_LIBS)) -ldl $(JSON_LIBS)
 endef
 $(foreach p,$(PROG_DIRS),$(eval $(call PROG_RULE,$(word 1,$(subst :, ,$(p))),$(word 2,$(subst :, ,$(p))))))
 

@@ -365,6 +365,18 @@ int main(int argc, char *argv[])
     }
     /* The kernel already applied the caller's umask to every mode we get. */
     umask(0);
-    argv[1] = argv[0]; /* drop SOURCE: fuse_main parses the rest */
-    return fuse_main(argc - 1, argv + 1, &pt_ops, NULL);
+    /* fuse_main parses the rest: drop SOURCE, and name the idle-thread
+     * count (libfuse's default, 10) so that libfuse 3.14 does not warn about
+     * its own unset default (-1) at every start */
+    char **args = calloc((size_t)argc + 2, sizeof(*args));
+    if (!args)
+        return 1;
+    int n = 0;
+    args[n++] = argv[0];
+    args[n++] = (char *)"-omax_idle_threads=10";
+    for (int i = 2; i < argc; i++)
+        args[n++] = argv[i];
+    int rc = fuse_main(n, args, &pt_ops, NULL);
+    free(args);
+    return rc;
 }

@@ -9,6 +9,8 @@ PKGS=(
   clang libclang-rt-14-dev                 # libFuzzer and sanitizer runtimes
   libfuse3-dev fuse3                       # FUSE client
   libjson-c-dev                            # JSON for stats and the REST API
+  libmicrohttpd-dev                        # brickfsd's HTTP server (the REST API)
+  libcurl4-openssl-dev                     # the brickfs CLI's HTTP client
   attr acl util-linux procps psmisc        # getfattr/setfattr, setfacl, setpriv, pgrep
   iproute2                                 # network namespaces in fault tests
 )

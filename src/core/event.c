@@ -26,21 +26,21 @@
  * and the loop frees it when the handler returns. Waiting is also why a
  * handler must never block on a lock that a del_fd caller may hold.
  *
- * Timers: a binary min-heap ordered by (deadline, sequence number), so timers
- * due at the same time fire in the order they were added. The epoll_wait
- * timeout is the time to the earliest deadline. A timer is freed by the loop
- * after its callback returns, or by bfs_timer_cancel() if still pending. A
- * cancel while the callback runs returns 0 and leaves the freeing to the
- * loop; it does not wait (waiting could deadlock a caller holding a lock the
- * callback takes, the usual "clear my timer handle" pattern). Consequently a
- * timer handle must not be cancelled after its callback has returned: the
- * callback is where its owner forgets the handle.
+ * Timers: a binary min-heap ordered by (deadline, id), so timers due at the
+ * same time fire in the order they were added; the epoll_wait timeout is the
+ * time to the earliest deadline. The handle a caller gets is the timer's id,
+ * not its address (see struct timer), so bfs_timer_cancel() can never touch
+ * freed memory: it frees and returns 1 while the timer is pending, and
+ * returns 0 once the loop has taken it out to fire (the loop frees it after
+ * the callback). Cancel does not wait for a running callback: a caller that
+ * holds a lock the callback takes would deadlock.
  *
  * Posted tasks: a FIFO list, run after I/O and timers in each iteration.
  *
  * Lifetime: bfs_loop_free() stops and joins the loop thread, then frees the
  * registrations (fds are not closed), pending timers and posted tasks without
- * running them.
+ * running them. It must not be called from the loop thread (it would join
+ * itself); a loop driven by bfs_loop_run() must have returned first.
  */
 #include "core/event.h"
 
@@ -67,13 +67,19 @@ struct reg {
     bool dead;        /* deleted while its handler ran on the loop thread */
 };
 
-struct bfs_timer {
+/*
+ * A timer. Callers never see this struct: the handle bfs_timer_add() returns
+ * is the timer's id (never 0, never reused) disguised as a struct bfs_timer
+ * pointer, looked up in a hash under the loop's lock. So cancelling a timer
+ * that has already fired (and been freed) is safe and simply returns 0.
+ */
+struct timer {
     uint64_t deadline_ns;
-    uint64_t seq;
+    uint64_t id;      /* also the tie-breaker: equal deadlines fire in add order */
     bfs_timer_fn fn;
     void *arg;
-    size_t heap_idx;  /* position in the heap while pending */
-    bool pending;
+    size_t heap_idx;  /* position in the heap */
+    struct timer *hnext;
 };
 
 struct post {
@@ -93,9 +99,11 @@ struct bfs_loop {
     uint32_t next_gen;
     struct reg *current;       /* registration whose handler is running */
 
-    struct bfs_timer **heap;
+    struct timer **heap;       /* pending timers, min-heap */
     size_t nheap, capheap;
-    uint64_t next_seq;
+    struct timer **tbuckets;   /* pending timers by id; [ntbuckets], power of two */
+    size_t ntbuckets;
+    uint64_t next_id;
 
     struct post *posts, *posts_tail;
 
@@ -155,15 +163,15 @@ struct bfs_loop *bfs_loop_new(void)
     return loop;
 }
 
-/* ---- timer heap (loop->lock held) ---- */
+/* ---- timer heap and id hash (loop->lock held) ---- */
 
-static bool timer_before(const struct bfs_timer *a, const struct bfs_timer *b)
+static bool timer_before(const struct timer *a, const struct timer *b)
 {
     return a->deadline_ns < b->deadline_ns ||
-           (a->deadline_ns == b->deadline_ns && a->seq < b->seq);
+           (a->deadline_ns == b->deadline_ns && a->id < b->id);
 }
 
-static void heap_set(struct bfs_loop *loop, size_t i, struct bfs_timer *t)
+static void heap_set(struct bfs_loop *loop, size_t i, struct timer *t)
 {
     loop->heap[i] = t;
     t->heap_idx = i;
@@ -171,7 +179,7 @@ static void heap_set(struct bfs_loop *loop, size_t i, struct bfs_timer *t)
 
 static void heap_up(struct bfs_loop *loop, size_t i)
 {
-    struct bfs_timer *t = loop->heap[i];
+    struct timer *t = loop->heap[i];
     while (i > 0) {
         size_t p = (i - 1) / 2;
         if (!timer_before(t, loop->heap[p]))
@@ -184,7 +192,7 @@ static void heap_up(struct bfs_loop *loop, size_t i)
 
 static void heap_down(struct bfs_loop *loop, size_t i)
 {
-    struct bfs_timer *t = loop->heap[i];
+    struct timer *t = loop->heap[i];
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= loop->nheap)
@@ -199,11 +207,52 @@ static void heap_down(struct bfs_loop *loop, size_t i)
     heap_set(loop, i, t);
 }
 
-static void heap_remove(struct bfs_loop *loop, struct bfs_timer *t)
+static struct timer **tbucket(struct bfs_loop *loop, uint64_t id)
 {
+    return &loop->tbuckets[id & (loop->ntbuckets - 1)];
+}
+
+/* Grows the heap array and the id hash for one more timer. */
+static int __timers_reserve(struct bfs_loop *loop)
+{
+    if (loop->nheap == loop->capheap) {
+        size_t cap = loop->capheap ? loop->capheap * 2 : 16;
+        struct timer **h = realloc(loop->heap, cap * sizeof(*h));
+        if (!h)
+            return -ENOMEM;
+        loop->heap = h;
+        loop->capheap = cap;
+    }
+    if (loop->nheap + 1 > loop->ntbuckets) {
+        size_t n = loop->ntbuckets ? loop->ntbuckets * 2 : 64;
+        struct timer **b = calloc(n, sizeof(*b)), **old = loop->tbuckets;
+        size_t oldn = loop->ntbuckets;
+        if (!b)
+            return -ENOMEM;
+        loop->tbuckets = b;
+        loop->ntbuckets = n;
+        for (size_t i = 0; i < oldn; i++) {
+            for (struct timer *t = old[i], *next; t; t = next) {
+                next = t->hnext;
+                t->hnext = *tbucket(loop, t->id);
+                *tbucket(loop, t->id) = t;
+            }
+        }
+        free(old);
+    }
+    return 0;
+}
+
+/* Removes a pending timer from the heap and the hash. */
+static void __timer_remove(struct bfs_loop *loop, struct timer *t)
+{
+    struct timer **pp = tbucket(loop, t->id);
+    while (*pp != t)
+        pp = &(*pp)->hnext;
+    *pp = t->hnext;
+
     size_t i = t->heap_idx;
-    struct bfs_timer *last = loop->heap[--loop->nheap];
-    t->pending = false;
+    struct timer *last = loop->heap[--loop->nheap];
     if (i == loop->nheap)
         return;
     heap_set(loop, i, last);
@@ -213,7 +262,7 @@ static void heap_remove(struct bfs_loop *loop, struct bfs_timer *t)
 
 struct bfs_timer *bfs_timer_add(struct bfs_loop *loop, uint64_t ms, bfs_timer_fn fn, void *arg)
 {
-    struct bfs_timer *t = calloc(1, sizeof(*t));
+    struct timer *t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
     t->fn = fn;
@@ -222,48 +271,51 @@ struct bfs_timer *bfs_timer_add(struct bfs_loop *loop, uint64_t ms, bfs_timer_fn
     t->deadline_ns = ms > (UINT64_MAX - now) / 1000000ull ? UINT64_MAX : now + ms * 1000000ull;
 
     pthread_mutex_lock(&loop->lock);
-    if (loop->nheap == loop->capheap) {
-        size_t cap = loop->capheap ? loop->capheap * 2 : 16;
-        struct bfs_timer **h = realloc(loop->heap, cap * sizeof(*h));
-        if (!h) {
-            pthread_mutex_unlock(&loop->lock);
-            free(t);
-            return NULL;
-        }
-        loop->heap = h;
-        loop->capheap = cap;
+    if (__timers_reserve(loop) < 0) {
+        pthread_mutex_unlock(&loop->lock);
+        free(t);
+        return NULL;
     }
-    t->seq = loop->next_seq++;
-    t->pending = true;
+    t->id = ++loop->next_id; /* starts at 1: a handle is never NULL */
+    t->hnext = *tbucket(loop, t->id);
+    *tbucket(loop, t->id) = t;
     loop->heap[loop->nheap++] = t;
     heap_up(loop, loop->nheap - 1);
     bool earliest = loop->heap[0] == t;
+    uint64_t id = t->id;
     pthread_mutex_unlock(&loop->lock);
 
     /* The loop recomputes its timeout each iteration; it only needs a nudge
      * when this timer is now the first due and we are not the loop. */
     if (earliest && !bfs_loop_on_loop_thread(loop))
         loop_wake(loop);
-    return t;
+    return (struct bfs_timer *)(uintptr_t)id;
 }
 
-int bfs_timer_cancel(struct bfs_loop *loop, struct bfs_timer *t)
+int bfs_timer_cancel(struct bfs_loop *loop, struct bfs_timer *handle)
 {
-    if (!t)
+    uint64_t id = (uintptr_t)handle;
+    struct timer *t = NULL;
+
+    if (!id)
         return 0;
     pthread_mutex_lock(&loop->lock);
-    bool pending = t->pending;
-    if (pending)
-        heap_remove(loop, t);
+    if (loop->ntbuckets) {
+        for (t = *tbucket(loop, id); t && t->id != id; t = t->hnext)
+            ;
+        if (t)
+            __timer_remove(loop, t);
+    }
     pthread_mutex_unlock(&loop->lock);
-    if (!pending)
-        return 0; /* firing now: the loop frees it when the callback returns */
+    /* t is NULL if the timer fired, is firing, or was cancelled before. */
+    int cancelled = t != NULL;
     free(t);
-    return 1;
+    return cancelled;
 }
 
 /* Pops and runs every timer due at `now`. Timers added by callbacks for
- * "now" are due only from the next iteration, so they cannot starve I/O. */
+ * "now" are due only from the next iteration, so they cannot starve I/O.
+ * A popped timer is out of the hash, so only this thread can reach it. */
 static void run_timers(struct bfs_loop *loop)
 {
     uint64_t now = bfs_now_ns();
@@ -273,8 +325,8 @@ static void run_timers(struct bfs_loop *loop)
             pthread_mutex_unlock(&loop->lock);
             return;
         }
-        struct bfs_timer *t = loop->heap[0];
-        heap_remove(loop, t);
+        struct timer *t = loop->heap[0];
+        __timer_remove(loop, t);
         pthread_mutex_unlock(&loop->lock);
         t->fn(t->arg);
         free(t);
@@ -566,6 +618,7 @@ void bfs_loop_free(struct bfs_loop *loop)
     for (size_t i = 0; i < loop->nheap; i++)
         free(loop->heap[i]);
     free(loop->heap);
+    free(loop->tbuckets);
     while (loop->posts) {
         struct post *p = loop->posts;
         loop->posts = p->next;

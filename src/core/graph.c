@@ -394,13 +394,27 @@ int bfs_graph_init(struct bfs_graph *g)
     return 0;
 }
 
-void bfs_graph_activate(struct bfs_graph *g)
+static void notify_top(struct bfs_graph *g, enum bfs_event ev)
 {
     struct bfs_xl *top = g->top;
     if (top->mod->notify)
-        top->mod->notify(top, BFS_EV_PARENT_UP, NULL, NULL);
+        top->mod->notify(top, ev, NULL, NULL);
     else
-        bfs_xl_notify_default(top, BFS_EV_PARENT_UP, NULL, NULL);
+        bfs_xl_notify_default(top, ev, NULL, NULL);
+}
+
+void bfs_graph_activate(struct bfs_graph *g)
+{
+    g->active = true;
+    notify_top(g, BFS_EV_PARENT_UP);
+}
+
+void bfs_graph_deactivate(struct bfs_graph *g)
+{
+    if (!g->active)
+        return;
+    g->active = false;
+    notify_top(g, BFS_EV_PARENT_DOWN);
 }
 
 struct bfs_xl *bfs_graph_find(struct bfs_graph *g, const char *name)
@@ -415,12 +429,16 @@ void bfs_graph_free(struct bfs_graph *g)
 {
     if (!g)
         return;
-    /* forget() runs while translators still have their private state */
+    /* Connections and fds go first (PARENT_DOWN), then forget() runs while
+     * translators still have their private state, then fini. */
+    bfs_graph_deactivate(g);
     if (g->itable)
         bfs_itable_free(g->itable);
     for (int i = g->nxls - 1; i >= 0; i--)
         if (g->xls[i]->nparents == 0)
             fini_rec(g->xls[i]);
+    /* no loop or worker may still be running translator code at dlclose */
+    bfs_proc_quiesce(g->proc);
     for (int i = 0; i < g->nxls; i++) {
         struct bfs_xl *xl = g->xls[i];
         bfs_dict_unref(xl->options);

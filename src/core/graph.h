@@ -62,6 +62,7 @@ struct bfs_graph {
     /* Events that reach the top translator's parents (there are none): the
      * program above the graph hears CHILD_UP/DOWN and upcalls here. */
     void (*on_event)(struct bfs_graph *g, enum bfs_event ev, void *data);
+    bool active;                /* between activate and deactivate */
 };
 
 /*
@@ -83,7 +84,10 @@ int bfs_graph_from_file(const char *path, struct bfs_proc *proc, struct bfs_grap
 int bfs_graph_init(struct bfs_graph *g);
 /* Sends PARENT_UP down from the top (clients connect). */
 void bfs_graph_activate(struct bfs_graph *g);
-/* fini top-down, unload modules, free. */
+/* Sends PARENT_DOWN from the top (servers close connections and release
+ * fds, clients disconnect). Idempotent; bfs_graph_free calls it. */
+void bfs_graph_deactivate(struct bfs_graph *g);
+/* Deactivates, forgets inodes, fini top-down, unloads modules, frees. */
 void bfs_graph_free(struct bfs_graph *g);
 struct bfs_xl *bfs_graph_find(struct bfs_graph *g, const char *name);
 
@@ -99,5 +103,8 @@ int bfs_module_register(const struct bfs_xl_module *mod);
  * nworkers 0 = no pool. NULL on failure (logged). */
 struct bfs_proc *bfs_proc_new(const char *program, int nworkers);
 void bfs_proc_free(struct bfs_proc *p);
+/* Waits until every task queued so far on the loop and the worker pool has
+ * finished (so translator code can be unloaded). Not from those threads. */
+void bfs_proc_quiesce(struct bfs_proc *p);
 
 #endif

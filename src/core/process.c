@@ -2,6 +2,7 @@
  * process.c — the resources one process shares among its graphs: an event
  * loop running on its own thread and a pool of workers for blocking work.
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "core/event.h"
@@ -16,6 +17,7 @@ struct bfs_proc *bfs_proc_new(const char *program, int nworkers)
     p->loop = bfs_loop_new();
     if (!p->loop || bfs_loop_start(p->loop, "bfs-loop") < 0)
         goto fail;
+    p->nworkers = nworkers;
     if (nworkers > 0 && !(p->workers = bfs_workers_new(nworkers, "bfs-work")))
         goto fail;
     return p;
@@ -34,4 +36,60 @@ void bfs_proc_free(struct bfs_proc *p)
     if (p->loop)
         bfs_loop_free(p->loop);
     free(p);
+}
+
+struct barrier {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int arrived, want;
+};
+
+static void barrier_task(void *arg)
+{
+    struct barrier *b = arg;
+    pthread_mutex_lock(&b->lock);
+    b->arrived++;
+    pthread_cond_broadcast(&b->cond);
+    /* hold this worker until every worker is here: then no earlier task
+     * can still be running anywhere in the pool */
+    while (b->arrived < b->want)
+        pthread_cond_wait(&b->cond, &b->lock);
+    pthread_mutex_unlock(&b->lock);
+}
+
+static void barrier_wait(struct barrier *b)
+{
+    pthread_mutex_lock(&b->lock);
+    while (b->arrived < b->want)
+        pthread_cond_wait(&b->cond, &b->lock);
+    pthread_mutex_unlock(&b->lock);
+}
+
+void bfs_proc_quiesce(struct bfs_proc *p)
+{
+    if (!p)
+        return;
+    if (p->loop && !bfs_loop_on_loop_thread(p->loop)) {
+        struct barrier b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 1};
+        if (bfs_loop_post(p->loop, barrier_task, &b) == 0)
+            barrier_wait(&b);
+    }
+    if (p->workers && p->nworkers > 0) {
+        struct barrier b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0,
+                            p->nworkers};
+        int queued = 0;
+        for (int i = 0; i < p->nworkers; i++)
+            queued += bfs_workers_submit(p->workers, barrier_task, &b) == 0;
+        if (queued == p->nworkers)
+            barrier_wait(&b);
+        /* a failed submit (ENOMEM) leaves us unable to wait safely: give up
+         * on the barrier rather than hang */
+        else {
+            pthread_mutex_lock(&b.lock);
+            b.want = queued;
+            pthread_cond_broadcast(&b.cond);
+            pthread_mutex_unlock(&b.lock);
+            barrier_wait(&b);
+        }
+    }
 }

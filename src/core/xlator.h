@@ -145,6 +145,7 @@ struct bfs_xl {
 struct bfs_proc {
     struct bfs_loop *loop;
     struct bfs_workers *workers;
+    int nworkers;
     const char *program;
 };
 

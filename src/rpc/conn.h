@@ -24,6 +24,8 @@
  *   does. While started and not yet closed, the loop holds its own
  *   reference, so a conn never disappears under a callback. A conn that is
  *   never started gets no on_close; its fd is closed at the last unref.
+ *   Close every started connection and wait for its on_close before
+ *   stopping or freeing the loop: the loop's reference is dropped there.
  *
  * Sending: bfs_conn_send() copies the body (gathered from an iovec);
  * bfs_conn_send_buf() takes a malloc'd body and frees it when written or
@@ -94,7 +96,8 @@ int bfs_listener_new(struct bfs_loop *loop, const char *host, uint16_t port, bfs
                      void *arg, struct bfs_listener **out);
 uint16_t bfs_listener_port(const struct bfs_listener *l);
 /* Stops accepting and frees; once it returns fn is not called again. May
- * be called from any thread, including from inside fn. */
+ * be called from any thread, including from inside fn; from another thread
+ * it waits for a running fn, so do not hold a lock that fn takes. */
 void bfs_listener_free(struct bfs_listener *l);
 
 /* ---- outgoing connect (tcp.c) ---- */

@@ -1,0 +1,48 @@
+/*
+ * cli.h — what the parts of the brickfs command line share: the global
+ * options, one HTTP exchange with brickfsd, and the printers.
+ */
+#ifndef BFS_CLI_CLI_H
+#define BFS_CLI_CLI_H
+
+#include <stdbool.h>
+
+struct json_object;
+
+#define CLI_DEFAULT_PORT 24100
+
+struct cli {
+    char server[300];  /* HOST:PORT */
+    bool json, yes;
+};
+
+struct cli_resp {
+    long status;               /* HTTP status */
+    char *body;                /* as received, NUL-terminated */
+    struct json_object *json;  /* parsed body, NULL if not JSON */
+};
+
+/* Exit statuses */
+enum { CLI_OK = 0, CLI_ERR = 1, CLI_USAGE = 2 };
+
+/* One request; body may be NULL. 0 when brickfsd answered (any status),
+ * -1 after printing why it could not be reached. */
+int cli_http(const struct cli *c, const char *method, const char *path,
+             struct json_object *body, struct cli_resp *r);
+void cli_resp_free(struct cli_resp *r);
+/* The error message of a failed answer (from {"error": ...} or the status). */
+const char *cli_resp_error(const struct cli_resp *r, char *buf, size_t len);
+
+/* Prints "brickfs: WHAT: message" to stderr and returns code. */
+int cli_fail(int code, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+int cli_volume(const struct cli *c, int argc, char **argv);
+
+/* output.c */
+void cli_print_info(struct json_object *vol);
+void cli_print_status(struct json_object *st);
+void cli_print_options_help(struct json_object *resp);
+void cli_print_get(struct json_object *resp);
+
+#endif

@@ -1,0 +1,113 @@
+/*
+ * output.c — what brickfs prints for people (the --json output is the
+ * API's own): volume info, status, option help and values, in the layout
+ * gluster users know.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "cli/cli.h"
+
+static const char *str(struct json_object *j, const char *key)
+{
+    struct json_object *o;
+    if (!j || !json_object_object_get_ex(j, key, &o) || json_object_is_type(o, json_type_null))
+        return NULL;
+    return json_object_get_string(o);
+}
+
+static const char *or_dash(const char *s)
+{
+    return s ? s : "-";
+}
+
+static struct json_object *arr(struct json_object *j, const char *key)
+{
+    struct json_object *o;
+    if (!j || !json_object_object_get_ex(j, key, &o) || !json_object_is_type(o, json_type_array))
+        return NULL;
+    return o;
+}
+
+void cli_print_info(struct json_object *v)
+{
+    struct json_object *bricks = arr(v, "bricks"), *opts;
+    const char *type = or_dash(str(v, "type")), *status = or_dash(str(v, "status"));
+    size_t n = bricks ? json_object_array_length(bricks) : 0;
+    printf("Volume Name: %s\n", or_dash(str(v, "name")));
+    printf("Type: %c%s\n", type[0] >= 'a' && type[0] <= 'z' ? type[0] - 32 : type[0], type + 1);
+    printf("Volume ID: %s\n", or_dash(str(v, "id")));
+    printf("Status: %c%s\n", status[0] >= 'a' && status[0] <= 'z' ? status[0] - 32 : status[0],
+           status + 1);
+    printf("Number of Bricks: %zu\n", n);
+    printf("Bricks:\n");
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *b = json_object_array_get_idx(bricks, i);
+        printf("Brick%zu: %s:%s\n", i + 1, or_dash(str(b, "host")), or_dash(str(b, "path")));
+    }
+    if (json_object_object_get_ex(v, "options", &opts) && json_object_object_length(opts) > 0) {
+        printf("Options Reconfigured:\n");
+        json_object_object_foreach(opts, key, val)
+            printf("%s: %s\n", key, json_object_get_string(val));
+    }
+}
+
+void cli_print_status(struct json_object *st)
+{
+    struct json_object *bricks = arr(st, "bricks");
+    size_t n = bricks ? json_object_array_length(bricks) : 0;
+    printf("Status of volume: %s (%s)\n", or_dash(str(st, "name")), or_dash(str(st, "status")));
+    printf("%-48s %-6s %-7s %-8s %s\n", "Brick", "Port", "Online", "Pid", "Restarts");
+    printf("%.80s\n", "------------------------------------------------------------------"
+                      "--------------");
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *b = json_object_array_get_idx(bricks, i), *o;
+        char where[4200], pid[16] = "N/A";
+        snprintf(where, sizeof(where), "%s:%s", or_dash(str(b, "host")), or_dash(str(b, "path")));
+        bool online = json_object_object_get_ex(b, "online", &o) && json_object_get_boolean(o);
+        int p = json_object_object_get_ex(b, "pid", &o) ? json_object_get_int(o) : 0;
+        if (p > 0)
+            snprintf(pid, sizeof(pid), "%d", p);
+        printf("%-48s %-6s %-7s %-8s %s\n", where, or_dash(str(b, "port")), online ? "Y" : "N",
+               pid, or_dash(str(b, "restarts")));
+    }
+}
+
+void cli_print_options_help(struct json_object *resp)
+{
+    struct json_object *opts = arr(resp, "options");
+    size_t n = opts ? json_object_array_length(opts) : 0;
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *o = json_object_array_get_idx(opts, i), *vals = arr(o, "values");
+        printf("%sOption: %s\n", i ? "\n" : "", or_dash(str(o, "key")));
+        printf("Default Value: %s\n", str(o, "default") ? str(o, "default") : "(none)");
+        printf("Type: %s", or_dash(str(o, "type")));
+        if (str(o, "min") && str(o, "max"))
+            printf(" (%s to %s)", str(o, "min"), str(o, "max"));
+        for (size_t k = 0; vals && k < json_object_array_length(vals); k++)
+            printf("%s%s", k ? ", " : " (", json_object_get_string(json_object_array_get_idx(vals, k)));
+        printf("%s\n", vals ? ")" : "");
+        struct json_object *xls = arr(o, "translators");
+        printf("Applies to: %s side (", or_dash(str(o, "side")));
+        for (size_t k = 0; xls && k < json_object_array_length(xls); k++)
+            printf("%s%s", k ? ", " : "", json_object_get_string(json_object_array_get_idx(xls, k)));
+        printf(")\n");
+        printf("Description: %s\n", or_dash(str(o, "description")));
+    }
+}
+
+void cli_print_get(struct json_object *resp)
+{
+    struct json_object *opts = arr(resp, "options");
+    size_t n = opts ? json_object_array_length(opts) : 0;
+    printf("%-32s %-24s %s\n", "Option", "Value", "Source");
+    printf("%-32s %-24s %s\n", "------", "-----", "------");
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *o = json_object_array_get_idx(opts, i);
+        const char *val = str(o, "value");
+        printf("%-32s %-24s %s\n", or_dash(str(o, "key")), val ? val : "(unset)",
+               or_dash(str(o, "source")));
+    }
+}

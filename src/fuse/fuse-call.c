@@ -1,0 +1,278 @@
+/*
+ * fuse-call.c — one FUSE request as a call into the graph: credentials,
+ * the top frame, nodeid <-> inode mapping and entry replies.
+ *
+ * A call is created by the operation handler on a FUSE thread, wound into
+ * graph->top, and ended by the fop callback (any thread) once it replied.
+ * fu->inflight counts calls between those two points, so that shutdown can
+ * wait until no callback will touch the session any more.
+ *
+ * Supplementary groups are not in the FUSE request: libfuse reads them from
+ * /proc/PID/task/PID/status, a file open per request. A small cache keyed by
+ * (pid, uid, gid) keeps them for one second, the same trade-off every FUSE
+ * network file system makes (a process that changes its groups sees the
+ * change on the mount within a second).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/event.h"
+#include "fuse/fuse-bridge.h"
+
+#define GROUP_CACHE_SLOTS 64
+#define GROUP_CACHE_NS 1000000000ull
+
+struct group_entry {
+    uint32_t pid, uid, gid;
+    uint32_t ngroups;
+    uint64_t when_ns;
+    uint32_t groups[BFS_MAX_GROUPS];
+};
+
+static struct group_entry group_cache[GROUP_CACHE_SLOTS];
+static pthread_mutex_t group_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t call_counter;
+
+static void fill_groups(fuse_req_t req, struct bfs_stack *st)
+{
+    if (st->pid == 0)
+        return; /* kernel-initiated (writeback, release): no process to ask */
+    struct group_entry *g = &group_cache[st->pid % GROUP_CACHE_SLOTS];
+    uint64_t now = bfs_now_ns();
+
+    pthread_mutex_lock(&group_lock);
+    if (g->when_ns && g->pid == st->pid && g->uid == st->uid && g->gid == st->gid &&
+        now - g->when_ns < GROUP_CACHE_NS) {
+        st->ngroups = g->ngroups;
+        memcpy(st->groups, g->groups, g->ngroups * sizeof(g->groups[0]));
+        pthread_mutex_unlock(&group_lock);
+        return;
+    }
+    pthread_mutex_unlock(&group_lock);
+
+    gid_t list[BFS_MAX_GROUPS];
+    int n = fuse_req_getgroups(req, BFS_MAX_GROUPS, list);
+    if (n < 0)
+        return; /* the process is gone or /proc is unreadable: primary gid only */
+    if (n > BFS_MAX_GROUPS)
+        n = BFS_MAX_GROUPS;
+    st->ngroups = (uint32_t)n;
+    for (int i = 0; i < n; i++)
+        st->groups[i] = list[i];
+
+    pthread_mutex_lock(&group_lock);
+    g->pid = st->pid;
+    g->uid = st->uid;
+    g->gid = st->gid;
+    g->ngroups = st->ngroups;
+    memcpy(g->groups, st->groups, st->ngroups * sizeof(g->groups[0]));
+    g->when_ns = now;
+    pthread_mutex_unlock(&group_lock);
+}
+
+struct bfs_fuse *bfs_fuse_of(fuse_req_t req)
+{
+    return fuse_req_userdata(req);
+}
+
+struct bfs_fuse_call *bfs_fuse_call_new(fuse_req_t req)
+{
+    struct bfs_fuse *fu = bfs_fuse_of(req);
+    struct bfs_fuse_call *c = calloc(1, sizeof(*c));
+    struct bfs_stack *st = bfs_stack_new();
+    if (!c || !st)
+        goto nomem;
+    const struct fuse_ctx *ctx = fuse_req_ctx(req);
+    st->uid = ctx->uid;
+    st->gid = ctx->gid;
+    st->pid = (uint32_t)ctx->pid;
+    st->unique = __atomic_add_fetch(&call_counter, 1, __ATOMIC_RELAXED);
+    fill_groups(req, st);
+    c->frame = bfs_frame_top_new(st, c);
+    if (!c->frame)
+        goto nomem;
+    bfs_stack_unref(st); /* the frame holds it */
+    c->req = req;
+    c->fu = fu;
+    pthread_mutex_lock(&fu->lock);
+    fu->inflight++;
+    pthread_mutex_unlock(&fu->lock);
+    return c;
+nomem:
+    bfs_stack_unref(st);
+    free(c);
+    fuse_reply_err(req, ENOMEM);
+    return NULL;
+}
+
+struct bfs_fuse_call *bfs_fuse_call_new_lk(fuse_req_t req, uint64_t owner)
+{
+    struct bfs_fuse_call *c = bfs_fuse_call_new(req);
+    if (c)
+        c->frame->stack->lk_owner = owner;
+    return c;
+}
+
+struct bfs_fuse_call *bfs_fuse_call_new_internal(struct bfs_fuse *fu,
+                                                 const struct bfs_stack *like)
+{
+    struct bfs_fuse_call *c = calloc(1, sizeof(*c));
+    struct bfs_stack *st = bfs_stack_new();
+    if (!c || !st || !(c->frame = bfs_frame_top_new(st, c))) {
+        bfs_stack_unref(st);
+        free(c);
+        return NULL;
+    }
+    st->uid = like->uid;
+    st->gid = like->gid;
+    st->pid = like->pid;
+    st->ngroups = like->ngroups;
+    memcpy(st->groups, like->groups, like->ngroups * sizeof(like->groups[0]));
+    st->lk_owner = like->lk_owner;
+    st->unique = __atomic_add_fetch(&call_counter, 1, __ATOMIC_RELAXED);
+    bfs_stack_unref(st);
+    c->fu = fu;
+    pthread_mutex_lock(&fu->lock);
+    fu->inflight++;
+    pthread_mutex_unlock(&fu->lock);
+    return c;
+}
+
+void bfs_fuse_call_done(struct bfs_fuse_call *c)
+{
+    struct bfs_fuse *fu = c->fu;
+    bfs_frame_top_free(c->frame);
+    if (c->fd_ref)
+        bfs_fd_unref(c->fd_ref);
+    if (c->inode)
+        bfs_inode_unref(c->inode);
+    if (c->parent)
+        bfs_inode_unref(c->parent);
+    if (c->fh)
+        bfs_fuse_fh_free(fu, c->fh); /* an open that never reached the kernel */
+    free(c->name);
+    free(c);
+    pthread_mutex_lock(&fu->lock);
+    if (--fu->inflight == 0)
+        pthread_cond_broadcast(&fu->cond);
+    pthread_mutex_unlock(&fu->lock);
+}
+
+void bfs_fuse_call_fail(struct bfs_fuse_call *c, int rc)
+{
+    fuse_reply_err(c->req, rc < 0 ? -rc : EIO);
+    bfs_fuse_call_done(c);
+}
+
+/* ---- nodeids ---- */
+
+struct bfs_inode *bfs_fuse_inode(struct bfs_fuse *fu, fuse_ino_t ino)
+{
+    if (ino == FUSE_ROOT_ID)
+        return fu->root;
+    return (struct bfs_inode *)(uintptr_t)ino;
+}
+
+fuse_ino_t bfs_fuse_ino(struct bfs_fuse *fu, struct bfs_inode *inode)
+{
+    return inode == fu->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)inode;
+}
+
+void bfs_fuse_loc_inode(struct bfs_loc *loc, struct bfs_inode *inode)
+{
+    memset(loc, 0, sizeof(*loc));
+    loc->gfid = inode->gfid;
+    loc->inode = inode;
+}
+
+void bfs_fuse_loc_entry(struct bfs_loc *loc, struct bfs_inode *parent, const char *name)
+{
+    memset(loc, 0, sizeof(*loc));
+    loc->pargfid = parent->gfid;
+    loc->parent = parent;
+    loc->name = name;
+}
+
+int bfs_fuse_name_check(const char *name)
+{
+    return bfs_name_check(name);
+}
+
+bool bfs_fuse_hidden_entry(struct bfs_fuse *fu, struct bfs_inode *parent, const char *name)
+{
+    return parent == fu->root && strcmp(name, BFS_FUSE_HIDDEN_DIR) == 0;
+}
+
+bool bfs_fuse_hidden_xattr(const char *name)
+{
+    size_t n = strlen(BFS_FUSE_HIDDEN_XATTR) - 1; /* "trusted.brickfs" */
+    return strncmp(name, BFS_FUSE_HIDDEN_XATTR, n) == 0 && (name[n] == '.' || name[n] == 0);
+}
+
+bool bfs_fuse_capability_xattr(const struct bfs_fuse *fu, const char *name)
+{
+    return !fu->opts->capability && strcmp(name, "security.capability") == 0;
+}
+
+/* ---- attributes and entries ---- */
+
+void bfs_fuse_stat(const struct bfs_iatt *ia, struct stat *st)
+{
+    bfs_iatt_to_stat(ia, st);
+    if (!bfs_gfid_is_null(&ia->gfid))
+        st->st_ino = bfs_gfid_to_ino(&ia->gfid);
+}
+
+struct bfs_inode *bfs_fuse_entry(struct bfs_fuse *fu, const struct bfs_iatt *attr,
+                                 struct fuse_entry_param *e)
+{
+    if (bfs_gfid_is_null(&attr->gfid)) {
+        errno = EIO; /* a reply without an identity: nothing we could name */
+        return NULL;
+    }
+    struct bfs_inode *i = bfs_inode_get(fu->graph->itable, &attr->gfid, attr->mode);
+    if (!i)
+        return NULL;
+    bfs_inode_lookup(i);
+    bfs_inode_unref(i); /* the kernel's lookup count keeps it now */
+    memset(e, 0, sizeof(*e));
+    e->ino = bfs_fuse_ino(fu, i);
+    e->generation = 1;
+    bfs_fuse_stat(attr, &e->attr);
+    e->attr_timeout = fu->opts->attr_timeout;
+    e->entry_timeout = fu->opts->entry_timeout;
+    return i;
+}
+
+void bfs_fuse_reply_entry(struct bfs_fuse_call *c, const struct bfs_iatt *attr)
+{
+    struct fuse_entry_param e;
+    struct bfs_inode *i = bfs_fuse_entry(c->fu, attr, &e);
+    if (!i) {
+        fuse_reply_err(c->req, errno ? errno : EIO);
+        return;
+    }
+    /* An interrupted request never reached the kernel: take the count back. */
+    if (fuse_reply_entry(c->req, &e) < 0)
+        bfs_inode_forget(i, 1);
+}
+
+void bfs_fuse_reply_attr(struct bfs_fuse_call *c, const struct bfs_iatt *attr)
+{
+    struct stat st;
+    bfs_fuse_stat(attr, &st);
+    fuse_reply_attr(c->req, &st, c->fu->opts->attr_timeout);
+}
+
+struct bfs_dict *bfs_fuse_gfid_req(struct bfs_gfid *g)
+{
+    struct bfs_dict *d = bfs_dict_new();
+    bfs_gfid_generate(g);
+    if (d && bfs_dict_set_bin(d, BFS_FUSE_GFID_REQ_KEY, g->b, sizeof(g->b)) < 0) {
+        bfs_dict_unref(d);
+        d = NULL;
+    }
+    return d;
+}

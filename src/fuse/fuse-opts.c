@@ -1,0 +1,335 @@
+/*
+ * fuse-opts.c — the command line of brickfs-mount.
+ *
+ *   brickfs-mount [-f] [-o OPT[,OPT...]]... --volfile FILE MOUNTPOINT
+ *
+ * Our own options are parsed into struct bfs_fuse_opts. The standard mount
+ * flags that mount(8) hands every helper are either passed on to libfuse
+ * (those that change the kernel mount: nosuid, noexec, noatime, ...) or
+ * accepted and ignored (those that only mean something to mount(8) or
+ * systemd: defaults, _netdev, nofail, x-systemd.*, ...). Anything else is
+ * a usage error (exit 2) naming the option, so a typo never mounts silently
+ * with a default.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/options.h"
+#include "fuse/fuse-bridge.h"
+
+static const char usage_text[] =
+    "Usage: brickfs-mount [-f] [-o OPT[,OPT...]] --volfile FILE MOUNTPOINT\n"
+    "\n"
+    "Mounts the brickfs volume that the client volfile FILE describes on MOUNTPOINT.\n"
+    "Without -f it goes to the background once the mount is up; the exit status\n"
+    "tells whether it is (0) or why not (1, reason on stderr).\n"
+    "\n"
+    "  -f, --foreground       stay in the foreground (logs to stderr by default)\n"
+    "  -o OPT[,OPT...]        mount options, below\n"
+    "      --volfile FILE     the client graph to run\n"
+    "  -h, --help             this text\n"
+    "\n"
+    "Options:\n"
+    "  attr-timeout=SECS      how long the kernel caches attributes (default 1)\n"
+    "  entry-timeout=SECS     how long the kernel caches names (default 1)\n"
+    "  negative-timeout=SECS  how long the kernel caches a missing name (default 0)\n"
+    "  direct-io[=on|off]     bypass the kernel page cache (default off)\n"
+    "  capability[=on|off]    file capabilities (security.capability) through the\n"
+    "                         mount (default off: the kernel asks for them before\n"
+    "                         every write, which would double the round trips)\n"
+    "  log-file=PATH          log file (default: stderr with -f, else\n"
+    "                         /var/log/brickfs/mnt-PATH.log)\n"
+    "  log-level=LEVEL        none, critical, error, warning, info, debug, trace\n"
+    "  allow_other            let every user use the mount (the default for root;\n"
+    "                         permissions are checked by the kernel and the brick)\n"
+    "  ro                     read-only mount\n"
+    "  fsname=NAME            the source df and /proc/mounts show\n"
+    "  up-timeout=SECS        how long to wait for the volume to come up (default 30)\n"
+    "Standard mount flags (rw, nosuid, nodev, noexec, noatime, sync, _netdev,\n"
+    "defaults, nofail, x-*, ...) are accepted; those that apply to the kernel\n"
+    "mount are passed on.\n";
+
+/* Flags mount(8) may pass: handed to libfuse as they are. */
+static const char *const passed_flags[] = {
+    "suid", "nosuid", "dev", "nodev", "exec", "noexec", "sync", "async",
+    "dirsync", "noatime", "nodiratime", NULL,
+};
+
+/* Flags that mean nothing to a FUSE mount (or are our defaults anyway). */
+static const char *const ignored_flags[] = {
+    "rw", "defaults", "auto", "noauto", "user", "nouser", "users", "owner",
+    "group", "nofail", "_netdev", "atime", "diratime", "relatime", "norelatime",
+    "strictatime", "nostrictatime", "lazytime", "nolazytime", "iversion",
+    "noiversion", "silent", "loud", "mand", "nomand", "default_permissions",
+    "nosymfollow", NULL,
+};
+
+static bool in_list(const char *const *list, const char *s)
+{
+    for (; *list; list++)
+        if (strcmp(*list, s) == 0)
+            return true;
+    return false;
+}
+
+static int parse_secs(const char *key, const char *val, double *out)
+{
+    char *end;
+    errno = 0;
+    double d = val ? strtod(val, &end) : NAN;
+    if (!val || !*val || *end || errno || !isfinite(d) || d < 0 || d > 86400.0 * 365) {
+        fprintf(stderr, "brickfs-mount: option %s needs a number of seconds (got '%s')\n", key,
+                val ? val : "");
+        return -EINVAL;
+    }
+    *out = d;
+    return 0;
+}
+
+static int set_str(char **dst, const char *key, const char *val)
+{
+    if (!val || !*val) {
+        fprintf(stderr, "brickfs-mount: option %s needs a value\n", key);
+        return -EINVAL;
+    }
+    free(*dst);
+    *dst = strdup(val);
+    return *dst ? 0 : -ENOMEM;
+}
+
+static int add_flag(struct bfs_fuse_opts *o, const char *flag)
+{
+    size_t old = o->mount_flags ? strlen(o->mount_flags) : 0;
+    char *s = realloc(o->mount_flags, old + strlen(flag) + 2);
+    if (!s)
+        return -ENOMEM;
+    if (old)
+        s[old++] = ',';
+    strcpy(s + old, flag);
+    o->mount_flags = s;
+    return 0;
+}
+
+/* One "key[=value]" of -o. */
+static int parse_one(struct bfs_fuse_opts *o, char *opt)
+{
+    char *val = strchr(opt, '=');
+    if (val)
+        *val++ = 0;
+    const char *key = opt;
+
+    if (!strcmp(key, "attr-timeout") || !strcmp(key, "attr_timeout"))
+        return parse_secs(key, val, &o->attr_timeout);
+    if (!strcmp(key, "entry-timeout") || !strcmp(key, "entry_timeout"))
+        return parse_secs(key, val, &o->entry_timeout);
+    if (!strcmp(key, "negative-timeout") || !strcmp(key, "negative_timeout"))
+        return parse_secs(key, val, &o->negative_timeout);
+    if (!strcmp(key, "up-timeout")) {
+        double d;
+        if (parse_secs(key, val, &d) < 0 || d < 1 || d > 3600) {
+            fprintf(stderr, "brickfs-mount: up-timeout must be 1..3600 seconds\n");
+            return -EINVAL;
+        }
+        o->up_timeout = (int)d;
+        return 0;
+    }
+    if (!strcmp(key, "direct-io") || !strcmp(key, "direct_io")) {
+        if (val && bfs_parse_bool(val, &o->direct_io) < 0) {
+            fprintf(stderr, "brickfs-mount: direct-io takes on or off (got '%s')\n", val);
+            return -EINVAL;
+        }
+        if (!val)
+            o->direct_io = true;
+        return 0;
+    }
+    if (!strcmp(key, "capability")) {
+        if (val && bfs_parse_bool(val, &o->capability) < 0) {
+            fprintf(stderr, "brickfs-mount: capability takes on or off (got '%s')\n", val);
+            return -EINVAL;
+        }
+        if (!val)
+            o->capability = true;
+        return 0;
+    }
+    if (!strcmp(key, "log-file") || !strcmp(key, "log_file"))
+        return set_str(&o->log_file, key, val);
+    if (!strcmp(key, "log-level") || !strcmp(key, "log_level")) {
+        enum bfs_log_level lvl;
+        if (!val || bfs_log_level_parse(val, &lvl) < 0) {
+            fprintf(stderr, "brickfs-mount: log-level must be one of none, critical, error, "
+                            "warning, info, debug, trace (got '%s')\n", val ? val : "");
+            return -EINVAL;
+        }
+        return set_str(&o->log_level, key, val);
+    }
+    if (!strcmp(key, "fsname"))
+        return set_str(&o->fsname, key, val);
+    if (!val && (!strcmp(key, "allow_other") || !strcmp(key, "allow-other"))) {
+        o->allow_other = true;
+        return 0;
+    }
+    if (!val && !strcmp(key, "ro")) {
+        o->ro = true;
+        return 0;
+    }
+    if (!val && !strcmp(key, "rw")) {
+        o->ro = false;
+        return 0;
+    }
+    if (!val && in_list(passed_flags, key))
+        return add_flag(o, key);
+    if (!val && in_list(ignored_flags, key))
+        return 0;
+    /* systemd and fstab annotations: x-systemd.automount, comment=... */
+    if (!strncmp(key, "x-", 2) || !strcmp(key, "comment"))
+        return 0;
+    fprintf(stderr, "brickfs-mount: unknown mount option '%s%s%s' (see --help)\n", key,
+            val ? "=" : "", val ? val : "");
+    return -EINVAL;
+}
+
+static int parse_list(struct bfs_fuse_opts *o, const char *list)
+{
+    char *copy = strdup(list), *save = NULL;
+    if (!copy)
+        return -ENOMEM;
+    int rc = 0;
+    for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save))
+        rc = parse_one(o, t);
+    free(copy);
+    return rc;
+}
+
+/* An absolute version of path (which need not exist yet for a log file). */
+static char *absolute(const char *path)
+{
+    if (path[0] == '/')
+        return strdup(path);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof(cwd)))
+        return NULL;
+    size_t n = strlen(cwd) + strlen(path) + 2;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s/%s", cwd, path);
+    return s;
+}
+
+static int make_absolute(char **p)
+{
+    if (!*p)
+        return 0;
+    char *a = absolute(*p);
+    if (!a)
+        return -ENOMEM;
+    free(*p);
+    *p = a;
+    return 0;
+}
+
+int bfs_fuse_opts_parse(int argc, char **argv, struct bfs_fuse_opts *o)
+{
+    static const struct option longopts[] = {
+        {"foreground", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {"volfile", required_argument, NULL, 'v'},
+        {"options", required_argument, NULL, 'o'},
+        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof(*o));
+    o->attr_timeout = 1.0;
+    o->entry_timeout = 1.0;
+    o->negative_timeout = 0.0;
+    o->up_timeout = 30;
+    o->allow_other = geteuid() == 0;
+
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+fho:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            o->foreground = true;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return 1;
+        case 'v':
+            if (set_str(&o->volfile, "--volfile", optarg) < 0)
+                return 2;
+            break;
+        case 'o':
+            if (parse_list(o, optarg) < 0)
+                return 2;
+            break;
+        default:
+            fprintf(stderr, "brickfs-mount: bad argument '%s' (see --help)\n",
+                    argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "brickfs-mount: %s (see --help)\n",
+                optind >= argc ? "no mount point given" : "more than one mount point given");
+        return 2;
+    }
+    if (!o->volfile) {
+        fprintf(stderr, "brickfs-mount: --volfile FILE is required (see --help)\n");
+        return 2;
+    }
+    o->mountpoint = strdup(argv[optind]);
+    if (!o->mountpoint || make_absolute(&o->mountpoint) < 0 ||
+        make_absolute(&o->volfile) < 0 || make_absolute(&o->log_file) < 0) {
+        fprintf(stderr, "brickfs-mount: out of memory or no current directory\n");
+        return 2;
+    }
+    /* "/mnt/x/" and "/mnt/x" are the same mount point */
+    size_t n = strlen(o->mountpoint);
+    while (n > 1 && o->mountpoint[n - 1] == '/')
+        o->mountpoint[--n] = 0;
+    return 0;
+}
+
+void bfs_fuse_opts_free(struct bfs_fuse_opts *o)
+{
+    free(o->volfile);
+    free(o->mountpoint);
+    free(o->log_file);
+    free(o->log_level);
+    free(o->fsname);
+    free(o->mount_flags);
+    memset(o, 0, sizeof(*o));
+}
+
+/*
+ * default_permissions is always on: the kernel checks permissions on every
+ * path component before it sends a request. That check cannot happen
+ * anywhere else, because a brick resolves each request by GFID (or parent
+ * GFID + name) and never sees the ancestors of the object; the brick still
+ * checks the object itself with the caller's credentials.
+ */
+char *bfs_fuse_opts_libfuse(const struct bfs_fuse_opts *o, const char *fsname)
+{
+    /* libfuse splits options at ',' unless escaped with a backslash */
+    char esc[512];
+    size_t k = 0;
+    for (const char *p = fsname; *p && k + 3 < sizeof(esc); p++) {
+        if (*p == ',' || *p == '\\')
+            esc[k++] = '\\';
+        esc[k++] = *p;
+    }
+    esc[k] = 0;
+
+    char *s = NULL;
+    int n = asprintf(&s, "fsname=%s,subtype=brickfs,default_permissions,max_read=%u%s%s%s%s",
+                     esc, BFS_FUSE_MAX_IO, o->allow_other ? ",allow_other" : "",
+                     o->ro ? ",ro" : "", o->mount_flags ? "," : "",
+                     o->mount_flags ? o->mount_flags : "");
+    return n < 0 ? NULL : s;
+}

@@ -1,0 +1,201 @@
+/*
+ * fuse-xattr.c — extended attributes: setxattr, getxattr, listxattr,
+ * removexattr.
+ *
+ * getxattr and listxattr both ask the graph with a getxattr fop (a NULL
+ * name asks for every attribute) and answer the kernel's two-step protocol
+ * here: size 0 asks how big the answer is, a buffer too small is ERANGE.
+ *
+ * trusted.brickfs.* is the brick's internal state. Bricks already refuse to
+ * show or change it; this layer refuses as well, so that no translator
+ * below can leak it by accident: such a name never appears in a list, reads
+ * as absent (ENODATA) and cannot be set (EPERM).
+ *
+ * security.capability: before every write(2) the kernel asks whether the
+ * file carries file capabilities (to drop them), and FUSE has no cache for
+ * the answer, so each write would cost a second round trip to the brick.
+ * Unless the mount has the capability option, the answer is given here:
+ * none (ENODATA), and setting one is EOPNOTSUPP — the mount does not
+ * support file capabilities, which its default nosuid flag makes the
+ * kernel ignore at exec anyway. GlusterFS's FUSE client does the same.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuse/fuse-bridge.h"
+
+/* ---- set and remove ---- */
+
+static void changed(struct bfs_fuse_call *c, int rc)
+{
+    /* ctime moved on the brick: drop the kernel's cached copy first, so no
+     * stat after our reply can see the old one */
+    if (rc >= 0)
+        bfs_fuse_inval_attr(c->fu, c->ino);
+    fuse_reply_err(c->req, rc < 0 ? -rc : 0);
+    bfs_fuse_call_done(c);
+}
+
+static void setxattr_cbk(struct bfs_frame *frame, void *cookie, int rc,
+                         const struct bfs_setxattr_rep *rep)
+{
+    changed(bfs_fuse_call_of(frame), rc);
+}
+
+void bfs_fuse_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                       size_t size, int flags)
+{
+    struct bfs_fuse *fu = bfs_fuse_of(req);
+    if (bfs_fuse_hidden_xattr(name) || bfs_fuse_capability_xattr(fu, name)) {
+        fuse_reply_err(req, bfs_fuse_hidden_xattr(name) ? EPERM : EOPNOTSUPP);
+        return;
+    }
+    struct bfs_fuse_call *c = bfs_fuse_call_new(req);
+    if (!c)
+        return;
+    c->ino = ino;
+    struct bfs_setxattr_req r = {.xattrs = bfs_dict_new(), .flags = (uint32_t)flags};
+    if (!r.xattrs || bfs_dict_set_bin(r.xattrs, name, value, size) < 0) {
+        bfs_dict_unref(r.xattrs);
+        bfs_fuse_call_fail(c, -ENOMEM);
+        return;
+    }
+    bfs_fuse_loc_inode(&r.loc, bfs_fuse_inode(fu, ino));
+    int rc = bfs_wind_setxattr(c->frame, fu->graph->top, setxattr_cbk, NULL, &r);
+    bfs_dict_unref(r.xattrs);
+    if (rc < 0)
+        bfs_fuse_call_fail(c, rc);
+}
+
+static void removexattr_cbk(struct bfs_frame *frame, void *cookie, int rc,
+                            const struct bfs_removexattr_rep *rep)
+{
+    changed(bfs_fuse_call_of(frame), rc);
+}
+
+void bfs_fuse_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+    struct bfs_fuse *fu = bfs_fuse_of(req);
+    if (bfs_fuse_hidden_xattr(name) || bfs_fuse_capability_xattr(fu, name)) {
+        fuse_reply_err(req, ENODATA);
+        return;
+    }
+    struct bfs_fuse_call *c = bfs_fuse_call_new(req);
+    if (!c)
+        return;
+    c->ino = ino;
+    struct bfs_removexattr_req r = {.name = name};
+    bfs_fuse_loc_inode(&r.loc, bfs_fuse_inode(fu, ino));
+    int rc = bfs_wind_removexattr(c->frame, fu->graph->top, removexattr_cbk, NULL, &r);
+    if (rc < 0)
+        bfs_fuse_call_fail(c, rc);
+}
+
+/* ---- get and list ---- */
+
+/* Answers a value or list of len bytes under the size-probe protocol. */
+static void reply_sized(struct bfs_fuse_call *c, const void *data, size_t len)
+{
+    size_t size = c->u64[0];
+    if (size == 0)
+        fuse_reply_xattr(c->req, len);
+    else if (len > size)
+        fuse_reply_err(c->req, ERANGE);
+    else
+        fuse_reply_buf(c->req, data, len);
+}
+
+static void getxattr_cbk(struct bfs_frame *frame, void *cookie, int rc,
+                         const struct bfs_getxattr_rep *rep)
+{
+    struct bfs_fuse_call *c = bfs_fuse_call_of(frame);
+    enum bfs_val_type type;
+    const void *val = NULL;
+    size_t len = 0;
+    if (rc >= 0 && bfs_dict_get_raw(rep->xattrs, c->name, &type, &val, &len) < 0)
+        rc = -ENODATA;
+    if (rc < 0)
+        fuse_reply_err(c->req, -rc);
+    else
+        reply_sized(c, val, len);
+    bfs_fuse_call_done(c);
+}
+
+void bfs_fuse_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+    struct bfs_fuse *fu = bfs_fuse_of(req);
+    if (bfs_fuse_hidden_xattr(name) || bfs_fuse_capability_xattr(fu, name)) {
+        fuse_reply_err(req, ENODATA);
+        return;
+    }
+    struct bfs_fuse_call *c = bfs_fuse_call_new(req);
+    if (!c)
+        return;
+    c->u64[0] = size;
+    if (!(c->name = strdup(name))) {
+        bfs_fuse_call_fail(c, -ENOMEM);
+        return;
+    }
+    struct bfs_getxattr_req r = {.name = name};
+    bfs_fuse_loc_inode(&r.loc, bfs_fuse_inode(fu, ino));
+    int rc = bfs_wind_getxattr(c->frame, fu->graph->top, getxattr_cbk, NULL, &r);
+    if (rc < 0)
+        bfs_fuse_call_fail(c, rc);
+}
+
+struct name_list {
+    const struct bfs_fuse *fu;
+    char *buf;   /* NULL: only count */
+    size_t len;
+};
+
+static int add_name(const char *key, enum bfs_val_type type, const void *val, size_t len,
+                    void *arg)
+{
+    struct name_list *l = arg;
+    if (bfs_fuse_hidden_xattr(key) || bfs_fuse_capability_xattr(l->fu, key))
+        return 0;
+    size_t n = strlen(key) + 1;
+    if (l->buf)
+        memcpy(l->buf + l->len, key, n);
+    l->len += n;
+    return 0;
+}
+
+static void listxattr_cbk(struct bfs_frame *frame, void *cookie, int rc,
+                          const struct bfs_getxattr_rep *rep)
+{
+    struct bfs_fuse_call *c = bfs_fuse_call_of(frame);
+    struct name_list l = {c->fu, NULL, 0};
+    size_t size = c->u64[0];
+    if (rc >= 0)
+        bfs_dict_foreach(rep->xattrs, add_name, &l); /* count */
+    if (rc < 0) {
+        fuse_reply_err(c->req, -rc);
+    } else if (size == 0 || l.len > size) {
+        reply_sized(c, NULL, l.len);
+    } else if (!(l.buf = malloc(l.len ? l.len : 1))) {
+        fuse_reply_err(c->req, ENOMEM);
+    } else {
+        l.len = 0;
+        bfs_dict_foreach(rep->xattrs, add_name, &l);
+        fuse_reply_buf(c->req, l.buf, l.len);
+    }
+    free(l.buf);
+    bfs_fuse_call_done(c);
+}
+
+void bfs_fuse_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+    struct bfs_fuse *fu = bfs_fuse_of(req);
+    struct bfs_fuse_call *c = bfs_fuse_call_new(req);
+    if (!c)
+        return;
+    c->u64[0] = size;
+    struct bfs_getxattr_req r = {.name = NULL};
+    bfs_fuse_loc_inode(&r.loc, bfs_fuse_inode(fu, ino));
+    int rc = bfs_wind_getxattr(c->frame, fu->graph->top, listxattr_cbk, NULL, &r);
+    if (rc < 0)
+        bfs_fuse_call_fail(c, rc);
+}

@@ -1,0 +1,226 @@
+/*
+ * api.c — the REST routes of brickfsd (docs/API.md): parses the URL and
+ * the JSON body, calls the operation (volume-ops.c, option-ops.c) and
+ * turns its result or error into a reply. Errors are {"error": "..."}.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "mgmt/mgmt.h"
+
+#define MAX_SEGS 8
+
+static void reply_json(struct bfs_http_reply *r, int status, struct json_object *j)
+{
+    const char *s = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY |
+                                                          JSON_C_TO_STRING_NOSLASHESCAPE);
+    size_t n = strlen(s);
+    r->status = status;
+    r->ctype = "application/json";
+    r->body = malloc(n + 2);
+    if (r->body) {
+        memcpy(r->body, s, n);
+        r->body[n] = '\n';
+        r->body[n + 1] = 0;
+    }
+    json_object_put(j);
+}
+
+static void reply_error(struct bfs_http_reply *r, int status, const char *msg)
+{
+    struct json_object *j = json_object_new_object();
+    json_object_object_add(j, "error", json_object_new_string(msg));
+    reply_json(r, status, j);
+}
+
+static void reply_op(struct bfs_http_reply *r, int rc, int ok_status, struct json_object *out,
+                     const struct bfs_err *e)
+{
+    if (rc < 0)
+        reply_error(r, e->status ? e->status : 500, e->msg[0] ? e->msg : "internal error");
+    else
+        reply_json(r, ok_status, out);
+}
+
+static int split(const char *url, char segs[MAX_SEGS][256])
+{
+    int n = 0;
+    const char *p = url;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        const char *s = p;
+        while (*p && *p != '/')
+            p++;
+        if (n == MAX_SEGS || (size_t)(p - s) >= 256)
+            return -1;
+        memcpy(segs[n], s, (size_t)(p - s));
+        segs[n][p - s] = 0;
+        n++;
+    }
+    return n;
+}
+
+static int int_field(struct json_object *b, const char *key)
+{
+    struct json_object *o;
+    return json_object_object_get_ex(b, key, &o) ? json_object_get_int(o) : 0;
+}
+
+static bool bool_field(struct json_object *b, const char *key)
+{
+    struct json_object *o;
+    return b && json_object_object_get_ex(b, key, &o) && json_object_get_boolean(o);
+}
+
+static void do_create(struct bfs_mgmt *m, struct json_object *b, struct bfs_http_reply *r)
+{
+    struct bfs_volcreate_req req = {0};
+    struct json_object *o, *arr, *out = NULL;
+    struct bfs_err e = {0};
+    if (!b || !json_object_is_type(b, json_type_object))
+        return reply_error(r, 400, "the body must be a JSON object: {\"name\": ..., "
+                           "\"bricks\": [\"HOST:/DIR\", ...]}");
+    req.name = json_object_object_get_ex(b, "name", &o) ? json_object_get_string(o) : NULL;
+    req.type = json_object_object_get_ex(b, "type", &o) ? json_object_get_string(o) : NULL;
+    req.replica = int_field(b, "replica");
+    req.arbiter = int_field(b, "arbiter");
+    req.disperse = int_field(b, "disperse");
+    req.redundancy = int_field(b, "redundancy");
+    req.force = bool_field(b, "force");
+    if (json_object_object_get_ex(b, "bricks", &arr)) {
+        if (!json_object_is_type(arr, json_type_array))
+            return reply_error(r, 400, "\"bricks\" must be an array of \"HOST:/DIR\"");
+        req.nbricks = (int)json_object_array_length(arr);
+        req.bricks = calloc((size_t)req.nbricks + 1, sizeof(*req.bricks));
+        if (!req.bricks)
+            return reply_error(r, 500, "out of memory");
+        for (int i = 0; i < req.nbricks; i++) {
+            struct json_object *s = json_object_array_get_idx(arr, (size_t)i);
+            req.bricks[i] = json_object_is_type(s, json_type_string) ? json_object_get_string(s)
+                                                                      : "";
+        }
+    }
+    int rc = bfs_op_create(m, &req, &out, &e);
+    free(req.bricks);
+    reply_op(r, rc, 201, out, &e);
+}
+
+static void volfile(struct bfs_mgmt *m, const char *name, const char *inm,
+                    struct bfs_http_reply *r)
+{
+    char *text = NULL;
+    uint64_t rev = 0;
+    struct bfs_err e = {0};
+    if (bfs_op_client_volfile(m, name, &text, &rev, &e) < 0)
+        return reply_error(r, e.status, e.msg);
+    snprintf(r->etag, sizeof(r->etag), "%llu", (unsigned long long)rev);
+    char quoted[40];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", r->etag);
+    r->ctype = "text/plain";
+    if (inm && (strcmp(inm, quoted) == 0 || strcmp(inm, r->etag) == 0)) {
+        free(text);
+        r->status = 304;
+        r->body = strdup("");
+        return;
+    }
+    r->status = 200;
+    r->body = text;
+}
+
+/* /v1/volumes/NAME[/...] */
+static void volume_routes(struct bfs_mgmt *m, const char *method, char segs[][256], int n,
+                          struct json_object *b, const char *inm, struct bfs_http_reply *r)
+{
+    const char *name = segs[2], *sub = n > 3 ? segs[3] : NULL;
+    const char *key = n > 4 ? segs[4] : NULL;
+    struct json_object *out = NULL;
+    struct bfs_err e = {0};
+    bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+    bool del = strcmp(method, "DELETE") == 0;
+    int rc;
+    if (!sub && get)
+        rc = bfs_op_info(m, name, &out, &e);
+    else if (!sub && del)
+        rc = bfs_op_delete(m, name, &out, &e);
+    else if (sub && n == 4 && strcmp(sub, "start") == 0 && post)
+        rc = bfs_op_start(m, name, bool_field(b, "force"), &out, &e);
+    else if (sub && n == 4 && strcmp(sub, "stop") == 0 && post)
+        rc = bfs_op_stop(m, name, &out, &e);
+    else if (sub && n == 4 && (strcmp(sub, "status") == 0 || strcmp(sub, "bricks") == 0) && get)
+        rc = bfs_op_status(m, name, &out, &e);
+    else if (sub && strcmp(sub, "options") == 0 && n <= 5 && get)
+        rc = bfs_op_get(m, name, key, &out, &e);
+    else if (sub && strcmp(sub, "options") == 0 && n == 4 && post) {
+        struct json_object *opts = NULL;
+        if (b)
+            json_object_object_get_ex(b, "options", &opts);
+        rc = bfs_op_set(m, name, opts, &out, &e);
+    } else if (sub && strcmp(sub, "options") == 0 && n <= 5 && del)
+        rc = bfs_op_reset(m, name, key, &out, &e);
+    else if (sub && n == 5 && strcmp(sub, "volfile") == 0 && strcmp(key, "client") == 0 && get)
+        return volfile(m, name, inm, r);
+    else if (n > 5 || (sub && strcmp(sub, "start") && strcmp(sub, "stop") &&
+                       strcmp(sub, "status") && strcmp(sub, "bricks") &&
+                       strcmp(sub, "options") && strcmp(sub, "volfile")))
+        return reply_error(r, 404, "no such API route (docs/API.md lists them)");
+    else
+        return reply_error(r, 405, "method not allowed on this route (docs/API.md)");
+    reply_op(r, rc, 200, out, &e);
+}
+
+void bfs_api_dispatch(struct bfs_mgmt *m, const char *method, const char *url,
+                      const char *body, size_t len, const char *inm, struct bfs_http_reply *r)
+{
+    char segs[MAX_SEGS][256];
+    int n = split(url, segs);
+    struct json_object *b = NULL, *out = NULL;
+    struct bfs_err e = {0};
+    if (n < 2 || strcmp(segs[0], "v1") != 0)
+        return reply_error(r, 404, "no such API route (the API lives under /v1; docs/API.md)");
+    if (body && len) {
+        struct json_tokener *tok = json_tokener_new();
+        b = json_tokener_parse_ex(tok, body, (int)len);
+        enum json_tokener_error je = json_tokener_get_error(tok);
+        json_tokener_free(tok);
+        if (!b || je != json_tokener_success) {
+            json_object_put(b);
+            char msg[256];
+            snprintf(msg, sizeof(msg), "the request body is not JSON: %s",
+                     json_tokener_error_desc(je));
+            return reply_error(r, 400, msg);
+        }
+    }
+    bool get = strcmp(method, "GET") == 0;
+    if (n == 2 && strcmp(segs[1], "health") == 0 && get) {
+        out = json_object_new_object();
+        json_object_object_add(out, "status", json_object_new_string("ok"));
+        json_object_object_add(out, "node", json_object_new_string(m->node_uuid));
+        reply_json(r, 200, out);
+    } else if (n == 2 && strcmp(segs[1], "options") == 0 && get) {
+        int rc = bfs_op_options_help(m, &out, &e);
+        reply_op(r, rc, 200, out, &e);
+    } else if (n == 2 && strcmp(segs[1], "status") == 0 && get) {
+        int rc = bfs_op_status(m, NULL, &out, &e);
+        reply_op(r, rc, 200, out, &e);
+    } else if (n == 2 && strcmp(segs[1], "volumes") == 0 && get) {
+        int rc = bfs_op_list(m, &out, &e);
+        reply_op(r, rc, 200, out, &e);
+    } else if (n == 2 && strcmp(segs[1], "volumes") == 0 && strcmp(method, "POST") == 0) {
+        do_create(m, b, r);
+    } else if (n >= 3 && strcmp(segs[1], "volumes") == 0) {
+        volume_routes(m, method, segs, n, b, inm, r);
+    } else if (n == 2 && (strcmp(segs[1], "volumes") == 0 || strcmp(segs[1], "health") == 0 ||
+                          strcmp(segs[1], "options") == 0 || strcmp(segs[1], "status") == 0)) {
+        reply_error(r, 405, "method not allowed on this route (docs/API.md)");
+    } else {
+        reply_error(r, 404, "no such API route (docs/API.md lists them)");
+    }
+    json_object_put(b);
+}

@@ -1,0 +1,86 @@
+/*
+ * store.h — the key/value store behind brickfsd's state (DESIGN.md,
+ * "Management"): get, put, compare-and-swap, delete, list by prefix and
+ * watch, with revisions as etcd has them.
+ *
+ * Every successful write makes the store's revision larger (it may skip
+ * numbers after a crash, it never goes back) and stamps the written key
+ * with it. A CAS names the revision the caller read: 0 means "the key must
+ * not exist". Values are bytes; the store adds a NUL after each value it
+ * returns so that text can be used as a C string.
+ *
+ * Backends are chosen by a spec "SCHEME:ARG": "local:DIR" (store-local.c)
+ * now; "etcd:URL" later, with the same calls. Errors are -errno: -ENOENT (no
+ * key), -ESTALE (CAS conflict), -EINVAL (bad key or spec), -EIO and others
+ * from the system.
+ *
+ * Thread-safe. Watch callbacks run on the thread of the write that caused
+ * them (local) or on a backend thread (etcd), after the write is durable,
+ * with no store lock released in between for local: a callback must not
+ * call back into the same store. Lifetime: bfs_store_open() -> handle,
+ * bfs_store_close() frees it and every watch still registered.
+ */
+#ifndef BFS_MGMT_STORE_H
+#define BFS_MGMT_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BFS_STORE_ANY UINT64_MAX /* delete/cas: no revision condition */
+#define BFS_STORE_KEY_MAX 512
+
+struct bfs_store;
+struct bfs_store_watch;
+
+struct bfs_store_kv {
+    char *key;
+    char *value;   /* malloc'd, NUL-terminated after len bytes */
+    size_t len;
+    uint64_t rev;  /* revision of the write that made this value */
+};
+
+/* What a backend provides. be is the backend's own handle. */
+struct bfs_store_ops {
+    const char *scheme;
+    int (*open)(const char *arg, void **be, char *err, size_t errlen);
+    void (*close)(void *be);
+    int (*get)(void *be, const char *key, struct bfs_store_kv *out);
+    /* val NULL = delete. expect: BFS_STORE_ANY, 0 (must not exist) or a
+     * revision the key must have. On success *rev is the new revision. */
+    int (*write)(void *be, const char *key, const void *val, size_t len, uint64_t expect,
+                 uint64_t *rev);
+    /* Sorted by key. */
+    int (*list)(void *be, const char *prefix, struct bfs_store_kv **out, size_t *n);
+    uint64_t (*revision)(void *be);
+};
+
+extern const struct bfs_store_ops bfs_store_local_ops;
+
+/* Keys: 1..BFS_STORE_KEY_MAX bytes, printable ASCII, no leading '/'. */
+int bfs_store_key_valid(const char *key);
+
+int bfs_store_open(const char *spec, struct bfs_store **out, char *err, size_t errlen);
+void bfs_store_close(struct bfs_store *s);
+
+int bfs_store_get(struct bfs_store *s, const char *key, struct bfs_store_kv *out);
+int bfs_store_put(struct bfs_store *s, const char *key, const void *val, size_t len,
+                  uint64_t *rev);
+int bfs_store_cas(struct bfs_store *s, const char *key, const void *val, size_t len,
+                  uint64_t expect, uint64_t *rev);
+int bfs_store_delete(struct bfs_store *s, const char *key, uint64_t expect, uint64_t *rev);
+int bfs_store_list(struct bfs_store *s, const char *prefix, struct bfs_store_kv **out,
+                   size_t *n);
+uint64_t bfs_store_revision(struct bfs_store *s);
+
+void bfs_store_kv_clear(struct bfs_store_kv *kv);
+void bfs_store_kvs_free(struct bfs_store_kv *kvs, size_t n);
+
+/* fn(key, value or NULL for a delete, len, rev, arg) for every later write
+ * to a key starting with prefix. */
+typedef void (*bfs_store_watch_fn)(const char *key, const char *val, size_t len, uint64_t rev,
+                                   void *arg);
+int bfs_store_watch(struct bfs_store *s, const char *prefix, bfs_store_watch_fn fn, void *arg,
+                    struct bfs_store_watch **out);
+void bfs_store_unwatch(struct bfs_store *s, struct bfs_store_watch *w);
+
+#endif

@@ -1,0 +1,335 @@
+/*
+ * volume-ops.c — the volume operations behind the REST API: create, start,
+ * stop, delete, info, list, status, and the options (set, get, reset,
+ * help). Each takes m->lock for its whole run, reads the volume from the
+ * store, and writes the desired state before acting on processes, so a
+ * crash half-way is finished by the startup reconciliation. Results are
+ * JSON objects owned by the caller; failures fill a struct bfs_err.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "core/log.h"
+#include "core/options.h"
+#include "mgmt/mgmt.h"
+
+static int type_check(struct bfs_mgmt *m, const struct bfs_volcreate_req *r, struct bfs_err *e)
+{
+    const char *type = r->type ? r->type : "distribute";
+    if (r->arbiter > 0)
+        return bfs_fail(e, 501, "volume type arbiter is not implemented yet");
+    if (r->replica > 0 || strcmp(type, "replicate") == 0 ||
+        strcmp(type, "distributed-replicate") == 0)
+        return bfs_fail(e, 501, "volume type replicate is not implemented yet");
+    if (r->disperse > 0 || r->redundancy > 0 || strcmp(type, "disperse") == 0 ||
+        strcmp(type, "distributed-disperse") == 0)
+        return bfs_fail(e, 501, "volume type disperse is not implemented yet");
+    if (strcmp(type, "distribute") != 0)
+        return bfs_fail(e, 400, "unknown volume type '%s' (distribute, replicate, disperse)",
+                        type);
+    if (r->nbricks > 1 && !bfs_catalog_has_xlator(m->catalog, "cluster/distribute"))
+        return bfs_fail(e, 501, "a distribute volume of %d bricks needs the translator "
+                        "cluster/distribute, which is not implemented yet (one brick works)",
+                        r->nbricks);
+    return 0;
+}
+
+static int build_volume(const struct bfs_volcreate_req *r, struct bfs_volume **out,
+                        struct bfs_err *e)
+{
+    struct bfs_volume *v = calloc(1, sizeof(*v));
+    if (!v || !(v->name = strdup(r->name)) || !(v->type = strdup("distribute")) ||
+        !(v->bricks = calloc((size_t)r->nbricks + 1, sizeof(*v->bricks)))) {
+        bfs_volume_free(v);
+        return bfs_fail(e, 500, "out of memory");
+    }
+    for (int i = 0; i < r->nbricks; i++) {
+        if (bfs_brick_parse(r->bricks[i], &v->bricks[i].host, &v->bricks[i].path, e) < 0) {
+            bfs_volume_free(v);
+            return -1;
+        }
+        v->nbricks++;
+    }
+    bfs_uuid_generate(v->id);
+    v->created = (int64_t)time(NULL);
+    v->status = BFS_VOL_CREATED;
+    *out = v;
+    return 0;
+}
+
+static struct json_object *info_json(const struct bfs_volume *v)
+{
+    struct json_object *j = bfs_volume_to_json(v);
+    json_object_object_add(j, "revision", json_object_new_int64((int64_t)v->rev));
+    return j;
+}
+
+static int create_locked(struct bfs_mgmt *m, const struct bfs_volcreate_req *r,
+                         struct json_object **out, struct bfs_err *e)
+{
+    struct bfs_volume *v = NULL, *old = NULL;
+    if (bfs_volname_check(r->name, e) < 0 || type_check(m, r, e) < 0)
+        return -1;
+    int rc = bfs_volume_load(m, r->name, &old);
+    bfs_volume_free(old);
+    if (rc == 0)
+        return bfs_fail(e, 409, "volume %s already exists", r->name);
+    if (r->nbricks < 1)
+        return bfs_fail(e, 400, "a volume needs at least one brick (HOST:/DIR)");
+    if (build_volume(r, &v, e) < 0)
+        return -1;
+    if (bfs_bricks_check(m, v->bricks, v->nbricks, r->force, e) < 0 ||
+        bfs_ports_assign(m, v, e) < 0)
+        goto fail;
+    rc = bfs_volume_save(m, v);
+    if (rc < 0) {
+        bfs_fail(e, rc == -ESTALE ? 409 : 500, "cannot save volume %s: %s", v->name,
+                 rc == -ESTALE ? "it was created meanwhile" : strerror(-rc));
+        goto fail;
+    }
+    if (bfs_bricks_mark(v, e) < 0) {
+        bfs_volume_remove(m, v);
+        goto fail;
+    }
+    struct bfs_err ve;
+    if (bfs_volgen_write(m, v, &ve) < 0)
+        bfs_log(MGMT_LOG, BFS_LOG_WARNING, "volume %s: %s", v->name, ve.msg);
+    bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s created (%d bricks)", v->name, v->nbricks);
+    *out = info_json(v);
+    bfs_volume_free(v);
+    return 0;
+fail:
+    bfs_volume_free(v);
+    return -1;
+}
+
+int bfs_op_create(struct bfs_mgmt *m, const struct bfs_volcreate_req *r, struct json_object **out,
+                  struct bfs_err *e)
+{
+    pthread_mutex_lock(&m->lock);
+    int rc = create_locked(m, r, out, e);
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+static int save_or_fail(struct bfs_mgmt *m, struct bfs_volume *v, struct bfs_err *e)
+{
+    int rc = bfs_volume_save(m, v);
+    if (rc < 0)
+        return bfs_fail(e, 500, "cannot save volume %s: %s", v->name, strerror(-rc));
+    return 0;
+}
+
+static struct json_object *status_json(struct bfs_mgmt *m, const struct bfs_volume *v)
+{
+    struct json_object *j = json_object_new_object(), *arr = json_object_new_array();
+    json_object_object_add(j, "name", json_object_new_string(v->name));
+    json_object_object_add(j, "status", json_object_new_string(bfs_vol_status_name(v->status)));
+    for (int i = 0; i < v->nbricks; i++) {
+        struct bfs_brick_state st;
+        char bn[160];
+        bfs_sup_brick_state(m, v, i, &st);
+        bfs_brick_name(v, i, bn, sizeof(bn));
+        struct json_object *b = json_object_new_object();
+        json_object_object_add(b, "name", json_object_new_string(bn));
+        json_object_object_add(b, "host", json_object_new_string(v->bricks[i].host));
+        json_object_object_add(b, "path", json_object_new_string(v->bricks[i].path));
+        json_object_object_add(b, "port", json_object_new_int(v->bricks[i].port));
+        json_object_object_add(b, "pid", json_object_new_int(st.pid));
+        json_object_object_add(b, "online", json_object_new_boolean(st.online));
+        json_object_object_add(b, "restarts", json_object_new_int(st.restarts));
+        json_object_array_add(arr, b);
+    }
+    json_object_object_add(j, "bricks", arr);
+    return j;
+}
+
+static int start_locked(struct bfs_mgmt *m, const char *name, bool force,
+                        struct json_object **out, struct bfs_err *e)
+{
+    struct bfs_volume *v;
+    if (bfs_volume_get(m, name, &v, e) < 0)
+        return -1;
+    int rc = 0;
+    enum bfs_vol_status prev = v->status;
+    if (v->status == BFS_VOL_STARTED && !force) {
+        rc = bfs_fail(e, 409, "volume %s is already started ('volume start %s force' starts "
+                      "bricks that are down)", name, name);
+        goto out;
+    }
+    v->status = BFS_VOL_STARTED;
+    if (prev != BFS_VOL_STARTED && (rc = save_or_fail(m, v, e)) < 0)
+        goto out;
+    rc = bfs_sup_start_volume(m, v, e);
+    if (rc < 0 && prev != BFS_VOL_STARTED) {
+        v->status = prev;
+        struct bfs_err ignore;
+        save_or_fail(m, v, &ignore);
+    }
+    if (rc == 0) {
+        bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s started%s", name, force ? " (force)" : "");
+        *out = status_json(m, v);
+    }
+out:
+    bfs_volume_free(v);
+    return rc;
+}
+
+int bfs_op_start(struct bfs_mgmt *m, const char *name, bool force, struct json_object **out,
+                 struct bfs_err *e)
+{
+    pthread_mutex_lock(&m->lock);
+    int rc = start_locked(m, name, force, out, e);
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+static int stop_locked(struct bfs_mgmt *m, const char *name, struct json_object **out,
+                       struct bfs_err *e)
+{
+    struct bfs_volume *v;
+    if (bfs_volume_get(m, name, &v, e) < 0)
+        return -1;
+    int rc = 0;
+    if (v->status != BFS_VOL_STARTED) {
+        rc = bfs_fail(e, 409, "volume %s is not started (it is %s)", name,
+                      bfs_vol_status_name(v->status));
+        goto out;
+    }
+    v->status = BFS_VOL_STOPPED;
+    if ((rc = save_or_fail(m, v, e)) < 0 || (rc = bfs_sup_stop_volume(m, v, e)) < 0)
+        goto out;
+    bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s stopped", name);
+    *out = status_json(m, v);
+out:
+    bfs_volume_free(v);
+    return rc;
+}
+
+int bfs_op_stop(struct bfs_mgmt *m, const char *name, struct json_object **out,
+                struct bfs_err *e)
+{
+    pthread_mutex_lock(&m->lock);
+    int rc = stop_locked(m, name, out, e);
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+static int delete_locked(struct bfs_mgmt *m, const char *name, struct json_object **out,
+                         struct bfs_err *e)
+{
+    struct bfs_volume *v;
+    if (bfs_volume_get(m, name, &v, e) < 0)
+        return -1;
+    int rc = 0;
+    if (v->status == BFS_VOL_STARTED) {
+        rc = bfs_fail(e, 409, "volume %s is started; stop it first (brickfs volume stop %s)",
+                      name, name);
+        goto out;
+    }
+    if ((rc = bfs_sup_stop_volume(m, v, e)) < 0)
+        goto out;
+    rc = bfs_volume_remove(m, v);
+    if (rc < 0) {
+        rc = bfs_fail(e, 500, "cannot remove volume %s from the store: %s", name,
+                      strerror(-rc));
+        goto out;
+    }
+    bfs_bricks_unmark(v);
+    bfs_volgen_remove(m, name);
+    bfs_sup_forget(m, name);
+    bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s deleted", name);
+    *out = json_object_new_object();
+    json_object_object_add(*out, "deleted", json_object_new_string(name));
+out:
+    bfs_volume_free(v);
+    return rc;
+}
+
+int bfs_op_delete(struct bfs_mgmt *m, const char *name, struct json_object **out,
+                  struct bfs_err *e)
+{
+    pthread_mutex_lock(&m->lock);
+    int rc = delete_locked(m, name, out, e);
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+int bfs_op_info(struct bfs_mgmt *m, const char *name, struct json_object **out,
+                struct bfs_err *e)
+{
+    struct bfs_volume *v;
+    pthread_mutex_lock(&m->lock);
+    int rc = bfs_volume_get(m, name, &v, e);
+    pthread_mutex_unlock(&m->lock);
+    if (rc < 0)
+        return -1;
+    *out = info_json(v);
+    bfs_volume_free(v);
+    return 0;
+}
+
+/* {"volumes": [...]} of info (status false) or status (true) objects. */
+static int all_volumes(struct bfs_mgmt *m, bool status, struct json_object **out,
+                       struct bfs_err *e)
+{
+    struct bfs_volume **vols;
+    int n;
+    pthread_mutex_lock(&m->lock);
+    int rc = bfs_volume_list(m, &vols, &n);
+    if (rc < 0) {
+        pthread_mutex_unlock(&m->lock);
+        return bfs_fail(e, 500, "cannot list volumes: %s", strerror(-rc));
+    }
+    struct json_object *arr = json_object_new_array();
+    for (int i = 0; i < n; i++)
+        json_object_array_add(arr, status ? status_json(m, vols[i]) : info_json(vols[i]));
+    pthread_mutex_unlock(&m->lock);
+    bfs_volume_list_free(vols, n);
+    *out = json_object_new_object();
+    json_object_object_add(*out, "volumes", arr);
+    return 0;
+}
+
+int bfs_op_list(struct bfs_mgmt *m, struct json_object **out, struct bfs_err *e)
+{
+    return all_volumes(m, false, out, e);
+}
+
+int bfs_op_status(struct bfs_mgmt *m, const char *name, struct json_object **out,
+                  struct bfs_err *e)
+{
+    if (!name)
+        return all_volumes(m, true, out, e);
+    struct bfs_volume *v = NULL;
+    pthread_mutex_lock(&m->lock);
+    int rc = bfs_volume_get(m, name, &v, e);
+    if (rc == 0)
+        *out = status_json(m, v);
+    pthread_mutex_unlock(&m->lock);
+    bfs_volume_free(v);
+    return rc;
+}
+
+int bfs_op_client_volfile(struct bfs_mgmt *m, const char *name, char **text, uint64_t *rev,
+                          struct bfs_err *e)
+{
+    struct bfs_volume *v;
+    pthread_mutex_lock(&m->lock);
+    int rc = bfs_volume_get(m, name, &v, e);
+    if (rc == 0) {
+        *text = bfs_volgen_client(m, v);
+        *rev = v->rev;
+        if (!*text)
+            rc = bfs_fail(e, 500, "out of memory");
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (rc == 0)
+        bfs_volume_free(v);
+    return rc;
+}

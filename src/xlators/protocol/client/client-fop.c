@@ -1,0 +1,253 @@
+/*
+ * client-fop.c — one generic path for every fop: encode the caller's
+ * identity and the request (bfs_fop_info[fop].enc_req), send it as a CALL,
+ * and when its REPLY comes back decode it (dec_rep) and unwind.
+ *
+ * The error contract: a fop that cannot be sent (not connected, encoding
+ * failed) returns -errno and its callback never runs; once sent, the
+ * callback runs exactly once — with the brick's answer, or with ENOTCONN
+ * when the connection ends first (cli_on_close).
+ *
+ * fds travel as ids (the codec asks cli_fd_to_id). An fd we opened carries
+ * a struct cli_fd in its context; a fop that opens one (open, create,
+ * opendir) gets a fresh id when it is encoded, and the context is attached
+ * only when the brick says yes, before the caller's callback runs. Granted
+ * POSIX locks (lk SETLK/SETLKW, including unlocks) are recorded on the
+ * cli_fd so that a reconnect can take them again (client-reopen.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+
+#include "core/fops-util.h"
+#include "rpc/proto.h"
+
+static struct cli_fd *fd_ctx(struct cli_priv *priv, struct bfs_fd *fd)
+{
+    uint64_t v;
+    if (bfs_fd_ctx_get(fd, priv->xl, &v) < 0)
+        return NULL;
+    return (struct cli_fd *)(uintptr_t)v;
+}
+
+static int cli_fd_to_id(void *arg, struct bfs_fd *fd, uint64_t *id)
+{
+    struct cli_call *call = arg;
+    struct cli_priv *priv = call->priv;
+    if (!fd)
+        return -EBADF;
+    if (bfs_fop_info[call->fop].opens_fd) {
+        if (call->newfd || fd_ctx(priv, fd))
+            return -EBADFD; /* already open through this brick */
+        struct cli_fd *cf = calloc(1, sizeof(*cf));
+        if (!cf)
+            return -ENOMEM;
+        cf->fd = fd;
+        cf->refs = 1;
+        cf->is_dir = call->fop == BFS_FOP_OPENDIR;
+        pthread_mutex_lock(&priv->lock);
+        cf->id = priv->next_fd_id++;
+        pthread_mutex_unlock(&priv->lock);
+        call->newfd = cf;
+        *id = cf->id;
+        return 0;
+    }
+    struct cli_fd *cf = fd_ctx(priv, fd);
+    if (!cf)
+        return -EBADF; /* not opened through this brick */
+    pthread_mutex_lock(&priv->lock);
+    int rc = cf->lost ? -EBADFD : cf->open_remote ? 0 : -ENOTCONN;
+    *id = cf->id;
+    pthread_mutex_unlock(&priv->lock);
+    if (rc == 0 && !call->cfd)
+        call->cfd = cf;
+    return rc;
+}
+
+static int cli_id_to_fd(void *arg, uint64_t id, int is_new, struct bfs_fd **out)
+{
+    (void)arg;
+    (void)id;
+    (void)is_new;
+    (void)out;
+    return -EINVAL; /* replies carry no fds */
+}
+
+/* What a re-open of the new fd needs, from the request. */
+static int newfd_note(struct cli_call *call, const void *req)
+{
+    struct cli_fd *cf = call->newfd;
+    const struct bfs_loc *loc = NULL;
+    switch (call->fop) {
+    case BFS_FOP_OPEN:
+        loc = &((const struct bfs_open_req *)req)->loc;
+        cf->flags = ((const struct bfs_open_req *)req)->flags;
+        break;
+    case BFS_FOP_CREATE:
+        loc = &((const struct bfs_create_req *)req)->loc;
+        cf->flags = ((const struct bfs_create_req *)req)->flags;
+        break;
+    case BFS_FOP_OPENDIR:
+        loc = &((const struct bfs_opendir_req *)req)->loc;
+        break;
+    }
+    /* a re-open must neither create nor truncate */
+    cf->flags &= ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC);
+    if (!loc)
+        return 0;
+    cf->gfid = loc->gfid;
+    cf->pargfid = loc->pargfid;
+    if (bfs_gfid_is_null(&cf->gfid) && loc->name && !(cf->name = strdup(loc->name)))
+        return -ENOMEM;
+    return 0;
+}
+
+static void lk_note(struct cli_call *call, const void *req)
+{
+    const struct bfs_lk_req *q = req;
+    /* as features/locks does: the lock's owner, else the caller's */
+    uint64_t owner = q->lock.owner ? q->lock.owner : call->frame->stack->lk_owner;
+    uint32_t base = q->cmd & ~(uint32_t)BFS_LK_FLOCK;
+    if (base != BFS_LK_SETLK && base != BFS_LK_SETLKW)
+        return;
+    call->lk_record = true;
+    call->lk = (struct cli_lock){.owner = owner, .pid = q->lock.pid,
+                                 .type = q->lock.type, .start = q->lock.start,
+                                 .flock = (q->cmd & BFS_LK_FLOCK) != 0};
+    call->lk_len = q->lock.len;
+}
+
+int cli_generic_fop(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req)
+{
+    struct cli_priv *priv = xl->private;
+    const struct bfs_codec_fds fds = {.fd_to_id = cli_fd_to_id, .id_to_fd = cli_id_to_fd};
+    pthread_mutex_lock(&priv->lock);
+    bool up = priv->state == CLI_UP;
+    pthread_mutex_unlock(&priv->lock);
+    if (!up)
+        return -ENOTCONN;
+
+    struct cli_call *call = calloc(1, sizeof(*call));
+    if (!call)
+        return -ENOMEM;
+    *call = (struct cli_call){.priv = priv, .kind = CALL_FOP, .fop = fop, .frame = frame};
+    struct bfs_codec_fds f = fds;
+    f.arg = call;
+    struct bfs_wbuf w;
+    bfs_wbuf_init(&w);
+    bfs_put_stack(&w, frame->stack);
+    int rc = w.err ? w.err : bfs_fop_info[fop].enc_req(&w, req, &f);
+    if (rc == 0 && call->newfd)
+        rc = newfd_note(call, req);
+    if (rc == 0 && fop == BFS_FOP_LK)
+        lk_note(call, req);
+    if (rc == 0) {
+        size_t len;
+        void *body = bfs_wbuf_take(&w, &len);
+        rc = cli_submit(priv, call, body, len, true);
+        if (rc == 0)
+            return 0;
+    }
+    bfs_wbuf_free(&w);
+    if (call->newfd)
+        cli_fd_free(call->newfd);
+    free(call);
+    return rc;
+}
+
+/* The brick opened the new fd: attach our context. 0 or -errno. */
+static int newfd_attach(struct cli_priv *priv, struct cli_call *call, const void *rep)
+{
+    struct cli_fd *cf = call->newfd;
+    call->newfd = NULL;
+    const struct bfs_iatt *attr = NULL;
+    if (call->fop == BFS_FOP_OPEN)
+        attr = &((const struct bfs_open_rep *)rep)->attr;
+    else if (call->fop == BFS_FOP_CREATE)
+        attr = &((const struct bfs_create_rep *)rep)->attr;
+    if (bfs_gfid_is_null(&cf->gfid) && attr && !bfs_gfid_is_null(&attr->gfid)) {
+        cf->gfid = attr->gfid;
+        free(cf->name);
+        cf->name = NULL;
+    }
+    int rc = bfs_fd_ctx_set(cf->fd, priv->xl, (uint64_t)(uintptr_t)cf);
+    if (rc < 0) {
+        XL_ERR(priv->xl, "cannot attach context to a new fd: %s", strerror(-rc));
+        cli_fd_free(cf); /* the brick keeps it open until the connection ends */
+        return -EIO;
+    }
+    pthread_mutex_lock(&priv->lock);
+    cf->open_remote = true;
+    cf->next = priv->fds;
+    if (priv->fds)
+        priv->fds->prev = cf;
+    priv->fds = cf;
+    pthread_mutex_unlock(&priv->lock);
+    return 0;
+}
+
+void cli_fop_reply(struct cli_priv *priv, struct bfs_conn *c, struct cli_call *call,
+                   const struct bfs_wire_hdr *h, void *body, size_t len)
+{
+    const struct bfs_fop_info *fi = &bfs_fop_info[call->fop];
+    void *rep = calloc(1, fi->rep_size);
+    int rc = h->status;
+    if (!rep) {
+        rc = -ENOMEM;
+    } else if (len > 0 || rc >= 0) {
+        struct bfs_rbuf rd;
+        bfs_rbuf_init(&rd, body, len);
+        int drc = bfs_proto_dec_end(&rd, fi->dec_rep(&rd, rep));
+        if (drc < 0) {
+            XL_ERR(priv->xl, "brick at %s:%u sent a malformed %s reply: %s; closing",
+                   priv->host, priv->port, fi->name, strerror(-drc));
+            fi->rep_clear_decoded(rep);
+            memset(rep, 0, fi->rep_size);
+            rc = -EIO;
+            bfs_conn_close(c, -EPROTO);
+        }
+    }
+    if (call->newfd) {
+        if (rc >= 0 && rep)
+            rc = newfd_attach(priv, call, rep);
+        else
+            cli_fd_free(call->newfd);
+        call->newfd = NULL;
+    }
+    if (rc >= 0 && call->lk_record && call->cfd) {
+        pthread_mutex_lock(&priv->lock);
+        int err = cli_lock_apply(call->cfd, &call->lk, call->lk_len);
+        pthread_mutex_unlock(&priv->lock);
+        if (err < 0)
+            XL_WARN(priv->xl, "out of memory recording a lock: it will not survive a reconnect");
+    }
+    bfs_unwind_any(call->fop, call->frame, rc, rep);
+    if (rep)
+        fi->rep_clear_decoded(rep);
+    free(rep);
+    free(body);
+    free(call);
+}
+
+void cli_call_fail(struct cli_priv *priv, struct cli_call *call, int rc)
+{
+    switch (call->kind) {
+    case CALL_FOP:
+        if (call->newfd)
+            cli_fd_free(call->newfd);
+        bfs_unwind_any(call->fop, call->frame, rc, NULL);
+        break;
+    case CALL_SETVOLUME:
+        break;
+    case CALL_REOPEN:
+    case CALL_RELOCK:
+        pthread_mutex_lock(&priv->lock);
+        cli_fd_unref(priv, call->cfd);
+        pthread_mutex_unlock(&priv->lock);
+        break;
+    }
+    free(call);
+}

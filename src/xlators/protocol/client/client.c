@@ -1,0 +1,205 @@
+/*
+ * client.c — protocol/client: the module, its options, and its life.
+ *
+ * protocol/client stands for one brick (remote-host, remote-port,
+ * remote-subvolume). Every fop wound into it goes out as one CALL frame
+ * and comes back as its REPLY, through the generated codec — there is no
+ * per-fop code (client-fop.c). It connects when the graph is activated
+ * (PARENT_UP), keeps the connection alive with pings, and after any loss
+ * reconnects with exponential backoff, re-opens the open fds and re-takes
+ * the POSIX locks held through them before telling its parents CHILD_UP
+ * again (client-conn.c, client-reopen.c).
+ *
+ * Life: init reads options and makes the state; nothing touches the
+ * network until PARENT_UP. PARENT_DOWN stops for good (no more
+ * reconnects). fini stops, waits until the connection is closed and every
+ * request in flight has been failed, and frees. Every fd opened through us
+ * must be released before fini: release reaches us through the fd.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client.h"
+
+#include "core/event.h"
+#include "core/graph.h"
+
+#define CF (BFS_OPT_F_CLIENT)
+
+static const struct bfs_option_desc cli_options[] = {
+    {.key = "remote-host", .type = BFS_OPT_STR, .description = "host of the brick (required)",
+     .flags = CF},
+    {.key = "remote-port", .type = BFS_OPT_INT, .min = 1, .max = 65535,
+     .description = "TCP port the brick listens on (required)", .flags = CF},
+    {.key = "remote-subvolume", .type = BFS_OPT_STR,
+     .description = "name of the brick's exported translator (required)", .flags = CF},
+    {.key = "network.ping-timeout", .type = BFS_OPT_TIME, .def = "42", .min = 1, .max = 1013,
+     .description = "seconds a brick may stay silent before it is declared down",
+     .flags = CF | BFS_OPT_F_SETTABLE | BFS_OPT_F_RECONF},
+    {.key = "transport.connect-timeout", .type = BFS_OPT_TIME, .def = "10", .min = 1,
+     .max = 600, .description = "seconds a TCP connect may take", .flags = CF},
+    {.key = "transport.reconnect-delay-min", .type = BFS_OPT_INT, .def = "100", .min = 10,
+     .max = 60000, .description = "first delay in ms before reconnecting; doubles per failure",
+     .flags = CF},
+    {.key = "transport.reconnect-delay-max", .type = BFS_OPT_INT, .def = "5000", .min = 10,
+     .max = 600000, .description = "largest delay in ms between reconnect attempts",
+     .flags = CF},
+    {0},
+};
+
+static int cli_init(struct bfs_xl *xl)
+{
+    if (!xl->graph || !xl->graph->proc) {
+        XL_ERR(xl, "needs a graph with a process");
+        return -EINVAL;
+    }
+    if (xl->nchildren > 0) {
+        XL_ERR(xl, "protocol/client is a leaf: it takes no subvolumes");
+        return -EINVAL;
+    }
+    const char *host = bfs_xl_opt_str(xl, "remote-host");
+    int64_t port = bfs_xl_opt_int(xl, "remote-port");
+    const char *subvol = bfs_xl_opt_str(xl, "remote-subvolume");
+    if (!host || !*host || port <= 0 || !subvol || !*subvol) {
+        XL_ERR(xl, "options remote-host, remote-port and remote-subvolume are required");
+        return -EINVAL;
+    }
+    struct cli_priv *priv = calloc(1, sizeof(*priv));
+    if (!priv)
+        return -ENOMEM;
+    priv->xl = xl;
+    priv->loop = xl->graph->proc->loop;
+    priv->host = host;
+    priv->port = (uint16_t)port;
+    priv->subvol = subvol;
+    priv->ping_timeout_ms = (uint64_t)bfs_xl_opt_int(xl, "network.ping-timeout") * 1000;
+    priv->connect_timeout_ms = (uint64_t)bfs_xl_opt_int(xl, "transport.connect-timeout") * 1000;
+    priv->backoff_min_ms = (uint64_t)bfs_xl_opt_int(xl, "transport.reconnect-delay-min");
+    priv->backoff_max_ms = (uint64_t)bfs_xl_opt_int(xl, "transport.reconnect-delay-max");
+    if (priv->backoff_max_ms < priv->backoff_min_ms)
+        priv->backoff_max_ms = priv->backoff_min_ms;
+    priv->backoff_ms = priv->backoff_min_ms;
+    struct bfs_gfid u;
+    bfs_gfid_generate(&u);
+    bfs_gfid_fmt(&u, priv->uuid);
+    priv->next_fd_id = 1;
+    pthread_mutex_init(&priv->lock, NULL);
+    pthread_cond_init(&priv->cond, NULL);
+    xl->private = priv;
+    return 0;
+}
+
+/* Runs fn on the loop thread and waits for it (inline when already there). */
+struct loop_call {
+    void (*fn)(void *);
+    void *arg;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done;
+};
+
+static void loop_call_task(void *arg)
+{
+    struct loop_call *lc = arg;
+    lc->fn(lc->arg);
+    pthread_mutex_lock(&lc->lock);
+    lc->done = true;
+    pthread_cond_signal(&lc->cond);
+    pthread_mutex_unlock(&lc->lock);
+}
+
+static void run_on_loop(struct bfs_loop *loop, void (*fn)(void *), void *arg)
+{
+    if (bfs_loop_on_loop_thread(loop)) {
+        fn(arg);
+        return;
+    }
+    struct loop_call lc = {.fn = fn, .arg = arg, .lock = PTHREAD_MUTEX_INITIALIZER,
+                           .cond = PTHREAD_COND_INITIALIZER};
+    if (bfs_loop_post(loop, loop_call_task, &lc) < 0) {
+        fn(arg); /* no memory for the task: better racy than never */
+        return;
+    }
+    pthread_mutex_lock(&lc.lock);
+    while (!lc.done)
+        pthread_cond_wait(&lc.cond, &lc.lock);
+    pthread_mutex_unlock(&lc.lock);
+}
+
+static void cli_fini(struct bfs_xl *xl)
+{
+    struct cli_priv *priv = xl->private;
+    if (!priv)
+        return;
+    run_on_loop(priv->loop, cli_stop_task, priv);
+    pthread_mutex_lock(&priv->lock);
+    if (!bfs_loop_on_loop_thread(priv->loop)) {
+        uint64_t deadline = bfs_now_ms() + 10000;
+        while ((priv->conn || priv->in_close) && bfs_now_ms() < deadline) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&priv->cond, &priv->lock, &ts);
+        }
+    }
+    bool leak = priv->conn || priv->in_close;
+    pthread_mutex_unlock(&priv->lock);
+    if (leak) {
+        XL_ERR(xl, "connection to %s:%u did not close; leaking its state", priv->host,
+               priv->port);
+        xl->private = NULL;
+        return;
+    }
+    cli_detach_fds(priv);
+    xl->private = NULL;
+    bfs_idmap_destroy(&priv->pending);
+    pthread_mutex_destroy(&priv->lock);
+    pthread_cond_destroy(&priv->cond);
+    free(priv);
+}
+
+static int cli_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from, void *data)
+{
+    struct cli_priv *priv = xl->private;
+    (void)from;
+    (void)data;
+    switch (ev) {
+    case BFS_EV_PARENT_UP: {
+        pthread_mutex_lock(&priv->lock);
+        bool start = !priv->activated && priv->state == CLI_IDLE;
+        priv->activated = true;
+        pthread_mutex_unlock(&priv->lock);
+        if (start && bfs_loop_post(priv->loop, cli_start_task, priv) < 0) {
+            XL_ERR(xl, "cannot start connecting: out of memory");
+            return -ENOMEM;
+        }
+        return 0;
+    }
+    case BFS_EV_PARENT_DOWN:
+        run_on_loop(priv->loop, cli_stop_task, priv);
+        return 0;
+    default:
+        return 0; /* a leaf: nothing below to tell */
+    }
+}
+
+static int cli_reconfigure(struct bfs_xl *xl, struct bfs_dict *options)
+{
+    struct cli_priv *priv = xl->private;
+    const char *v;
+    int64_t secs = 42;
+    if (bfs_dict_get_str(options, "network.ping-timeout", &v) == 0 &&
+        (bfs_parse_int(v, &secs) < 0 || secs < 1))
+        return -EINVAL;
+    pthread_mutex_lock(&priv->lock);
+    priv->ping_timeout_ms = (uint64_t)secs * 1000; /* read by the next ping tick */
+    pthread_mutex_unlock(&priv->lock);
+    return 0;
+}
+
+BFS_XL_MODULE(.type = "protocol/client", .options = cli_options, .init = cli_init,
+              .fini = cli_fini, .notify = cli_notify, .reconfigure = cli_reconfigure,
+              .release = cli_release, .releasedir = cli_release, .dump = cli_dump,
+              .min_children = 0, .max_children = 0, .generic_fop = cli_generic_fop);

@@ -1,0 +1,61 @@
+/*
+ * server-names.c — where the names are in a decoded request, so that
+ * protocol/server refuses a bad one before it reaches the graph.
+ *
+ * A brick never resolves a path: a name is one component, and "", ".",
+ * "..", anything with '/' and anything over 255 bytes is refused
+ * (bfs_name_check). storage/posix checks again where it resolves; this is
+ * the network boundary's own check, so that no translator between the
+ * two can be handed such a name. A loc without a name (resolved by gfid)
+ * is fine. The table lists each request member that holds a loc or a
+ * basename; the generated code describes types, not members, hence the
+ * table (fops.def grows rarely, and posix's check remains behind it).
+ */
+#include <errno.h>
+#include <stddef.h>
+
+#include "server.h"
+
+struct name_field {
+    int fop;
+    size_t off;
+    bool is_loc; /* struct bfs_loc, else const char * */
+};
+
+#define LOC(FOP, f, m) {BFS_FOP_##FOP, offsetof(struct bfs_##f##_req, m), true}
+#define STR(FOP, f, m) {BFS_FOP_##FOP, offsetof(struct bfs_##f##_req, m), false}
+
+static const struct name_field fields[] = {
+    LOC(LOOKUP, lookup, loc),        LOC(STAT, stat, loc),
+    LOC(ACCESS, access, loc),        LOC(READLINK, readlink, loc),
+    LOC(MKNOD, mknod, loc),          LOC(MKDIR, mkdir, loc),
+    LOC(UNLINK, unlink, loc),        LOC(RMDIR, rmdir, loc),
+    LOC(SYMLINK, symlink, loc),      LOC(RENAME, rename, oldloc),
+    LOC(RENAME, rename, newloc),     LOC(LINK, link, oldloc),
+    LOC(LINK, link, newloc),         LOC(TRUNCATE, truncate, loc),
+    LOC(OPEN, open, loc),            LOC(CREATE, create, loc),
+    LOC(OPENDIR, opendir, loc),      LOC(STATFS, statfs, loc),
+    LOC(SETXATTR, setxattr, loc),    LOC(GETXATTR, getxattr, loc),
+    LOC(REMOVEXATTR, removexattr, loc), LOC(INODELK, inodelk, loc),
+    LOC(ENTRYLK, entrylk, loc),      STR(ENTRYLK, entrylk, basename),
+    STR(FENTRYLK, fentrylk, basename), LOC(XATTROP, xattrop, loc),
+    LOC(SETATTR, setattr, loc),      LOC(LEASE, lease, loc),
+};
+
+int srv_check_names(int fop, const void *req)
+{
+    const char *base = req;
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        if (fields[i].fop != fop)
+            continue;
+        const char *name;
+        if (fields[i].is_loc)
+            name = ((const struct bfs_loc *)(const void *)(base + fields[i].off))->name;
+        else
+            name = *(const char *const *)(const void *)(base + fields[i].off);
+        int rc = name ? bfs_name_check(name) : 0;
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}

@@ -1,0 +1,461 @@
+/*
+ * posix-xattr.c — extended attributes: get/set/remove (path and fd forms)
+ * and xattrop, the atomic counter update replicate and disperse build on.
+ *
+ * Who may touch which key:
+ *   trusted.brickfs.*   brickfs's own. Invisible to clients: getxattr of one
+ *                       is -ENODATA, a listing leaves them out, setting or
+ *                       removing one is -EPERM. A brick-side translator says
+ *                       so with xdata "brickfs-internal" = 1 (protocol/server
+ *                       strips that key from client requests) and may then
+ *                       read and write them, except trusted.brickfs.gfid,
+ *                       which only storage/posix itself ever writes.
+ *   trusted.*, security.*  the brick thread keeps CAP_SYS_ADMIN and
+ *                       CAP_SETFCAP whatever its fsuid, so the rules the
+ *                       kernel applies to an unprivileged process are applied
+ *                       here for callers other than uid 0: trusted.* is
+ *                       invisible and unwritable, security.* unwritable.
+ *   user.*, system.posix_acl_*  pass through; the kernel checks them with
+ *                       the caller's identity.
+ *
+ * getxattr with a NULL (or empty) name answers every visible key with its
+ * value (rc = number of keys); with a name, just that key (rc = its length),
+ * -ENODATA if absent. Values are BIN. setxattr applies every key of the
+ * dict in order with the flags (XATTR_CREATE, XATTR_REPLACE), stopping at
+ * the first failure.
+ *
+ * xattrop (cluster-internal, runs as root, any key but the GFID's):
+ *   ADD64 / ADD32  each value is an array of big-endian 64/32-bit integers,
+ *                  added element-wise to the stored array (missing = zeros;
+ *                  the result is as long as the longer of the two); the
+ *                  reply carries the new values;
+ *   GET_AND_SET    stores each value; the reply carries the old values (keys
+ *                  that did not exist are left out).
+ * Each call runs under the inode's striped mutex: concurrent xattrops on one
+ * inode never lose an update. Keys are applied in order, not atomically as
+ * a group.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "posix.h"
+
+#define PX_XATTR_MAX 65536 /* XATTR_SIZE_MAX */
+#define PX_XLIST_MAX 65536 /* XATTR_LIST_MAX */
+
+bool bfs__px_key_internal(const char *key)
+{
+    return strncmp(key, PX_INTERNAL_PREFIX, sizeof(PX_INTERNAL_PREFIX) - 1) == 0;
+}
+
+/* ---- a target: a path-resolved object (O_PATH fd) or an open fd ---- */
+
+struct xt {
+    int fd;
+    bool path;                  /* use proc (the O_PATH fd's magic link) */
+    char proc[PX_PROC_FD_LEN];
+};
+
+static void xt_init(struct xt *t, int fd, bool path)
+{
+    t->fd = fd;
+    t->path = path;
+    bfs__px_proc_path(fd, t->proc);
+}
+
+static ssize_t xt_get(const struct xt *t, const char *key, void *buf, size_t len)
+{
+    return t->path ? SYS.getxattr(t->proc, key, buf, len) : SYS.fgetxattr(t->fd, key, buf, len);
+}
+
+static int xt_set(const struct xt *t, const char *key, const void *v, size_t len, int flags)
+{
+    int rc = t->path ? SYS.setxattr(t->proc, key, v, len, flags)
+                     : SYS.fsetxattr(t->fd, key, v, len, flags);
+    return rc < 0 ? -errno : 0;
+}
+
+static int xt_remove(const struct xt *t, const char *key)
+{
+    int rc = t->path ? SYS.removexattr(t->proc, key) : SYS.fremovexattr(t->fd, key);
+    return rc < 0 ? -errno : 0;
+}
+
+static ssize_t xt_list(const struct xt *t, char *buf, size_t len)
+{
+    return t->path ? SYS.listxattr(t->proc, buf, len) : SYS.flistxattr(t->fd, buf, len);
+}
+
+/* Reads one value into a malloc'd buffer (*out, *len). -errno on failure. */
+static int xt_read(const struct xt *t, const char *key, char **out, size_t *len)
+{
+    for (int attempt = 0; attempt < 4; attempt++) {
+        ssize_t n = xt_get(t, key, NULL, 0);
+        if (n < 0)
+            return -errno;
+        char *buf = malloc((size_t)n + 1);
+        if (!buf)
+            return -ENOMEM;
+        ssize_t m = xt_get(t, key, buf, (size_t)n);
+        if (m >= 0) {
+            *out = buf;
+            *len = (size_t)m;
+            return 0;
+        }
+        free(buf);
+        if (errno != ERANGE) /* ERANGE: it grew in between, ask again */
+            return -errno;
+    }
+    return -ERANGE;
+}
+
+/* ---- key policy ---- */
+
+struct who {
+    bool internal; /* brick-side translator (xdata brickfs-internal = 1) */
+    bool root;     /* caller uid 0 */
+};
+
+static struct who who_of(struct px_job *j, const struct bfs_dict *xdata)
+{
+    int64_t v = 0;
+    struct who w = {.root = j->frame->stack->uid == 0};
+    w.internal = bfs_dict_get_int(xdata, PX_INTERNAL_KEY, &v) == 0 && v == 1;
+    return w;
+}
+
+static bool may_read(const struct who *w, const char *key)
+{
+    if (bfs__px_key_internal(key))
+        return w->internal;
+    if (strncmp(key, "trusted.", 8) == 0)
+        return w->internal || w->root;
+    return true;
+}
+
+static int may_write(const struct who *w, const char *key)
+{
+    if (strcmp(key, PX_GFID_XATTR) == 0)
+        return -EPERM;
+    if (bfs__px_key_internal(key))
+        return w->internal ? 0 : -EPERM;
+    if (strncmp(key, "trusted.", 8) == 0 || strncmp(key, "security.", 9) == 0)
+        return w->internal || w->root ? 0 : -EPERM;
+    return 0;
+}
+
+/* ---- getxattr ---- */
+
+static int get_all(const struct xt *t, const struct who *w, struct bfs_dict *out)
+{
+    char *names = malloc(PX_XLIST_MAX);
+    if (!names)
+        return -ENOMEM;
+    ssize_t n = xt_list(t, names, PX_XLIST_MAX);
+    int rc = n < 0 ? -errno : 0, count = 0;
+    for (ssize_t off = 0; rc == 0 && off < n; off += (ssize_t)strlen(names + off) + 1) {
+        const char *key = names + off;
+        char *v;
+        size_t len;
+        if (!may_read(w, key))
+            continue;
+        int r = xt_read(t, key, &v, &len);
+        if (r == -ENODATA)
+            continue; /* removed since the listing */
+        if (r < 0) {
+            rc = r;
+            break;
+        }
+        rc = bfs_dict_set_bin(out, key, v, len);
+        free(v);
+        count++;
+    }
+    free(names);
+    return rc < 0 ? rc : count;
+}
+
+static int get_one(const struct xt *t, const struct who *w, const char *key,
+                   struct bfs_dict *out)
+{
+    char *v;
+    size_t len;
+    if (!may_read(w, key))
+        return -ENODATA;
+    int rc = xt_read(t, key, &v, &len);
+    if (rc < 0)
+        return rc;
+    rc = bfs_dict_set_bin(out, key, v, len);
+    free(v);
+    return rc < 0 ? rc : (int)len;
+}
+
+static int getx(struct px_job *j, const struct xt *t, const char *name,
+                const struct bfs_dict *xdata, struct bfs_dict **out)
+{
+    struct who w = who_of(j, xdata);
+    if (!(*out = bfs_dict_new()))
+        return -ENOMEM;
+    if (!name || !*name)
+        return get_all(t, &w, *out);
+    return get_one(t, &w, name, *out);
+}
+
+static int do_getxattr(struct px_job *j, const struct bfs_getxattr_req *req,
+                       struct bfs_getxattr_rep *rep)
+{
+    struct px_obj o = PX_OBJ_INIT;
+    struct xt t;
+    int rc = bfs__px_resolve_loc(j->priv, &req->loc, &o);
+    if (rc == 0) {
+        xt_init(&t, o.fd, true);
+        rc = getx(j, &t, req->name, req->xdata, &rep->xattrs);
+    }
+    bfs__px_obj_close(&o);
+    return rc;
+}
+PX_FOP_DEFINE(getxattr, BFS_FOP_GETXATTR)
+
+static int do_fgetxattr(struct px_job *j, const struct bfs_fgetxattr_req *req,
+                        struct bfs_fgetxattr_rep *rep)
+{
+    struct px_fd *pf;
+    struct xt t;
+    int rc = bfs__px_fd_get(j, req->fd, &pf);
+    if (rc < 0)
+        return rc;
+    xt_init(&t, pf->fd, false);
+    return getx(j, &t, req->name, req->xdata, &rep->xattrs);
+}
+PX_FOP_DEFINE(fgetxattr, BFS_FOP_FGETXATTR)
+
+/* ---- setxattr, removexattr ---- */
+
+struct set_ctx {
+    const struct xt *t;
+    const struct who *w;
+    int flags;
+};
+
+static int set_one(const char *key, enum bfs_val_type type, const void *val, size_t len,
+                   void *arg)
+{
+    (void)type;
+    struct set_ctx *c = arg;
+    int rc = may_write(c->w, key);
+    return rc < 0 ? rc : xt_set(c->t, key, val, len, c->flags);
+}
+
+static int setx(struct px_job *j, const struct xt *t, const struct bfs_dict *xattrs,
+                uint32_t flags, const struct bfs_dict *xdata)
+{
+    struct who w = who_of(j, xdata);
+    if (flags & ~(uint32_t)(XATTR_CREATE | XATTR_REPLACE))
+        return -EINVAL;
+    if (!xattrs || bfs_dict_count(xattrs) == 0)
+        return -EINVAL;
+    struct set_ctx c = {.t = t, .w = &w, .flags = (int)flags};
+    return bfs_dict_foreach(xattrs, set_one, &c);
+}
+
+static int do_setxattr(struct px_job *j, const struct bfs_setxattr_req *req,
+                       struct bfs_setxattr_rep *rep)
+{
+    (void)rep;
+    struct px_obj o = PX_OBJ_INIT;
+    struct xt t;
+    int rc = bfs__px_resolve_loc(j->priv, &req->loc, &o);
+    if (rc == 0) {
+        xt_init(&t, o.fd, true);
+        rc = setx(j, &t, req->xattrs, req->flags, req->xdata);
+    }
+    bfs__px_obj_close(&o);
+    return rc;
+}
+PX_FOP_DEFINE(setxattr, BFS_FOP_SETXATTR)
+
+static int do_fsetxattr(struct px_job *j, const struct bfs_fsetxattr_req *req,
+                        struct bfs_fsetxattr_rep *rep)
+{
+    (void)rep;
+    struct px_fd *pf;
+    struct xt t;
+    int rc = bfs__px_fd_get(j, req->fd, &pf);
+    if (rc < 0)
+        return rc;
+    xt_init(&t, pf->fd, false);
+    return setx(j, &t, req->xattrs, req->flags, req->xdata);
+}
+PX_FOP_DEFINE(fsetxattr, BFS_FOP_FSETXATTR)
+
+static int removex(struct px_job *j, const struct xt *t, const char *name,
+                   const struct bfs_dict *xdata)
+{
+    struct who w = who_of(j, xdata);
+    if (!name || !*name)
+        return -EINVAL;
+    if (!may_read(&w, name))
+        return -EPERM;
+    int rc = may_write(&w, name);
+    return rc < 0 ? rc : xt_remove(t, name);
+}
+
+static int do_removexattr(struct px_job *j, const struct bfs_removexattr_req *req,
+                          struct bfs_removexattr_rep *rep)
+{
+    (void)rep;
+    struct px_obj o = PX_OBJ_INIT;
+    struct xt t;
+    int rc = bfs__px_resolve_loc(j->priv, &req->loc, &o);
+    if (rc == 0) {
+        xt_init(&t, o.fd, true);
+        rc = removex(j, &t, req->name, req->xdata);
+    }
+    bfs__px_obj_close(&o);
+    return rc;
+}
+PX_FOP_DEFINE(removexattr, BFS_FOP_REMOVEXATTR)
+
+static int do_fremovexattr(struct px_job *j, const struct bfs_fremovexattr_req *req,
+                           struct bfs_fremovexattr_rep *rep)
+{
+    (void)rep;
+    struct px_fd *pf;
+    struct xt t;
+    int rc = bfs__px_fd_get(j, req->fd, &pf);
+    if (rc < 0)
+        return rc;
+    xt_init(&t, pf->fd, false);
+    return removex(j, &t, req->name, req->xdata);
+}
+PX_FOP_DEFINE(fremovexattr, BFS_FOP_FREMOVEXATTR)
+
+/* ---- xattrop ---- */
+
+struct op_ctx {
+    const struct xt *t;
+    uint32_t optype;
+    struct bfs_dict *out;
+};
+
+/* Element-wise big-endian add of `add` into the stored value of key. */
+static int op_add(struct op_ctx *c, const char *key, const uint8_t *add, size_t alen)
+{
+    size_t es = c->optype == BFS_XATTROP_ADD64 ? 8 : 4;
+    char *old = NULL;
+    size_t olen = 0;
+    if (alen == 0 || alen % es || alen > PX_XATTR_MAX)
+        return -EINVAL;
+    int rc = xt_read(c->t, key, &old, &olen);
+    if (rc == -ENODATA)
+        rc = 0;
+    if (rc == 0 && olen % es)
+        rc = -EINVAL; /* the stored value is not such an array */
+    size_t rlen = olen > alen ? olen : alen;
+    uint8_t *res = rc == 0 ? calloc(1, rlen) : NULL;
+    if (rc == 0 && !res)
+        rc = -ENOMEM;
+    if (rc == 0) {
+        if (olen)
+            memcpy(res, old, olen);
+        for (size_t i = 0; i < alen; i += es) {
+            if (es == 8) {
+                uint64_t a, b;
+                memcpy(&a, res + i, 8);
+                memcpy(&b, add + i, 8);
+                a = htobe64(be64toh(a) + be64toh(b));
+                memcpy(res + i, &a, 8);
+            } else {
+                uint32_t a, b;
+                memcpy(&a, res + i, 4);
+                memcpy(&b, add + i, 4);
+                a = htobe32(be32toh(a) + be32toh(b));
+                memcpy(res + i, &a, 4);
+            }
+        }
+        rc = xt_set(c->t, key, res, rlen, 0);
+    }
+    if (rc == 0)
+        rc = bfs_dict_set_bin(c->out, key, res, rlen);
+    free(res);
+    free(old);
+    return rc;
+}
+
+static int op_get_and_set(struct op_ctx *c, const char *key, const void *v, size_t len)
+{
+    char *old = NULL;
+    size_t olen = 0;
+    int rc = xt_read(c->t, key, &old, &olen);
+    bool had = rc == 0;
+    if (rc == -ENODATA)
+        rc = 0;
+    if (rc == 0)
+        rc = xt_set(c->t, key, v, len, 0);
+    if (rc == 0 && had)
+        rc = bfs_dict_set_bin(c->out, key, old, olen);
+    free(old);
+    return rc;
+}
+
+static int op_one(const char *key, enum bfs_val_type type, const void *val, size_t len,
+                  void *arg)
+{
+    (void)type;
+    struct op_ctx *c = arg;
+    if (strcmp(key, PX_GFID_XATTR) == 0)
+        return -EPERM;
+    if (c->optype == BFS_XATTROP_GET_AND_SET)
+        return op_get_and_set(c, key, val, len);
+    return op_add(c, key, val, len);
+}
+
+static int xattrop(struct px_job *j, const struct xt *t, const struct bfs_gfid *g,
+                   uint32_t optype, const struct bfs_dict *xattrs, struct bfs_dict **out)
+{
+    if (optype != BFS_XATTROP_ADD64 && optype != BFS_XATTROP_ADD32 &&
+        optype != BFS_XATTROP_GET_AND_SET)
+        return -EINVAL;
+    if (!xattrs)
+        return -EINVAL;
+    if (!(*out = bfs_dict_new()))
+        return -ENOMEM;
+    struct op_ctx c = {.t = t, .optype = optype, .out = *out};
+    pthread_mutex_t *lk = bfs__px_ilock_for(j->priv, g);
+    bfs__px_root_begin();
+    pthread_mutex_lock(lk);
+    int rc = bfs_dict_foreach(xattrs, op_one, &c);
+    pthread_mutex_unlock(lk);
+    bfs__px_root_end();
+    return rc;
+}
+
+static int do_xattrop(struct px_job *j, const struct bfs_xattrop_req *req,
+                      struct bfs_xattrop_rep *rep)
+{
+    struct px_obj o = PX_OBJ_INIT;
+    struct xt t;
+    int rc = bfs__px_resolve_loc(j->priv, &req->loc, &o);
+    if (rc == 0) {
+        xt_init(&t, o.fd, true);
+        rc = xattrop(j, &t, &o.gfid, req->optype, req->xattrs, &rep->xattrs);
+    }
+    bfs__px_obj_close(&o);
+    return rc;
+}
+PX_FOP_DEFINE(xattrop, BFS_FOP_XATTROP)
+
+static int do_fxattrop(struct px_job *j, const struct bfs_fxattrop_req *req,
+                       struct bfs_fxattrop_rep *rep)
+{
+    struct px_fd *pf;
+    struct xt t;
+    int rc = bfs__px_fd_get(j, req->fd, &pf);
+    if (rc < 0)
+        return rc;
+    xt_init(&t, pf->fd, false);
+    return xattrop(j, &t, &pf->gfid, req->optype, req->xattrs, &rep->xattrs);
+}
+PX_FOP_DEFINE(fxattrop, BFS_FOP_FXATTROP)

@@ -1,0 +1,266 @@
+/*
+ * posix.h — private to storage/posix: the brick translator that implements
+ * every fop over a local directory.
+ *
+ * On-brick format (see docs at the top of posix-handle.c):
+ *   every entry carries its GFID in the xattr trusted.brickfs.gfid;
+ *   <brick>/.brickfs/ab/cd/<gfid> is its handle: a hard link for files,
+ *   symlinks and special files, a symlink "../../PP/QQ/<pgfid>/<name>" for
+ *   directories (GlusterFS's scheme).
+ *
+ * Threads: every fop is copied (bfs_FOP_req_dup) and run as a job on the
+ * process's worker pool; the job answers with bfs_unwind_FOP from the worker.
+ * While a job runs, its worker thread carries the caller's fsuid/fsgid/groups
+ * (posix-creds.c); handle maintenance switches back to root for a moment.
+ *
+ * Objects and lifetimes:
+ *   struct px_priv  one per translator instance (xl->private), init..fini.
+ *   struct px_fd    one per open fd (bfs_fd ctx slot), open..release.
+ *   struct px_job   one per fop call, submit..answer.
+ *   struct px_obj   what a fop resolved: an O_PATH fd, its stat and GFID;
+ *                   on the worker's stack, closed before the job answers.
+ */
+#ifndef BFS_XL_STORAGE_POSIX_H
+#define BFS_XL_STORAGE_POSIX_H
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "core/event.h"
+#include "core/xlator.h"
+
+#define PX_GFID_XATTR "trusted.brickfs.gfid"
+#define PX_INTERNAL_PREFIX "trusted.brickfs."
+#define PX_INTERNAL_KEY "brickfs-internal" /* xdata INT 1: a brick-side translator */
+#define PX_GFID_REQ_KEY "gfid-req"         /* xdata BIN[16]: GFID for a new entry */
+#define PX_HIDDEN ".brickfs"
+#define PX_NLOCKS 256              /* striped per-GFID mutexes */
+#define PX_HPATH_LEN 48            /* "ab/cd/<36 chars>" + NUL, with room */
+#define PX_PROC_FD_LEN 40          /* "/proc/self/fd/<int>" + NUL */
+#define PX_READ_MAX (32u << 20)    /* longest single read; a longer one is short */
+
+/* ---- instance ---- */
+
+struct px_priv {
+    char *dir;                  /* the brick directory, as configured */
+    const char *brick;          /* brick-name, else dir: for log lines */
+    int root_fd;                /* O_RDONLY|O_DIRECTORY on the brick root */
+    int handles_fd;             /* O_RDONLY|O_DIRECTORY on <brick>/.brickfs */
+    dev_t dev;                  /* st_dev of the brick root */
+    struct bfs_workers *workers; /* borrowed: xl->graph->proc->workers */
+    /* Striped mutexes. Entry locks (by parent GFID) make "resolve a name,
+     * change it, fix the handles" atomic among fops on one directory, as the
+     * kernel's directory lock does for one syscall; inode locks (by GFID)
+     * guard a file's name count and xattrop. Order: at most two entry
+     * locks, then at most two inode locks, each pair in address order. */
+    pthread_mutex_t elocks[PX_NLOCKS];
+    pthread_mutex_t ilocks[PX_NLOCKS];
+    uint64_t calls[BFS_FOP_COUNT];  /* statistics for dump (relaxed atomics) */
+    uint64_t errors[BFS_FOP_COUNT];
+};
+
+/* ---- fds (bfs_fd ctx slot) ---- */
+
+struct px_fd {
+    int fd;                     /* the real kernel fd (a directory's: dirfd(dir)) */
+    DIR *dir;                   /* opendir only */
+    struct bfs_gfid gfid;       /* null when the file has none */
+    bool is_root;               /* directory fd on the brick root: hide .brickfs */
+    pthread_mutex_t lock;       /* readdir position */
+    uint64_t pos;               /* d_off after the last entry returned */
+};
+
+/* ---- jobs ---- */
+
+struct px_job;
+typedef int (*px_work_fn)(struct px_job *j, const void *req, void *rep);
+
+struct px_job {
+    struct bfs_frame *frame;
+    struct bfs_xl *xl;
+    struct px_priv *priv;
+    int fop;
+    px_work_fn fn;
+    void *req;                  /* our deep copy (bfs_fop_info[fop].req_copy_into) */
+    bool internal;              /* xdata carries brickfs-internal = 1 */
+};
+
+/* Copies req and queues fn on the worker pool. 0, or -ENOMEM (nothing done). */
+int bfs__px_submit(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req,
+                   px_work_fn fn);
+
+/* Defines the fop entry bfs__px_FOP (calling thread: queue only) over a
+ * worker function `static int do_FOP(struct px_job *, const REQ *, REP *)`. */
+#define PX_FOP_DEFINE(fop, FOP_ENUM)                                                         \
+    static int px_work_##fop(struct px_job *j, const void *req, void *rep)                   \
+    {                                                                                        \
+        return do_##fop(j, req, rep);                                                        \
+    }                                                                                        \
+    int bfs__px_##fop(struct bfs_frame *frame, struct bfs_xl *xl,                            \
+                      const struct bfs_##fop##_req *req)                                     \
+    {                                                                                        \
+        return bfs__px_submit(frame, xl, FOP_ENUM, req, px_work_##fop);                      \
+    }
+
+/* Every fop this translator implements (lk, inodelk, entrylk and lease are
+ * features/locks' business: left out, they answer -ENOSYS). */
+#define PX_FOPS(X)                                                                           \
+    X(lookup) X(stat) X(fstat) X(access) X(readlink) X(mknod) X(mkdir) X(unlink) X(rmdir)    \
+    X(symlink) X(rename) X(link) X(truncate) X(ftruncate) X(open) X(create) X(read)          \
+    X(write) X(flush) X(fsync) X(opendir) X(readdir) X(fsyncdir) X(statfs) X(setxattr)       \
+    X(fsetxattr) X(getxattr) X(fgetxattr) X(removexattr) X(fremovexattr) X(xattrop)          \
+    X(fxattrop) X(setattr) X(fsetattr) X(fallocate) X(discard) X(zerofill) X(seek)           \
+    X(copy_file_range)
+
+#define PX_DECLARE_FOP(fop)                                                                  \
+    int bfs__px_##fop(struct bfs_frame *frame, struct bfs_xl *xl,                            \
+                      const struct bfs_##fop##_req *req);
+PX_FOPS(PX_DECLARE_FOP)
+#undef PX_DECLARE_FOP
+
+/* ---- the syscall table (posix-sys.c) ----
+ * Every system call that touches the brick goes through bfs__px_sys, so a
+ * test can replace one (fault injection, SQLite's aSyscall idea) with
+ * bfs_posix_sys_override(). Same signatures and errno convention as libc. */
+#define PX_SYSCALLS(X)                                                                       \
+    X(openat, int, (int, const char *, int, mode_t))                                         \
+    X(close, int, (int))                                                                     \
+    X(fstat, int, (int, struct stat *))                                                      \
+    X(fstatat, int, (int, const char *, struct stat *, int))                                 \
+    X(mkdirat, int, (int, const char *, mode_t))                                             \
+    X(mknodat, int, (int, const char *, mode_t, dev_t))                                      \
+    X(symlinkat, int, (const char *, int, const char *))                                     \
+    X(linkat, int, (int, const char *, int, const char *, int))                              \
+    X(unlinkat, int, (int, const char *, int))                                               \
+    X(renameat2, int, (int, const char *, int, const char *, unsigned))                      \
+    X(readlinkat, ssize_t, (int, const char *, char *, size_t))                              \
+    X(pread, ssize_t, (int, void *, size_t, off_t))                                          \
+    X(pwrite, ssize_t, (int, const void *, size_t, off_t))                                   \
+    X(ftruncate, int, (int, off_t))                                                          \
+    X(fallocate, int, (int, int, off_t, off_t))                                              \
+    X(fsync, int, (int))                                                                     \
+    X(fdatasync, int, (int))                                                                 \
+    X(lseek, off_t, (int, off_t, int))                                                       \
+    X(copy_file_range, ssize_t, (int, off_t *, int, off_t *, size_t, unsigned))              \
+    X(fstatvfs, int, (int, struct statvfs *))                                                \
+    X(fchmod, int, (int, mode_t))                                                            \
+    X(fchmodat, int, (int, const char *, mode_t, int))                                       \
+    X(fchown, int, (int, uid_t, gid_t))                                                      \
+    X(fchownat, int, (int, const char *, uid_t, gid_t, int))                                 \
+    X(futimens, int, (int, const struct timespec *))                                         \
+    X(utimensat, int, (int, const char *, const struct timespec *, int))                     \
+    X(faccessat2, int, (int, const char *, int, int))                                        \
+    X(getxattr, ssize_t, (const char *, const char *, void *, size_t))                       \
+    X(setxattr, int, (const char *, const char *, const void *, size_t, int))                \
+    X(listxattr, ssize_t, (const char *, char *, size_t))                                    \
+    X(removexattr, int, (const char *, const char *))                                        \
+    X(fgetxattr, ssize_t, (int, const char *, void *, size_t))                               \
+    X(fsetxattr, int, (int, const char *, const void *, size_t, int))                        \
+    X(flistxattr, ssize_t, (int, char *, size_t))                                            \
+    X(fremovexattr, int, (int, const char *))
+
+struct statvfs;
+struct timespec;
+#define PX_SYS_FIELD(name, ret, args) ret(*name) args;
+struct px_sys {
+    PX_SYSCALLS(PX_SYS_FIELD)
+};
+#undef PX_SYS_FIELD
+extern struct px_sys bfs__px_sys;
+#define SYS bfs__px_sys
+
+/* Exported for tests (dlsym on the module): replaces the named system call;
+ * fn NULL restores libc's. *old (may be NULL) receives the previous one.
+ * 0 or -ENOENT (no such name). Not thread-safe: call while no fop runs. */
+__attribute__((visibility("default"))) int bfs_posix_sys_override(const char *name, void *fn,
+                                                                  void **old);
+
+/* ---- credentials (posix-creds.c) ---- */
+
+void bfs__px_creds_init(void);                      /* once per process */
+void bfs__px_creds_enter(const struct bfs_stack *st); /* job start: become the caller */
+void bfs__px_creds_leave(void);                      /* job end: back to root */
+void bfs__px_root_begin(void);                       /* nestable: act as root */
+void bfs__px_root_end(void);
+/* Per-thread umask for creating calls (the thread gets its own fs_struct
+ * once, so the process umask is never touched). Returns the old one, or
+ * (mode_t)-1 after applying um to *mode itself when that is impossible. */
+mode_t bfs__px_umask_push(mode_t um, mode_t *mode);
+void bfs__px_umask_pop(mode_t old);
+
+/* ---- handles, GFIDs and resolution (posix-handle.c) ---- */
+
+struct px_obj {
+    int fd;                 /* O_PATH, opened without following symlinks; -1 if none */
+    struct stat st;
+    struct bfs_gfid gfid;   /* null if the entry carries none */
+};
+#define PX_OBJ_INIT {.fd = -1}
+
+void bfs__px_obj_close(struct px_obj *o);
+void bfs__px_proc_path(int fd, char out[PX_PROC_FD_LEN]);
+void bfs__px_handle_path(const struct bfs_gfid *g, char out[PX_HPATH_LEN]);
+pthread_mutex_t *bfs__px_elock_for(struct px_priv *p, const struct bfs_gfid *pargfid);
+pthread_mutex_t *bfs__px_ilock_for(struct px_priv *p, const struct bfs_gfid *g);
+/* Locks a and b (either may be NULL, or both the same) in address order. */
+void bfs__px_lock2(pthread_mutex_t *a, pthread_mutex_t *b);
+void bfs__px_unlock2(pthread_mutex_t *a, pthread_mutex_t *b);
+
+int bfs__px_gfid_get(int fd, struct bfs_gfid *out);   /* any fd incl. O_PATH; -ENODATA */
+/* GFID for a new entry: xdata gfid-req if present (16-byte BIN), else random. */
+int bfs__px_gfid_for_new(const struct bfs_dict *xdata, struct bfs_gfid *out, bool *requested);
+
+/* Resolution. Every result is opened relative to the brick root without
+ * following any symlink; a GFID goes through its handle. */
+int bfs__px_resolve_gfid(struct px_priv *p, const struct bfs_gfid *g, struct px_obj *o);
+int bfs__px_resolve_entry(struct px_priv *p, const struct px_obj *par, const char *name,
+                          struct px_obj *o);
+/* By loc.gfid when set, else by (loc.pargfid, loc.name). */
+int bfs__px_resolve_loc(struct px_priv *p, const struct bfs_loc *loc, struct px_obj *o);
+/* The parent directory of an entry operation, after checking loc.name.
+ * creating: a name that would create .brickfs at the root is -EPERM,
+ * otherwise touching it is -ENOENT (it does not exist for clients). */
+int bfs__px_resolve_parent(struct px_priv *p, const struct bfs_loc *loc, bool creating,
+                           struct px_obj *par);
+
+/* Gives a new (or GFID-less) entry its GFID and handle. dir: symlink
+ * handle to (pargfid, name), else hard link of o->fd. */
+int bfs__px_assign(struct px_priv *p, struct px_obj *o, const struct bfs_gfid *g,
+                   const struct bfs_gfid *pargfid, const char *name);
+/* Makes a directory's handle point at (pargfid, name), replacing it. */
+int bfs__px_handle_dir_move(struct px_priv *p, const struct bfs_gfid *g,
+                            const struct bfs_gfid *pargfid, const char *name);
+/* Drops the handle of a file whose last name went (o->fd still open on it)
+ * or of a removed directory. */
+void bfs__px_handle_drop(struct px_priv *p, const struct px_obj *o);
+/* Lookup-time check and repair of the handle of o, found at (pargfid,
+ * name): ok is a cheap check without locks; heal (under the parent's entry
+ * lock) recreates a missing or stale handle. */
+bool bfs__px_handle_ok(struct px_priv *p, const struct px_obj *o, const struct bfs_gfid *pargfid,
+                       const char *name);
+void bfs__px_handle_heal(struct px_priv *p, struct px_obj *o, const struct bfs_gfid *pargfid,
+                         const char *name);
+int bfs__px_handles_init(struct px_priv *p); /* .brickfs, root GFID and root handle */
+
+/* iatt of an object as clients see it (GFID, inode number from the GFID,
+ * link count without the handle). */
+void bfs__px_iatt(const struct stat *st, const struct bfs_gfid *g, struct bfs_iatt *ia);
+int bfs__px_fstat_iatt(int fd, const struct bfs_gfid *g, struct bfs_iatt *ia);
+
+/* ---- fds (posix.c) ---- */
+
+int bfs__px_fd_get(struct px_job *j, struct bfs_fd *fd, struct px_fd **out); /* -EBADF */
+int bfs__px_fd_install(struct px_job *j, struct bfs_fd *fd, int realfd, DIR *dir,
+                       const struct bfs_gfid *g);
+/* Opens the object behind an O_PATH fd again with real flags, as the
+ * current (caller's) identity: permissions are checked on the inode. */
+int bfs__px_reopen(int pathfd, int flags);
+
+/* ---- xattr helpers shared by entry and xattr code (posix-xattr.c) ---- */
+bool bfs__px_key_internal(const char *key);
+
+#endif

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+#
+# 100-mgmt-cli.t — every brickfs volume command against a real brickfsd and
+# real bricks, and their errors: bad and duplicate names, missing
+# arguments, bricks in use or nested, the root file system without force,
+# unimplemented volume types, stop of a stopped volume, delete of a started
+# one, unknown options and out-of-range values, usage and help.
+
+. "$(dirname "$0")/../lib/test.sh"
+. "$(dirname "$0")/../lib/mgmt.sh"
+
+skip_unless_mgmt
+
+B=$T/bricks
+TEST start_brickfsd
+
+# ---- help and usage ----
+TEST cli --help
+TEST cli volume --help
+TEST cli volume create --help
+EXPECT 2 eval 'cli volume >/dev/null 2>&1; echo $?'
+EXPECT 2 eval 'cli frobnicate >/dev/null 2>&1; echo $?'
+EXPECT 2 eval 'cli volume frobnicate >/dev/null 2>&1; echo $?'
+EXPECT 2 eval 'cli --bogus volume list >/dev/null 2>&1; echo $?'
+EXPECT "No volumes present" cli volume list
+
+# ---- create: names ----
+EXPECT 2 eval 'cli volume create >/dev/null 2>&1; echo $?'             # no name
+EXPECT 2 eval 'cli volume create v1 >/dev/null 2>&1; echo $?'          # no brick
+TEST ! cli volume create 'bad name' "127.0.0.1:$B/x" force
+TEST ! cli volume create 'a/b' "127.0.0.1:$B/x" force
+TEST ! cli volume create "$(printf 'v%.0s' {1..65})" "127.0.0.1:$B/x" force
+TEST cli volume create "$(printf 'v%.0s' {1..64})" "127.0.0.1:$B/long" force
+msg=$(cli volume create 'bad name' "127.0.0.1:$B/x" force 2>&1)
+EXPECT 1 eval "echo '$msg' | grep -c \"has a character other than\""
+EXPECT 1 eval "echo '$msg' | wc -l"                                    # one line
+
+# ---- create: bricks ----
+TEST ! cli volume create v1 "$B/nohost" force                          # not HOST:/DIR
+TEST ! cli volume create v1 "127.0.0.1:relative/dir" force
+TEST ! cli volume create v1 "10.255.255.1:$B/b1" force                 # not this node
+TEST ! cli volume create v1 "127.0.0.1:$B/b1"                          # root fs, no force
+EXPECT 1 eval "cli volume create v1 127.0.0.1:$B/b1 2>&1 | grep -c 'root file system'"
+TEST ! test -e "$B/b1"                                                 # nothing made on failure
+TEST cli volume create v1 "127.0.0.1:$B/b1" force
+TEST test -d "$B/b1"                                                   # created
+EXPECT "$(vol_field v1 id)" getfattr --only-values -n trusted.brickfs.volume-id "$B/b1"
+TEST ! cli volume create v1 "127.0.0.1:$B/b9" force                    # duplicate name
+EXPECT 1 eval "cli volume create v1 127.0.0.1:$B/b9 force 2>&1 | grep -c 'already exists'"
+TEST ! cli volume create v2 "127.0.0.1:$B/b1" force                    # brick in use
+TEST ! cli volume create v2 "127.0.0.1:$B/b1/inner" force              # nested inside
+TEST ! cli volume create v2 "127.0.0.1:$B" force                       # contains a brick
+TEST ! cli volume create v2 "127.0.0.1:$B/b2" "127.0.0.1:$B/b2/" force # twice in one request
+EXPECT 1 eval "cli volume create v2 127.0.0.1:$B/b1/inner force 2>&1 | grep -c 'lies inside'"
+mkdir -p "$T/other"
+setfattr -n trusted.brickfs.volume-id -v someone-else "$T/other"
+TEST ! cli volume create v2 "localhost:$T/other" force                 # marked by another pool
+EXPECT 1 eval "cli volume create v2 localhost:$T/other force 2>&1 | grep -c 'setfattr -x'"
+TEST ! cli volume create v2 "127.0.0.1:$T/mgmt/d1/state/store/volumes%2Fv1.kv" force  # a file
+
+# ---- unimplemented types are refused, never mis-built ----
+for spec in "replica 2" "replica 3 arbiter 1" "disperse 3" "disperse 3 redundancy 1"; do
+    # shellcheck disable=SC2086
+    TEST ! cli volume create v3 $spec "127.0.0.1:$B/t1" "127.0.0.1:$B/t2" "127.0.0.1:$B/t3" force
+done
+EXPECT 1 eval "cli volume create v3 replica 2 127.0.0.1:$B/t1 127.0.0.1:$B/t2 force 2>&1 | grep -c 'volume type replicate is not implemented yet'"
+EXPECT 1 eval "cli volume create v3 disperse 3 127.0.0.1:$B/t1 127.0.0.1:$B/t2 127.0.0.1:$B/t3 force 2>&1 | grep -c 'volume type disperse is not implemented yet'"
+EXPECT 2 eval "cli volume create v3 replica x 127.0.0.1:$B/t1 force >/dev/null 2>&1; echo \$?"
+TEST ! test -e "$B/t1"
+if [ ! -e "$BFS_BUILD/lib/brickfs/xlators/cluster/distribute.so" ]; then
+    TEST ! cli volume create v3 "127.0.0.1:$B/t1" "127.0.0.1:$B/t2" force
+fi
+
+# ---- not on the root file system: no force needed ----
+if mount_tmpfs "$T/fs" 2>/dev/null; then
+    TEST cli volume create vt "127.0.0.1:$T/fs/brick"
+    TEST cli volume delete vt --yes
+else
+    SKIP "cannot mount a tmpfs here"
+fi
+
+# ---- info, list ----
+EXPECT "created" vol_field v1 status
+EXPECT "1" eval "cli volume info v1 | grep -c '^Brick1: 127.0.0.1:$B/b1\$'"
+EXPECT "v1
+$(printf 'v%.0s' {1..64})" cli volume list                          # sorted
+TEST ! cli volume info nosuch
+EXPECT 1 eval "cli volume info nosuch 2>&1 | grep -c 'does not exist'"
+TEST cli --json volume info
+EXPECT "v1" eval "cli --json volume info v1 | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"name\"])'"
+
+# ---- start, status ----
+TEST ! cli volume start
+TEST ! cli volume start nosuch
+TEST ! cli volume stop v1                                              # not started
+EXPECT 1 eval "cli volume stop v1 2>&1 | grep -c 'is not started'"
+TEST cli volume start v1
+EXPECT started vol_field v1 status
+EXPECT 1 vol_brick_field v1 0 online
+port=$(vol_brick_field v1 0 port)
+pid=$(vol_brick_field v1 0 pid)
+TEST bfs_port_listening "$port"
+EXPECT "$pid" mgmt_brick_pid v1 0
+TEST ! cli volume start v1                                             # already started
+TEST cli volume start v1 force                                         # harmless when up
+EXPECT "$pid" vol_brick_field v1 0 pid                                 # not restarted
+EXPECT 1 eval "cli volume status v1 | grep -c '^127.0.0.1:$B/b1 *$port *Y *$pid'"
+TEST cli volume status
+EXPECT "$port" eval "cli --json volume status v1 | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"bricks\"][0][\"port\"])'"
+
+# ---- options ----
+TEST cli volume set help
+EXPECT 1 eval "cli volume set help | grep -c '^Option: network.ping-timeout\$'"
+TEST cli volume set v1 network.ping-timeout 7
+EXPECT 7 eval "cli --json volume get v1 network.ping-timeout | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"options\"][0][\"value\"])'"
+EXPECT 1 eval "cli volume info v1 | grep -c '^network.ping-timeout: 7\$'"
+EXPECT 1 eval "curl -s http://\$BRICKFS_SERVER/v1/volumes/v1/volfile/client | grep -c 'option network.ping-timeout 7'"
+TEST ! cli volume set v1 no.such.option 1
+EXPECT 1 eval "cli volume set v1 no.such.option 1 2>&1 | grep -c 'unknown option'"
+TEST ! cli volume set v1 network.ping-timeout 0                       # below the range
+TEST ! cli volume set v1 network.ping-timeout 100000                  # above the range
+TEST ! cli volume set v1 network.ping-timeout soon                    # not a number
+EXPECT 1 eval "cli volume set v1 network.ping-timeout 100000 2>&1 | grep -c 'out of range'"
+TEST ! cli volume set v1 network.ping-timeout                          # missing value
+TEST ! cli volume set nosuch network.ping-timeout 5
+TEST ! cli volume set v1 transport.listen-port 5                       # not settable
+EXPECT 7 eval "cli --json volume get v1 network.ping-timeout | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"options\"][0][\"value\"])'"
+TEST cli volume get v1 all
+TEST ! cli volume get v1 no.such.option
+TEST ! cli volume get v1
+TEST cli volume set v1 auth.allow 127.0.0.1
+EXPECT 1 eval "grep -c 'option auth.allow 127.0.0.1' '$(brickfsd_state)/volfiles/v1/v1-brick-0.vol'"
+TEST cli volume reset v1 network.ping-timeout
+EXPECT default eval "cli --json volume get v1 network.ping-timeout | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"options\"][0][\"source\"])'"
+TEST cli volume reset v1
+EXPECT 0 eval "cli volume info v1 | grep -c 'Options Reconfigured'"
+TEST ! cli volume reset v1 no.such.option
+
+# ---- stop, delete ----
+TEST ! cli volume delete v1 --yes                                      # started
+EXPECT 1 eval "cli volume delete v1 --yes 2>&1 | grep -c 'stop it first'"
+TEST cli volume stop v1 --yes
+EXPECT_WITHIN "$PROCESS_DOWN_TIMEOUT" 1 eval "bfs_pid_alive $pid || echo 1"
+EXPECT 0 vol_brick_field v1 0 online
+TEST ! cli volume stop v1 --yes                                        # stopped already
+TEST cli --yes volume delete v1
+TEST ! cli volume info v1
+TEST ! getfattr -n trusted.brickfs.volume-id "$B/b1"                   # marker removed
+TEST test -d "$B/b1"                                                   # data kept
+TEST cli volume create v1again "127.0.0.1:$B/b1" force                 # reusable
+TEST ! cli volume delete nosuch --yes
+
+# ---- the API itself ----
+EXPECT 404 curl -s -o /dev/null -w '%{http_code}' "http://$BRICKFS_SERVER/v1/nothing"
+EXPECT 405 curl -s -o /dev/null -w '%{http_code}' -X PUT "http://$BRICKFS_SERVER/v1/volumes"
+EXPECT 400 curl -s -o /dev/null -w '%{http_code}' -d '{not json' "http://$BRICKFS_SERVER/v1/volumes"
+EXPECT 409 curl -s -o /dev/null -w '%{http_code}' -d "{\"name\":\"v1again\",\"bricks\":[\"127.0.0.1:$B/z\"],\"force\":true}" "http://$BRICKFS_SERVER/v1/volumes"
+EXPECT 501 curl -s -o /dev/null -w '%{http_code}' -d "{\"name\":\"r\",\"replica\":2,\"bricks\":[\"127.0.0.1:$B/r1\",\"127.0.0.1:$B/r2\"],\"force\":true}" "http://$BRICKFS_SERVER/v1/volumes"
+EXPECT 1 eval "curl -s 'http://$BRICKFS_SERVER/v1/volumes/nosuch' | grep -c '\"error\"'"
+
+# ---- unreachable brickfsd: one line, non-zero ----
+TEST ! cli --server 127.0.0.1:1 volume list
+EXPECT 1 eval "cli --server 127.0.0.1:1 volume list 2>&1 | wc -l"
+
+done_testing

@@ -1,0 +1,176 @@
+# tests/lib/mgmt.sh — brickfsd and the brickfs CLI in integration tests.
+#
+# Sourced after tests/lib/test.sh:
+#
+#   . "$(dirname "$0")/../lib/test.sh"
+#   . "$(dirname "$0")/../lib/mgmt.sh"
+#   skip_unless_mgmt
+#   TEST start_brickfsd              # d1: own state/log/run folders, free ports
+#   TEST cli volume create v1 127.0.0.1:$T/bricks/b1 force
+#   TEST cli volume start v1
+#   EXPECT 1 vol_brick_field v1 0 online
+#
+# Each brickfsd NAME (default d1) keeps its state in $T/mgmt/NAME/{state,run},
+# logs in $T/mgmt/NAME/log/ (brickfsd.log, bricks/*.log; $T/logs/NAME.log
+# links to brickfsd.log so a failing test prints it), listens on a free port of
+# 127.0.0.1 and hands bricks ports of its own range. `cli` talks to the
+# brickfsd started last (or $BRICKFS_SERVER).
+#
+# Teardown: bricks outlive brickfsd by design, so after the usual teardown
+# (which stops brickfsd) every brick process whose command line names a
+# volfile under $T/mgmt/ is stopped (TERM, then KILL) — by pid, after
+# checking that command line, never by name.
+
+[ -n "${BFS_MGMT_SH:-}" ] && return 0
+BFS_MGMT_SH=1
+
+BRICKFSD_BIN=${BRICKFSD_BIN:-$BFS_BIN/brickfsd}
+BRICKFS_BIN=${BRICKFS_BIN:-$BFS_BIN/brickfs}
+BRICK_PORT_SPAN=40
+mkdir -p "$T/mgmt" "$T/.run/mgmt"
+
+# skip_unless_mgmt: skips the file unless brickfsd, brickfs and the brick
+# program are built and we are root (brick markers are trusted xattrs).
+skip_unless_mgmt()
+{
+    [ -x "$BRICKFSD_BIN" ] || SKIP_ALL "$BRICKFSD_BIN is not built"
+    [ -x "$BRICKFS_BIN" ] || SKIP_ALL "$BRICKFS_BIN is not built"
+    [ -x "$BRICK_BIN" ] || SKIP_ALL "$BRICK_BIN is not built"
+    require_root
+}
+
+bfs__mgmt() { cat "$T/.run/mgmt/$1/$2" 2>/dev/null; }
+brickfsd_port() { bfs__mgmt "${1:-d1}" port; }
+brickfsd_state() { echo "$T/mgmt/${1:-d1}/state"; }
+brickfsd_run() { echo "$T/mgmt/${1:-d1}/run"; }
+brickfsd_logs() { echo "$T/mgmt/${1:-d1}/log"; }
+brickfsd_pid() { bfs_pid_of "brickfsd-${1:-d1}"; }
+
+# cli ARGS...: the brickfs CLI against the current brickfsd.
+cli()
+{
+    "$BRICKFS_BIN" "$@"
+}
+
+# start_brickfsd [NAME]: starts (or, after kill_brickfsd, restarts with the
+# same folders and ports) brickfsd NAME in the foreground of a background
+# job and waits until its API answers. Exports BRICKFS_SERVER.
+start_brickfsd()
+{
+    local name=${1:-d1} b=$T/.run/mgmt/${1:-d1} port lo
+    mkdir -p "$b" "$T/mgmt/$name/log"
+    if [ ! -s "$b/port" ]; then
+        port=$(free_port) || return 1
+        lo=$(free_port) || return 1
+        local i
+        for ((i = 1; i < BRICK_PORT_SPAN; i++)); do echo $((lo + i)) >>"$T/.run/ports"; done
+        echo "$port" >"$b/port"
+        echo "$lo-$((lo + BRICK_PORT_SPAN - 1))" >"$b/ports"
+    fi
+    port=$(cat "$b/port")
+    ln -sfn "$T/mgmt/$name/log/brickfsd.log" "$T/logs/$name.log"
+    local args=(--foreground --state-dir "$T/mgmt/$name/state" --log-dir "$T/mgmt/$name/log"
+        --run-dir "$T/mgmt/$name/run" --listen "127.0.0.1:$port" --brick-ports "$(cat "$b/ports")")
+    [ -n "${BFS_LOG_LEVEL:-}" ] && args+=(--log-level "$BFS_LOG_LEVEL")
+    bfs_spawn "brickfsd-$name" "$BRICKFSD_BIN" "${args[@]}"
+    local pid=$BFS_PID
+    export BRICKFS_SERVER=127.0.0.1:$port
+    if ! bfs_wait_until "$PROCESS_UP_TIMEOUT" eval "cli volume list || ! bfs_pid_alive $pid"; then
+        echo "start_brickfsd: $name (pid $pid) does not answer on $port" >&2
+        bfs__tail_log "$T/mgmt/$name/log/brickfsd.log" "$T/logs/brickfsd-$name.out"
+        return 1
+    fi
+    if ! bfs_pid_alive "$pid"; then
+        echo "start_brickfsd: $name (pid $pid) exited during start" >&2
+        bfs__tail_log "$T/mgmt/$name/log/brickfsd.log" "$T/logs/brickfsd-$name.out"
+        return 1
+    fi
+}
+
+# kill_brickfsd [NAME] [SIGNAL]: signals brickfsd (default KILL) and waits
+# until it is gone.
+kill_brickfsd()
+{
+    local pid
+    pid=$(brickfsd_pid "${1:-d1}") || return 1
+    bfs_kill "$pid" "${2:-KILL}" || return 1
+    bfs_wait_gone "$pid" "$PROCESS_DOWN_TIMEOUT"
+}
+
+# vol_json VOL: volume status as JSON. vol_brick_field VOL IDX FIELD: one
+# field of one brick (booleans as 1/0). vol_field VOL FIELD: of volume info.
+vol_brick_field()
+{
+    cli --json volume status "$1" | python3 -c '
+import json, sys
+v = json.load(sys.stdin)["bricks"][int(sys.argv[1])][sys.argv[2]]
+print(int(v) if isinstance(v, bool) else v)' "$2" "$3"
+}
+
+vol_field()
+{
+    cli --json volume info "$1" | python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    v = v[k]
+print(v)' "$2"
+}
+
+# brick_pid_file VOL IDX [NAME]: the pid brickfsd recorded for the brick.
+mgmt_brick_pid()
+{
+    cat "$(brickfsd_run "${3:-d1}")/bricks/$1-brick-$2.pid" 2>/dev/null
+}
+
+# kill_mgmt_brick VOL IDX [NAME]: SIGKILL to a brick brickfsd started (its
+# command line must name a volfile of this test), waits until it is gone.
+kill_mgmt_brick()
+{
+    local pid
+    pid=$(mgmt_brick_pid "$1" "$2" "${3:-}") || return 1
+    bfs__mgmt_ours "$pid" || { echo "kill_mgmt_brick: $pid is not a brick of this test" >&2; return 1; }
+    kill -KILL "$pid" && bfs_wait_gone "$pid" "$PROCESS_DOWN_TIMEOUT"
+}
+
+bfs__mgmt_ours()
+{
+    tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "--volfile $T/mgmt/"
+}
+
+bfs__mgmt_brick_pids()
+{
+    local d
+    for d in /proc/[0-9]*; do
+        bfs__mgmt_ours "${d#/proc/}" && echo "${d#/proc/}"
+    done
+}
+
+mgmt_teardown()
+{
+    local pid pids
+    pids=$(bfs__mgmt_brick_pids)
+    for pid in $pids; do kill -TERM "$pid" 2>/dev/null; done
+    for pid in $pids; do
+        bfs_wait_gone "$pid" 10 || { bfs__mgmt_ours "$pid" && kill -KILL "$pid" 2>/dev/null; }
+    done
+    for pid in $pids; do bfs_wait_gone "$pid" 5; done
+    local m
+    while read -r m; do
+        [ -n "$m" ] && umount "$m" 2>/dev/null
+    done < <(tac "$T/.run/mgmt-mounts" 2>/dev/null)
+}
+
+# mount_tmpfs DIR: a small tmpfs (a file system that is not the root's), undone at exit.
+mount_tmpfs()
+{
+    mkdir -p "$1" && mount -t tmpfs -o size=64m tmpfs "$1" && echo "$1" >>"$T/.run/mgmt-mounts"
+}
+
+# Run the usual teardown (it stops brickfsd), then stop the bricks.
+eval "bfs__cluster_teardown() $(declare -f bfs_teardown | tail -n +2)"
+bfs_teardown()
+{
+    bfs__cluster_teardown
+    mgmt_teardown
+}

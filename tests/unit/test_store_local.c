@@ -1,0 +1,285 @@
+/*
+ * test_store_local.c — the store interface over its local backend
+ * (src/mgmt/store.c, store-local.c): get/put/CAS/delete/list, revisions,
+ * watches, reopen, damaged files, and crash consistency (a writer killed
+ * with SIGKILL at random moments, then the store reopened and checked).
+ *
+ * The store is part of brickfsd, not of libbrickfs, so its two sources are
+ * compiled into this test directly.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mgmt/store-local.c"
+#include "mgmt/store.c"
+#include "tap.h"
+
+static char dir[256];
+
+static struct bfs_store *open_store(void)
+{
+    char spec[300], err[256] = "";
+    struct bfs_store *s = NULL;
+    snprintf(spec, sizeof(spec), "local:%s/store", dir);
+    int rc = bfs_store_open(spec, &s, err, sizeof(err));
+    if (rc < 0)
+        printf("# open: %s\n", err);
+    return s;
+}
+
+static void test_basics(void)
+{
+    struct bfs_store *s = open_store();
+    ok(s != NULL, "a fresh store opens");
+    is_int(bfs_store_revision(s), 0, "a fresh store is at revision 0");
+
+    struct bfs_store_kv kv;
+    is_int(bfs_store_get(s, "volumes/a", &kv), -ENOENT, "missing key: ENOENT");
+    uint64_t r1 = 0, r2 = 0, r3 = 0;
+    is_int(bfs_store_put(s, "volumes/a", "one", 3, &r1), 0, "put");
+    is_int(r1, 1, "first write is revision 1");
+    is_int(bfs_store_get(s, "volumes/a", &kv), 0, "get after put");
+    is_str(kv.value, "one", "value read back");
+    is_int(kv.len, 3, "length read back");
+    is_int(kv.rev, 1, "key carries its revision");
+    bfs_store_kv_clear(&kv);
+
+    is_int(bfs_store_put(s, "volumes/b", "two\0bin", 7, &r2), 0, "put binary value");
+    is_int(r2, 2, "revisions increase");
+    is_int(bfs_store_get(s, "volumes/b", &kv), 0, "get binary value");
+    ok(kv.len == 7 && memcmp(kv.value, "two\0bin", 7) == 0, "binary value intact");
+    bfs_store_kv_clear(&kv);
+
+    /* CAS */
+    is_int(bfs_store_cas(s, "volumes/a", "x", 1, 0, NULL), -ESTALE,
+           "CAS 'must not exist' on an existing key conflicts");
+    is_int(bfs_store_cas(s, "volumes/a", "x", 1, 2, NULL), -ESTALE, "CAS on a stale revision");
+    is_int(bfs_store_cas(s, "volumes/a", "uno", 3, 1, &r3), 0, "CAS on the current revision");
+    is_int(r3, 3, "CAS made revision 3");
+    is_int(bfs_store_cas(s, "volumes/a", "again", 5, 1, NULL), -ESTALE,
+           "a second CAS from the same read conflicts");
+    is_int(bfs_store_cas(s, "volumes/c", "new", 3, 0, NULL), 0, "CAS create of a new key");
+    is_int(bfs_store_get(s, "volumes/a", &kv), 0, "get after CAS");
+    is_str(kv.value, "uno", "CAS wrote its value");
+    bfs_store_kv_clear(&kv);
+
+    /* keys */
+    is_int(bfs_store_put(s, "", "x", 1, NULL), -EINVAL, "empty key refused");
+    is_int(bfs_store_put(s, "/abs", "x", 1, NULL), -EINVAL, "key with leading / refused");
+    is_int(bfs_store_put(s, "sp ace", "x", 1, NULL), -EINVAL, "key with a space refused");
+    is_int(bfs_store_put(s, "odd/%key:x~", "v", 1, NULL), 0, "key with %% : ~ is stored");
+    is_int(bfs_store_get(s, "odd/%key:x~", &kv), 0, "and read back");
+    bfs_store_kv_clear(&kv);
+
+    /* list */
+    struct bfs_store_kv *kvs;
+    size_t n;
+    is_int(bfs_store_list(s, "volumes/", &kvs, &n), 0, "list by prefix");
+    is_int(n, 3, "three volumes");
+    ok(n == 3 && strcmp(kvs[0].key, "volumes/a") == 0 && strcmp(kvs[2].key, "volumes/c") == 0,
+       "sorted by key");
+    bfs_store_kvs_free(kvs, n);
+
+    /* delete */
+    uint64_t before = bfs_store_revision(s), rd = 0;
+    is_int(bfs_store_delete(s, "volumes/b", 1, NULL), -ESTALE, "conditional delete, stale");
+    is_int(bfs_store_delete(s, "volumes/b", 2, &rd), 0, "conditional delete, current");
+    ok(rd > before, "delete advances the revision");
+    is_int(bfs_store_delete(s, "volumes/b", BFS_STORE_ANY, NULL), -ENOENT,
+           "delete of a missing key: ENOENT");
+    is_int(bfs_store_get(s, "volumes/b", &kv), -ENOENT, "deleted key is gone");
+    uint64_t last = bfs_store_revision(s);
+    bfs_store_close(s);
+
+    /* reopen */
+    s = open_store();
+    ok(s != NULL, "reopen");
+    is_int(bfs_store_revision(s), last, "revision survives reopen (including the delete)");
+    is_int(bfs_store_get(s, "volumes/a", &kv), 0, "value survives reopen");
+    is_str(kv.value, "uno", "same value");
+    is_int(kv.rev, 3, "same key revision");
+    bfs_store_kv_clear(&kv);
+    is_int(bfs_store_get(s, "volumes/b", &kv), -ENOENT, "delete survives reopen");
+    bfs_store_close(s);
+}
+
+struct seen {
+    int n;
+    char key[64];
+    int deleted;
+    uint64_t rev;
+};
+
+static void on_change(const char *key, const char *val, size_t len, uint64_t rev, void *arg)
+{
+    struct seen *w = arg;
+    w->n++;
+    snprintf(w->key, sizeof(w->key), "%s", key);
+    w->deleted = val == NULL;
+    w->rev = rev;
+    (void)len;
+}
+
+static void test_watch(void)
+{
+    struct bfs_store *s = open_store();
+    struct seen w = {0};
+    struct bfs_store_watch *h;
+    uint64_t r;
+    is_int(bfs_store_watch(s, "volumes/", on_change, &w, &h), 0, "watch a prefix");
+    bfs_store_put(s, "node/uuid", "u", 1, NULL);
+    is_int(w.n, 0, "a write outside the prefix is not seen");
+    bfs_store_put(s, "volumes/w", "1", 1, &r);
+    is_int(w.n, 1, "a write under the prefix is seen");
+    is_str(w.key, "volumes/w", "with its key");
+    is_int(w.rev, r, "and its revision");
+    bfs_store_cas(s, "volumes/w", "2", 1, 1, NULL); /* stale: no event */
+    is_int(w.n, 1, "a failed CAS is not seen");
+    bfs_store_delete(s, "volumes/w", BFS_STORE_ANY, NULL);
+    ok(w.n == 2 && w.deleted, "a delete is seen as a delete");
+    bfs_store_unwatch(s, h);
+    bfs_store_put(s, "volumes/w", "3", 1, NULL);
+    is_int(w.n, 2, "nothing after unwatch");
+    bfs_store_close(s);
+}
+
+static void test_damage(void)
+{
+    char path[400], spec[300], err[256] = "";
+    struct bfs_store *s;
+    /* a leftover temp file from a crash is ignored and removed */
+    snprintf(path, sizeof(path), "%s/store/volumes%%2Fz.kv.tmp", dir);
+    int fd = open(path, O_WRONLY | O_CREAT, 0600);
+    ok(fd >= 0 && write(fd, "half", 4) == 4, "plant a half-written temp file");
+    close(fd);
+    s = open_store();
+    ok(s != NULL, "store opens with a stray temp file");
+    ok(access(path, F_OK) != 0, "the temp file was removed");
+    struct bfs_store_kv kv;
+    is_int(bfs_store_get(s, "volumes/z", &kv), -ENOENT, "and it is not a key");
+    bfs_store_close(s);
+
+    /* a truncated key file makes open fail, naming the file */
+    snprintf(path, sizeof(path), "%s/store/volumes%%2Fa.kv", dir);
+    ok(truncate(path, 20) == 0, "damage a key file");
+    snprintf(spec, sizeof(spec), "local:%s/store", dir);
+    s = NULL;
+    ok(bfs_store_open(spec, &s, err, sizeof(err)) < 0, "open refuses a damaged key file");
+    ok(strstr(err, "volumes%2Fa.kv") != NULL, "the error names the file: %s", err);
+    unlink(path);
+}
+
+/* The child writes keys k0..k9 over and over, each value "GEN:KEY:padding"
+ * of varying size, and records nothing else: the parent kills it at a
+ * random moment and checks what is on disk. */
+static void crash_writer(void)
+{
+    struct bfs_store *s = open_store();
+    if (!s)
+        _exit(2);
+    char key[16], val[9000];
+    for (unsigned gen = 0;; gen++) {
+        snprintf(key, sizeof(key), "k%u", gen % 10);
+        int n = snprintf(val, sizeof(val), "%u:%s:", gen, key);
+        size_t len = (size_t)n + (gen * 7919) % 8000;
+        memset(val + n, 'a' + gen % 26, len - (size_t)n);
+        if (gen % 7 == 3)
+            bfs_store_delete(s, key, BFS_STORE_ANY, NULL);
+        else if (bfs_store_put(s, key, val, len, NULL) < 0)
+            _exit(3);
+    }
+}
+
+static int check_consistent(struct bfs_store *s, char *why, size_t whylen)
+{
+    struct bfs_store_kv *kvs;
+    size_t n;
+    if (bfs_store_list(s, "k", &kvs, &n) < 0)
+        return snprintf(why, whylen, "list failed"), 0;
+    uint64_t rev = bfs_store_revision(s);
+    int good = 1;
+    for (size_t i = 0; i < n && good; i++) {
+        unsigned gen;
+        char key[16];
+        if (sscanf(kvs[i].value, "%u:%15[^:]:", &gen, key) != 2 || strcmp(key, kvs[i].key)) {
+            snprintf(why, whylen, "key %s holds '%.20s'", kvs[i].key, kvs[i].value);
+            good = 0;
+            break;
+        }
+        int n0 = snprintf(NULL, 0, "%u:%s:", gen, key);
+        size_t want = (size_t)n0 + (gen * 7919) % 8000;
+        if (kvs[i].len != want || kvs[i].rev > rev) {
+            snprintf(why, whylen, "key %s: len %zu want %zu, rev %llu store %llu", key,
+                     kvs[i].len, want, (unsigned long long)kvs[i].rev,
+                     (unsigned long long)rev);
+            good = 0;
+        }
+        for (size_t j = (size_t)n0; good && j < kvs[i].len; j++)
+            if (kvs[i].value[j] != (char)('a' + gen % 26)) {
+                snprintf(why, whylen, "key %s: torn value at byte %zu", key, j);
+                good = 0;
+            }
+    }
+    bfs_store_kvs_free(kvs, n);
+    return good;
+}
+
+static void test_crash(void)
+{
+    int rounds = 12, good = 0;
+    uint64_t prev = 0;
+    int monotonic = 1;
+    char why[256] = "";
+    srand((unsigned)time(NULL) ^ (unsigned)getpid());
+    for (int i = 0; i < rounds; i++) {
+        pid_t pid = fork();
+        if (pid == 0)
+            crash_writer();
+        struct timespec ts = {0, (5 + rand() % 60) * 1000000L};
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        int st;
+        waitpid(pid, &st, 0);
+        struct bfs_store *s = open_store();
+        if (!s) {
+            snprintf(why, sizeof(why), "reopen failed in round %d", i);
+            break;
+        }
+        uint64_t r = bfs_store_revision(s);
+        if (r < prev)
+            monotonic = 0;
+        prev = r;
+        if (check_consistent(s, why, sizeof(why)))
+            good++;
+        bfs_store_close(s);
+    }
+    is_int(good, rounds, "after SIGKILL at random moments every key is whole %s", why);
+    ok(monotonic, "the revision never goes back across crashes");
+    ok(prev > 0, "the writer got some writes done (revision %llu)", (unsigned long long)prev);
+}
+
+int main(void)
+{
+    plan_lazy();
+    snprintf(dir, sizeof(dir), "/tmp/bfs-store-test.XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_basics();
+    test_watch();
+    test_damage();
+    test_crash();
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        printf("# could not remove %s\n", dir);
+    return done_testing();
+}
