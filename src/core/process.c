@@ -42,6 +42,7 @@ struct barrier {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int arrived, want;
+    int left; /* tasks done with b: the waiter may free b only when all left */
 };
 
 static void barrier_task(void *arg)
@@ -54,13 +55,17 @@ static void barrier_task(void *arg)
      * can still be running anywhere in the pool */
     while (b->arrived < b->want)
         pthread_cond_wait(&b->cond, &b->lock);
+    b->left++;
+    pthread_cond_broadcast(&b->cond);
     pthread_mutex_unlock(&b->lock);
 }
 
+/* Returns once every task has left barrier_task: b lives on the caller's
+ * stack, and a task still waking up in pthread_cond_wait would touch it. */
 static void barrier_wait(struct barrier *b)
 {
     pthread_mutex_lock(&b->lock);
-    while (b->arrived < b->want)
+    while (b->left < b->want)
         pthread_cond_wait(&b->cond, &b->lock);
     pthread_mutex_unlock(&b->lock);
 }
@@ -70,13 +75,13 @@ void bfs_proc_quiesce(struct bfs_proc *p)
     if (!p)
         return;
     if (p->loop && !bfs_loop_on_loop_thread(p->loop)) {
-        struct barrier b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 1};
+        struct barrier b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 1, 0};
         if (bfs_loop_post(p->loop, barrier_task, &b) == 0)
             barrier_wait(&b);
     }
     if (p->workers && p->nworkers > 0) {
         struct barrier b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0,
-                            p->nworkers};
+                            p->nworkers, 0};
         int queued = 0;
         for (int i = 0; i < p->nworkers; i++)
             queued += bfs_workers_submit(p->workers, barrier_task, &b) == 0;

@@ -81,7 +81,7 @@ int bfs_catalog_load(struct bfs_mgmt *m)
         snprintf(path, sizeof(path), "%s/%s.so", bfs_xlator_dir(), xl_types[t].type);
         c->handles[t] = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (!c->handles[t]) {
-            bfs_log(MGMT_LOG, BFS_LOG_WARNING, "translator %s is not available (%s); its "
+            bfs_log(MGMT_LOG, BFS_LOG_INFO, "translator %s is not available (%s); its "
                     "options are left out", xl_types[t].type, dlerror());
             continue;
         }

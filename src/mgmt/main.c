@@ -222,7 +222,8 @@ static void report(int fd, const char *msg)
 
 int main(int argc, char **argv)
 {
-    static struct bfs_mgmt mg = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    static struct bfs_mgmt mg = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                                 .oplock = PTHREAD_MUTEX_INITIALIZER};
     struct bfs_mgmt *m = &mg;
     struct settings s = {0};
     char err[1024] = "", path[PATH_MAX + 32], spec[PATH_MAX + 32];

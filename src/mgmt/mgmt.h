@@ -3,10 +3,11 @@
  * state (struct bfs_mgmt), the volume model, errors meant for people, and
  * the entry points of each part. docs/design/management.md is the design.
  *
- * Locking: one mutex, m->lock, guards every volume change and the brick
- * process table. API handlers take it for a whole operation; waits for a
- * process (start, stop) use m->cond, which releases it. The supervisor
- * thread takes it for each round of its loop.
+ * Locking: m->lock guards the volumes and the brick process table. API
+ * handlers take it for a whole operation; waits for a process (start,
+ * stop) use m->cond, which releases it, so operations that change state
+ * also hold m->oplock throughout (one change at a time). The supervisor
+ * thread takes m->lock for each round of its loop.
  */
 #ifndef BFS_MGMT_MGMT_H
 #define BFS_MGMT_MGMT_H
@@ -35,6 +36,9 @@ struct bfs_mgmt {
     char node_uuid[40];
     pthread_mutex_t lock;
     pthread_cond_t cond;     /* broadcast on every brick process change */
+    /* Held for a whole changing operation, waits included (which release
+     * m->lock): changes never interleave, while reads stay answered. */
+    pthread_mutex_t oplock;
     struct bfs_sup *sup;
     struct bfs_catalog *catalog;
 };

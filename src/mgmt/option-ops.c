@@ -126,9 +126,11 @@ static int set_locked(struct bfs_mgmt *m, const char *name, struct json_object *
 int bfs_op_set(struct bfs_mgmt *m, const char *name, struct json_object *opts,
                struct json_object **out, struct bfs_err *e)
 {
+    pthread_mutex_lock(&m->oplock);
     pthread_mutex_lock(&m->lock);
     int rc = set_locked(m, name, opts, out, e);
     pthread_mutex_unlock(&m->lock);
+    pthread_mutex_unlock(&m->oplock);
     return rc;
 }
 
@@ -211,9 +213,11 @@ static int reset_locked(struct bfs_mgmt *m, const char *name, const char *key,
 int bfs_op_reset(struct bfs_mgmt *m, const char *name, const char *key,
                  struct json_object **out, struct bfs_err *e)
 {
+    pthread_mutex_lock(&m->oplock);
     pthread_mutex_lock(&m->lock);
     int rc = reset_locked(m, name, key, out, e);
     pthread_mutex_unlock(&m->lock);
+    pthread_mutex_unlock(&m->oplock);
     return rc;
 }
 

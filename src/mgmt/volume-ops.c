@@ -111,9 +111,11 @@ fail:
 int bfs_op_create(struct bfs_mgmt *m, const struct bfs_volcreate_req *r, struct json_object **out,
                   struct bfs_err *e)
 {
+    pthread_mutex_lock(&m->oplock);
     pthread_mutex_lock(&m->lock);
     int rc = create_locked(m, r, out, e);
     pthread_mutex_unlock(&m->lock);
+    pthread_mutex_unlock(&m->oplock);
     return rc;
 }
 
@@ -183,9 +185,11 @@ out:
 int bfs_op_start(struct bfs_mgmt *m, const char *name, bool force, struct json_object **out,
                  struct bfs_err *e)
 {
+    pthread_mutex_lock(&m->oplock);
     pthread_mutex_lock(&m->lock);
     int rc = start_locked(m, name, force, out, e);
     pthread_mutex_unlock(&m->lock);
+    pthread_mutex_unlock(&m->oplock);
     return rc;
 }
 
@@ -214,9 +218,11 @@ out:
 int bfs_op_stop(struct bfs_mgmt *m, const char *name, struct json_object **out,
                 struct bfs_err *e)
 {
+    pthread_mutex_lock(&m->oplock);
     pthread_mutex_lock(&m->lock);
     int rc = stop_locked(m, name, out, e);
     pthread_mutex_unlock(&m->lock);
+    pthread_mutex_unlock(&m->oplock);
     return rc;
 }
 
@@ -254,9 +260,11 @@ out:
 int bfs_op_delete(struct bfs_mgmt *m, const char *name, struct json_object **out,
                   struct bfs_err *e)
 {
+    pthread_mutex_lock(&m->oplock);
     pthread_mutex_lock(&m->lock);
     int rc = delete_locked(m, name, out, e);
     pthread_mutex_unlock(&m->lock);
+    pthread_mutex_unlock(&m->oplock);
     return rc;
 }
 

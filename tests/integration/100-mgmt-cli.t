@@ -71,6 +71,15 @@ if [ ! -e "$BFS_BUILD/lib/brickfs/xlators/cluster/distribute.so" ]; then
     TEST ! cli volume create v3 "127.0.0.1:$B/t1" "127.0.0.1:$B/t2" force
 fi
 
+# ---- a host name of this node is a valid brick host ----
+if getent ahostsv4 "$(hostname)" >/dev/null 2>&1; then
+    TEST cli volume create vh "$(hostname):$B/h1" force
+    EXPECT "$(hostname)" eval "cli --json volume info vh | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"bricks\"][0][\"host\"])'"
+    TEST cli volume delete vh --yes
+else
+    SKIP "$(hostname) does not resolve here"
+fi
+
 # ---- not on the root file system: no force needed ----
 if mount_tmpfs "$T/fs" 2>/dev/null; then
     TEST cli volume create vt "127.0.0.1:$T/fs/brick"
@@ -114,7 +123,13 @@ EXPECT 1 eval "cli volume set help | grep -c '^Option: network.ping-timeout\$'"
 TEST cli volume set v1 network.ping-timeout 7
 EXPECT 7 eval "cli --json volume get v1 network.ping-timeout | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"options\"][0][\"value\"])'"
 EXPECT 1 eval "cli volume info v1 | grep -c '^network.ping-timeout: 7\$'"
-EXPECT 1 eval "curl -s http://\$BRICKFS_SERVER/v1/volumes/v1/volfile/client | grep -c 'option network.ping-timeout 7'"
+EXPECT 1 eval "api body GET /v1/volumes/v1/volfile/client | grep -c 'option network.ping-timeout 7'"
+vf_url=/v1/volumes/v1/volfile/client
+rev=$(api header:X-Brickfs-Volfile-Revision GET "$vf_url")
+TEST [ -n "$rev" ]
+EXPECT 304 api code GET "$vf_url" "" "If-None-Match: \"$rev\""
+TEST cli volume set v1 network.ping-timeout 8
+EXPECT 200 api code GET "$vf_url" "" "If-None-Match: \"$rev\""
 TEST ! cli volume set v1 no.such.option 1
 EXPECT 1 eval "cli volume set v1 no.such.option 1 2>&1 | grep -c 'unknown option'"
 TEST ! cli volume set v1 network.ping-timeout 0                       # below the range
@@ -124,7 +139,7 @@ EXPECT 1 eval "cli volume set v1 network.ping-timeout 100000 2>&1 | grep -c 'out
 TEST ! cli volume set v1 network.ping-timeout                          # missing value
 TEST ! cli volume set nosuch network.ping-timeout 5
 TEST ! cli volume set v1 transport.listen-port 5                       # not settable
-EXPECT 7 eval "cli --json volume get v1 network.ping-timeout | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"options\"][0][\"value\"])'"
+EXPECT 8 eval "cli --json volume get v1 network.ping-timeout | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"options\"][0][\"value\"])'"
 TEST cli volume get v1 all
 TEST ! cli volume get v1 no.such.option
 TEST ! cli volume get v1
@@ -151,12 +166,32 @@ TEST cli volume create v1again "127.0.0.1:$B/b1" force                 # reusabl
 TEST ! cli volume delete nosuch --yes
 
 # ---- the API itself ----
-EXPECT 404 curl -s -o /dev/null -w '%{http_code}' "http://$BRICKFS_SERVER/v1/nothing"
-EXPECT 405 curl -s -o /dev/null -w '%{http_code}' -X PUT "http://$BRICKFS_SERVER/v1/volumes"
-EXPECT 400 curl -s -o /dev/null -w '%{http_code}' -d '{not json' "http://$BRICKFS_SERVER/v1/volumes"
-EXPECT 409 curl -s -o /dev/null -w '%{http_code}' -d "{\"name\":\"v1again\",\"bricks\":[\"127.0.0.1:$B/z\"],\"force\":true}" "http://$BRICKFS_SERVER/v1/volumes"
-EXPECT 501 curl -s -o /dev/null -w '%{http_code}' -d "{\"name\":\"r\",\"replica\":2,\"bricks\":[\"127.0.0.1:$B/r1\",\"127.0.0.1:$B/r2\"],\"force\":true}" "http://$BRICKFS_SERVER/v1/volumes"
-EXPECT 1 eval "curl -s 'http://$BRICKFS_SERVER/v1/volumes/nosuch' | grep -c '\"error\"'"
+EXPECT 404 api code GET /v1/nothing
+EXPECT 405 api code PUT /v1/volumes
+EXPECT 400 api code POST /v1/volumes '{not json' 
+EXPECT 409 api code POST /v1/volumes "{\"name\":\"v1again\",\"bricks\":[\"127.0.0.1:$B/z\"],\"force\":true}"
+EXPECT 501 api code POST /v1/volumes "{\"name\":\"r\",\"replica\":2,\"bricks\":[\"127.0.0.1:$B/r1\",\"127.0.0.1:$B/r2\"],\"force\":true}"
+EXPECT 1 eval "api body GET /v1/volumes/nosuch | grep -c '\"error\"'"
+EXPECT 404 api code GET /v1/volumes/nosuch
+EXPECT 400 api code GET '/v1/volumes/bad%20name'
+EXPECT 200 api code GET /v1/health
+
+# ---- brickfsd itself ----
+TEST "$BRICKFSD_BIN" --help
+TEST ! "$BRICKFSD_BIN" --no-such-flag
+p2=$(free_port)
+TEST ! "$BRICKFSD_BIN" --foreground --state-dir "$(brickfsd_state)" --log-dir "$T/mgmt/x/log" \
+    --run-dir "$T/mgmt/x/run" --listen "127.0.0.1:$p2"                # state folder in use
+EXPECT 1 eval "grep -c 'another brickfsd (pid $(brickfsd_pid)) uses the state folder' '$T/mgmt/x/log/brickfsd.log'"
+# without --foreground it detaches once it listens, and says so by its exit status
+TEST "$BRICKFSD_BIN" --state-dir "$T/mgmt/d2/state" --log-dir "$T/mgmt/d2/log" \
+    --run-dir "$T/mgmt/d2/run" --listen "127.0.0.1:$p2" --brick-ports 1000-1001
+d2=$(head -n 1 "$T/mgmt/d2/state/brickfsd.lock")
+[ -n "$d2" ] && echo "$d2 $(bfs_proc_start "$d2") brickfsd-d2" >>"$T/.run/pids"   # torn down with the rest
+TEST cli --server "127.0.0.1:$p2" volume list
+TEST bfs_stop "$d2"
+TEST ! "$BRICKFSD_BIN" --state-dir "$T/mgmt/d3/state" --log-dir "$T/mgmt/d3/log" \
+    --run-dir "$T/mgmt/d3/run" --listen "127.0.0.1:$(brickfsd_port)"   # port in use: fails, not hangs
 
 # ---- unreachable brickfsd: one line, non-zero ----
 TEST ! cli --server 127.0.0.1:1 volume list

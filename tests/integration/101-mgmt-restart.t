@@ -60,7 +60,7 @@ TEST start_brickfsd
 EXPECT "$before" cli --json volume info       # every volume and option as before
 EXPECT started vol_field v1 status
 EXPECT created vol_field v2 status
-EXPECT 9 vol_field v1 options.network.ping-timeout
+EXPECT 9 vol_field v1 options network.ping-timeout
 EXPECT "$pid3" vol_brick_field v1 0 pid       # adopted, not restarted
 EXPECT 1 vol_brick_field v1 0 online
 EXPECT 1 eval "bfs__mgmt_brick_pids | wc -l"
@@ -97,8 +97,20 @@ EXPECT 0 eval "bfs__mgmt_brick_pids | wc -l"
 sleep 2                                       # no restart of a stopped volume's brick
 EXPECT 0 eval "bfs__mgmt_brick_pids | wc -l"
 
-# a started volume whose bricks all died while brickfsd was down
+# ---- a brick whose port a stranger took moves to another port ----
+taken=$(vol_brick_field v1 0 port)
+bfs_spawn squatter python3 -c "
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', $taken)); s.listen(1); time.sleep(300)"
+TEST bfs_wait_until "$PROCESS_UP_TIMEOUT" bfs_port_listening "$taken"
 TEST cli volume start v1
+EXPECT 1 vol_brick_field v1 0 online
+TEST [ "$(vol_brick_field v1 0 port)" != "$taken" ]
+EXPECT "$(vol_brick_field v1 0 port)" eval "cli --json volume info v1 | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"bricks\"][0][\"port\"])'"
+TEST bfs_stop "$(bfs_pid_of squatter)"
+
+# a started volume whose bricks all died while brickfsd was down
 pid5=$(vol_brick_field v1 0 pid)
 TEST kill_brickfsd d1 KILL
 TEST kill_mgmt_brick v1 0

@@ -97,8 +97,8 @@ kill_brickfsd()
     bfs_wait_gone "$pid" "$PROCESS_DOWN_TIMEOUT"
 }
 
-# vol_json VOL: volume status as JSON. vol_brick_field VOL IDX FIELD: one
-# field of one brick (booleans as 1/0). vol_field VOL FIELD: of volume info.
+# vol_brick_field VOL IDX FIELD: one field of one brick in volume status
+# (booleans as 1/0). vol_field VOL KEY...: a field of volume info, by path.
 vol_brick_field()
 {
     cli --json volume status "$1" | python3 -c '
@@ -109,15 +109,46 @@ print(int(v) if isinstance(v, bool) else v)' "$2" "$3"
 
 vol_field()
 {
-    cli --json volume info "$1" | python3 -c '
+    local vol=$1
+    shift
+    cli --json volume info "$vol" | python3 -c '
 import json, sys
 v = json.load(sys.stdin)
-for k in sys.argv[1].split("."):
+for k in sys.argv[1:]:
     v = v[k]
-print(v)' "$2"
+print(v)' "$@"
 }
 
-# brick_pid_file VOL IDX [NAME]: the pid brickfsd recorded for the brick.
+# api WHAT METHOD PATH [BODY] [HEADER:VALUE]: one request to the REST API
+# of the current brickfsd; prints the status code (WHAT=code), the body
+# (WHAT=body) or one header's value (WHAT=header:NAME).
+api()
+{
+    python3 - "$@" "http://$BRICKFS_SERVER" <<'PY'
+import sys, urllib.request, urllib.error
+what, method, path = sys.argv[1:4]
+body = sys.argv[4] if len(sys.argv) > 5 else ""
+hdr = sys.argv[5] if len(sys.argv) > 6 else ""
+req = urllib.request.Request(sys.argv[-1] + path, data=body.encode() or None, method=method)
+if hdr:
+    k, v = hdr.split(":", 1)
+    req.add_header(k.strip(), v.strip())
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+try:
+    r = opener.open(req, timeout=60)
+    code, data, headers = r.status, r.read(), r.headers
+except urllib.error.HTTPError as e:
+    code, data, headers = e.code, e.read(), e.headers
+if what == "code":
+    print(code)
+elif what == "body":
+    sys.stdout.write(data.decode())
+elif what.startswith("header:"):
+    print(headers.get(what[7:], ""))
+PY
+}
+
+# mgmt_brick_pid VOL IDX [NAME]: the pid brickfsd recorded for the brick.
 mgmt_brick_pid()
 {
     cat "$(brickfsd_run "${3:-d1}")/bricks/$1-brick-$2.pid" 2>/dev/null
@@ -135,7 +166,7 @@ kill_mgmt_brick()
 
 bfs__mgmt_ours()
 {
-    tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "--volfile $T/mgmt/"
+    { tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null | grep -qF -- "--volfile $T/mgmt/"
 }
 
 bfs__mgmt_brick_pids()

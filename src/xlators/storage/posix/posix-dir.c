@@ -39,6 +39,8 @@ static int do_opendir(struct px_job *j, const struct bfs_opendir_req *req,
 {
     (void)rep;
     struct px_obj o = PX_OBJ_INIT;
+    if (!req->fd)
+        return -EINVAL;
     int rc = bfs__px_resolve_loc(j->priv, &req->loc, &o);
     if (rc == 0 && !S_ISDIR(o.st.st_mode))
         rc = -ENOTDIR;

@@ -33,6 +33,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,12 +323,8 @@ static int resolve_handle(struct px_priv *p, const struct bfs_gfid *g, struct px
         o->gfid = *g;
         return 0;
     }
-    /* A directory handle, or the hard link of a client's symlink. */
-    int rc = walk_dir(p, g, o);
-    if (rc == 0) {
-        SYS.close(fd);
-        return 0;
-    }
+    /* The hard link of a client's symlink carries its own GFID; a directory
+     * handle does not. */
     struct bfs_gfid own;
     if (bfs__px_gfid_get(fd, &own) == 0 && bfs_gfid_eq(&own, g)) {
         o->fd = fd;
@@ -336,6 +333,13 @@ static int resolve_handle(struct px_priv *p, const struct bfs_gfid *g, struct px
         return 0;
     }
     SYS.close(fd);
+    /* A rename of an ancestor moves the directory before its handle: a walk
+     * in that window fails, a later one sees the new handle. */
+    int rc = walk_dir(p, g, o);
+    for (int attempt = 0; rc == -ESTALE && attempt < 2; attempt++) {
+        sched_yield();
+        rc = walk_dir(p, g, o);
+    }
     return rc;
 }
 

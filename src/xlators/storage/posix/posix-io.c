@@ -60,6 +60,8 @@ static int open_existing(const struct px_obj *o, int flags)
 static int do_open(struct px_job *j, const struct bfs_open_req *req, struct bfs_open_rep *rep)
 {
     struct px_obj o = PX_OBJ_INIT;
+    if (!req->fd)
+        return -EINVAL;
     int rc = bfs__px_resolve_loc(j->priv, &req->loc, &o);
     int fd = -1;
     if (rc == 0)
@@ -79,7 +81,8 @@ PX_FOP_DEFINE(open, BFS_FOP_OPEN)
 
 /* O_CREAT|O_EXCL first, so we know whether the file is new; without
  * O_EXCL from the client an existing file is opened instead (looping if
- * it vanishes in between). Returns the fd, *created says which. */
+ * it vanishes in between). Returns the fd, *created says which. An
+ * existing symlink at the name is not followed: -ELOOP. */
 static int create_open(struct px_job *j, const struct bfs_create_req *req,
                        const struct px_obj *par, struct px_obj *o, bool *created)
 {
@@ -143,6 +146,8 @@ static int do_create(struct px_job *j, const struct bfs_create_req *req,
     struct px_obj par = PX_OBJ_INIT, o = PX_OBJ_INIT;
     bool created = false;
     int fd = -1;
+    if (!req->fd)
+        return -EINVAL;
     int rc = bfs__px_resolve_parent(j->priv, &req->loc, true, &par);
     if (rc == 0)
         rc = bfs__px_fstat_iatt(par.fd, &req->loc.pargfid, &rep->preparent);
