@@ -1,8 +1,8 @@
 /*
  * api-fs.c — the life of a brickfs_t: new (keeps the volfile text), options
  * and logging, init (process resources, graph build + init + activate, then
- * wait for CHILD_UP), fini (close leftover handles, PARENT_DOWN, free the
- * graph, stop the threads).
+ * wait for CHILD_UP), fini (close leftover handles, free the graph, which
+ * deactivates it and waits for queued work, then stop the threads).
  *
  * Whether the volume is up is fed by graph->on_event, which the runtime
  * calls with the events that reach the top translator (from whatever
@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "core/event.h"
 #include "core/log.h"
 
 #define API_WHO "libbrickfs"
@@ -240,7 +239,6 @@ int brickfs_init(brickfs_t *fs)
         fs->graph = NULL;
         return (int)bfs__api_ret(rc);
     }
-    fs->activated = true;
     bfs_graph_activate(fs->graph);
     rc = wait_up(fs);
     if (rc < 0)
@@ -295,72 +293,15 @@ static void close_leftovers(struct brickfs *fs)
     }
 }
 
-/* A barrier over the worker pool: one task per worker thread, each held
- * until all have started. The queue is FIFO, so once every thread is in
- * the barrier, every task submitted before it has finished. */
-struct drain {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int want, arrived, left;
-};
-
-static void drain_task(void *arg)
-{
-    struct drain *d = arg;
-    struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    dl.tv_sec += 5; /* never hang fini should a worker thread be missing */
-    pthread_mutex_lock(&d->lock);
-    d->arrived++;
-    pthread_cond_broadcast(&d->cond);
-    while (d->arrived < d->want && pthread_cond_timedwait(&d->cond, &d->lock, &dl) == 0)
-        ;
-    d->left++;
-    pthread_cond_broadcast(&d->cond);
-    pthread_mutex_unlock(&d->lock);
-}
-
-/*
- * Waits until the work translators queued on the pool (a release that
- * closes its file on a worker, say) has run: bfs_graph_free unloads their
- * code, and a task still queued would then run code that is gone.
- */
-static void drain_workers(struct brickfs *fs)
-{
-    if (!fs->proc || !fs->proc->workers)
-        return;
-    struct drain d = {.lock = PTHREAD_MUTEX_INITIALIZER, .want = fs->io_threads};
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&d.cond, &ca);
-    pthread_condattr_destroy(&ca);
-    int submitted = 0;
-    for (int i = 0; i < d.want; i++)
-        submitted += bfs_workers_submit(fs->proc->workers, drain_task, &d) == 0;
-    pthread_mutex_lock(&d.lock);
-    while (d.left < submitted)
-        pthread_cond_wait(&d.cond, &d.lock);
-    pthread_mutex_unlock(&d.lock);
-    pthread_cond_destroy(&d.cond);
-    pthread_mutex_destroy(&d.lock);
-}
-
 int brickfs_fini(brickfs_t *fs)
 {
     if (!fs)
         return 0;
     if (fs->graph) {
-        /* releases reach the translators while they still run */
+        /* releases reach the translators while they still run; then
+         * bfs_graph_free sends PARENT_DOWN, finis, waits for queued work
+         * and unloads */
         close_leftovers(fs);
-        if (fs->activated) {
-            struct bfs_xl *top = fs->graph->top;
-            if (top->mod->notify)
-                top->mod->notify(top, BFS_EV_PARENT_DOWN, NULL, NULL);
-            else
-                bfs_xl_notify_default(top, BFS_EV_PARENT_DOWN, NULL, NULL);
-        }
-        drain_workers(fs);
         bfs_graph_free(fs->graph);
     }
     bfs_proc_free(fs->proc);

@@ -50,7 +50,6 @@ struct brickfs {
     int connect_timeout_s;
     int io_threads;
     bool inited;
-    bool activated;
     mode_t umask;                /* atomic */
     uint64_t next_unique;        /* atomic: stack->unique */
     uint64_t next_owner;         /* atomic: lock owners of handles */

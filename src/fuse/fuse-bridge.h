@@ -79,13 +79,13 @@ struct bfs_fuse {
     struct bfs_inode *root;
     struct fuse_session *se;     /* NULL until the session exists */
     struct bfs_fuse_notify *notify;
+    int report_fd;               /* daemon: pipe to the waiting parent, else -1 */
 
     pthread_mutex_t lock;        /* guards everything below */
     pthread_cond_t cond;
     int up;                      /* the graph's last event was CHILD_UP */
     uint64_t inflight;           /* calls wound and not yet done */
     struct bfs_fuse_fh fhs;      /* list head of open handles */
-    int report_fd;               /* daemon: pipe to the waiting parent, else -1 */
 };
 
 /* One FUSE request travelling through the graph. Only the fields a given
@@ -95,7 +95,6 @@ struct bfs_fuse_call {
     struct bfs_fuse *fu;
     struct bfs_frame *frame;     /* top frame; frame->top_arg == this call */
     struct bfs_inode *inode;     /* ref'd when set */
-    struct bfs_inode *parent;    /* ref'd when set */
     struct bfs_fuse_fh *fh;      /* open/create/opendir: the handle being made */
     struct bfs_fd *fd;           /* borrowed: the open file the request came through */
     struct fuse_file_info fi;    /* open/create: copy to reply with */

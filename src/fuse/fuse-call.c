@@ -148,8 +148,6 @@ void bfs_fuse_call_done(struct bfs_fuse_call *c)
         bfs_fd_unref(c->fd_ref);
     if (c->inode)
         bfs_inode_unref(c->inode);
-    if (c->parent)
-        bfs_inode_unref(c->parent);
     if (c->fh)
         bfs_fuse_fh_free(fu, c->fh); /* an open that never reached the kernel */
     free(c->name);

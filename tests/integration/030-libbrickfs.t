@@ -6,6 +6,8 @@
 # stats it; the brick folder then holds the plain file. Also: a second run
 # truncates and rewrites, a stopped brick makes brickfs_init fail with
 # ENOTCONN within the connect timeout, a missing volfile is reported.
+# Then the whole tests/graph/test_api suite runs over TCP against a brick
+# of its own.
 #
 # tags: sanitizer
 
@@ -64,6 +66,20 @@ TEST grep -q "hello: cannot reach the volume: Transport endpoint is not connecte
 TEST start_brick b1
 TEST hello "$CV"
 TEST grep -qx "read back: $GREETING" "$T/hello.out"
+
+# the whole API suite of tests/graph/test_api, over TCP on a brick of its own
+API_SUITE=$BFS_BUILD/tests/graph/test_api
+if [ -x "$API_SUITE" ]; then
+    TEST write_volfiles api "$T/bricks/api"
+    TEST start_brick api
+    TEST eval "BFS_API_VOLFILE='$(client_volfile api)' BFS_API_BRICKDIR='$T/bricks/api' \
+        '$API_SUITE' >'$T/logs/api-suite.out' 2>&1"
+    EXPECT "" grep -A3 '^not ok' "$T/logs/api-suite.out"
+    TEST grep -qE '^1\.\.[0-9]{3}$' "$T/logs/api-suite.out"
+    TEST stop_brick api
+else
+    for i in 1 2 3 4 5; do SKIP "$API_SUITE is not built"; done
+fi
 
 # bad invocations
 TEST ! hello "$T/no-such.vol"
