@@ -45,7 +45,8 @@
 
 static char fuse_last_error[512];
 
-static void fuse_log_to_ours(enum fuse_log_level level, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void fuse_log_to_ours(enum fuse_log_level level,
+                                                                   const char *fmt, va_list ap)
 {
     char msg[512];
     vsnprintf(msg, sizeof(msg), fmt, ap);
