@@ -298,10 +298,13 @@ int brickfs_fini(brickfs_t *fs)
     if (!fs)
         return 0;
     if (fs->graph) {
-        /* releases reach the translators while they still run; then
-         * bfs_graph_free sends PARENT_DOWN, finis, waits for queued work
-         * and unloads */
+        /* releases reach the translators while they still run */
         close_leftovers(fs);
+        /* A translator's queued work may still hold fds (a request copy
+         * keeps its fd until the job is freed, after the answer we got):
+         * let it finish before the inode table goes. */
+        bfs_proc_quiesce(fs->proc);
+        /* PARENT_DOWN, forget, fini, wait for queued work, unload */
         bfs_graph_free(fs->graph);
     }
     bfs_proc_free(fs->proc);

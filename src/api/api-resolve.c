@@ -193,6 +193,29 @@ static int res_ancestors(struct walk *w, int n, struct api_res *res)
     return 0;
 }
 
+/* The target is name in the directory on top of the stack; attr is NULL
+ * when it does not exist. */
+static int res_named(struct walk *w, const char *name, bool slash,
+                     const struct bfs_iatt *attr, int flags, struct api_res *res)
+{
+    struct walk_dir *dir = walk_top(w);
+    int rc = 0;
+    if (attr && slash && !S_ISDIR(attr->mode))
+        return -ENOTDIR;
+    res->trailing_slash = slash;
+    res->pargfid = dir->gfid;
+    res->parent = bfs_inode_ref(dir->inode);
+    snprintf(res->name, sizeof(res->name), "%s", name);
+    res->exists = attr != NULL;
+    if (attr) {
+        res->attr = *attr;
+        res->inode = bfs__api_inode(w->fs, attr, &rc);
+        if (rc < 0)
+            return rc;
+    }
+    return (flags & RES_ANCESTORS) ? res_ancestors(w, w->ndirs, res) : 0;
+}
+
 static int walk_run(struct walk *w, int flags, struct api_res *res)
 {
     size_t pos = 0;
@@ -227,16 +250,8 @@ static int walk_run(struct walk *w, int flags, struct api_res *res)
         struct walk_dir *dir = walk_top(w);
         struct bfs_iatt attr;
         int rc = walk_lookup(w, dir, name, &attr);
-        if (rc == -ENOENT && last) {
-            if (!(flags & RES_MAY_MISS))
-                return -ENOENT;
-            res->trailing_slash = slash;
-            res->pargfid = dir->gfid;
-            res->parent = bfs_inode_ref(dir->inode);
-            memcpy(res->name, name, len + 1);
-            res->exists = false;
-            return (flags & RES_ANCESTORS) ? res_ancestors(w, w->ndirs, res) : 0;
-        }
+        if (rc == -ENOENT && last)
+            return (flags & RES_MAY_MISS) ? res_named(w, name, slash, NULL, flags, res) : rc;
         if (rc < 0)
             return rc;
         if (S_ISLNK(attr.mode) && (!last || slash || (flags & RES_FOLLOW))) {
@@ -246,20 +261,8 @@ static int walk_run(struct walk *w, int flags, struct api_res *res)
             pos = 0;
             continue;
         }
-        if (last) {
-            if (slash && !S_ISDIR(attr.mode))
-                return -ENOTDIR;
-            res->trailing_slash = slash;
-            res->pargfid = dir->gfid;
-            res->parent = bfs_inode_ref(dir->inode);
-            memcpy(res->name, name, len + 1);
-            res->exists = true;
-            res->attr = attr;
-            res->inode = bfs__api_inode(w->fs, &attr, &rc);
-            if (rc < 0)
-                return rc;
-            return (flags & RES_ANCESTORS) ? res_ancestors(w, w->ndirs, res) : 0;
-        }
+        if (last)
+            return res_named(w, name, slash, &attr, flags, res);
         if (!S_ISDIR(attr.mode))
             return -ENOTDIR;
         struct bfs_inode *inode = bfs__api_inode(w->fs, &attr, &rc);

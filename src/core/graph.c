@@ -62,10 +62,8 @@ static void find_xlator_dir(void)
     }
     char exe[PATH_MAX - 64];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0) {
-        snprintf(xlator_dir, sizeof(xlator_dir), "/usr/local/lib/brickfs/xlators");
-        return;
-    }
+    if (n <= 0)
+        n = 0;
     exe[n] = 0;
     char *slash = strrchr(exe, '/');
     if (slash)
@@ -77,6 +75,21 @@ static void find_xlator_dir(void)
         snprintf(xlator_dir, sizeof(xlator_dir), "%s%s", exe, rel[i]);
         if (stat(xlator_dir, &st) == 0 && S_ISDIR(st.st_mode))
             return;
+    }
+    /* a program installed elsewhere than libbrickfs: look beside the
+     * library itself (LIBDIR/brickfs/xlators) */
+    Dl_info info;
+    if (dladdr((void *)bfs_xlator_dir, &info) && info.dli_fname) {
+        char lib[PATH_MAX - 64];
+        snprintf(lib, sizeof(lib), "%s", info.dli_fname);
+        char *s = strrchr(lib, '/');
+        if (s) {
+            *s = 0;
+            struct stat st;
+            snprintf(xlator_dir, sizeof(xlator_dir), "%s/brickfs/xlators", lib);
+            if (stat(xlator_dir, &st) == 0 && S_ISDIR(st.st_mode))
+                return;
+        }
     }
     snprintf(xlator_dir, sizeof(xlator_dir), "%s%s", exe, rel[0]);
 }
@@ -432,6 +445,9 @@ void bfs_graph_free(struct bfs_graph *g)
     /* Connections and fds go first (PARENT_DOWN), then forget() runs while
      * translators still have their private state, then fini. */
     bfs_graph_deactivate(g);
+    /* answers already given may still have work finishing on the loop or
+     * the workers (a posix job dropping its fd ref): let it end first */
+    bfs_proc_quiesce(g->proc);
     if (g->itable)
         bfs_itable_free(g->itable);
     for (int i = g->nxls - 1; i >= 0; i--)

@@ -218,6 +218,11 @@ void bfs_xl_notify_parents(struct bfs_xl *xl, enum bfs_event ev, void *data)
 int bfs_xl_notify_default(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from, void *data)
 {
     (void)from;
+    /* A leaf with nothing to connect (storage) is up once the graph above is. */
+    if (ev == BFS_EV_PARENT_UP && xl->nchildren == 0) {
+        bfs_xl_notify_parents(xl, BFS_EV_CHILD_UP, NULL);
+        return 0;
+    }
     if (ev == BFS_EV_PARENT_UP || ev == BFS_EV_PARENT_DOWN || ev == BFS_EV_CLIENT_GONE) {
         for (int i = 0; i < xl->nchildren; i++) {
             struct bfs_xl *c = xl->children[i];

@@ -15,6 +15,7 @@
  * be empty: tests/integration/030-libbrickfs.t does so over TCP.
  */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
@@ -22,8 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <brickfs/brickfs.h>
@@ -109,22 +112,67 @@ static ssize_t read_file(const char *path, char *buf, size_t size)
 
 /* ---------------------------------------------------------------- */
 
+/* A port nothing listens on (bound, then closed: good enough for a test). */
+static int dead_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    int port = 0;
+    if (s >= 0 && bind(s, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(s, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (s >= 0)
+        close(s);
+    return port;
+}
+
+/* brickfs_init gives up with ENOTCONN when no brick answers in time. */
+static void test_not_connected(void)
+{
+    char so[PATH_MAX + 64], exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    exe[n > 0 ? n : 0] = 0;
+    *strrchr(exe, '/') = 0;
+    snprintf(so, sizeof(so), "%s/../../lib/brickfs/xlators/protocol/client.so", exe);
+    if (access(so, R_OK) != 0) {
+        for (int i = 0; i < 4; i++)
+            ok(1, "# skip protocol/client is not built");
+        return;
+    }
+    char text[512];
+    snprintf(text, sizeof(text),
+             "volume c\n    type protocol/client\n    option remote-host 127.0.0.1\n"
+             "    option remote-port %d\n    option remote-subvolume b\nend-volume\n",
+             dead_port());
+    brickfs_t *c = brickfs_new_from_volfile_text(text, strlen(text));
+    SUCCEEDS(brickfs_set_option(c, "connect-timeout", "1"), "connect-timeout 1");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    FAILS(brickfs_init(c), ENOTCONN, "nothing listens: init fails with ENOTCONN");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ok(t1.tv_sec - t0.tv_sec < 5, "after about the connect timeout");
+    FAILS(brickfs_mkdir(c, "/x", 0755), ENOTCONN, "calls fail with ENOTCONN");
+    brickfs_fini(c);
+}
+
 static void test_lifecycle(void)
 {
+    const char *bad = "volume x\n    type storage/no-such-thing\nend-volume\n";
+    brickfs_t *b = brickfs_new_from_volfile_text(bad, strlen(bad));
+    ok(b != NULL, "a volfile naming an unknown translator parses");
+    brickfs_set_logging(b, NULL, BRICKFS_LOG_NONE); /* the failures below are expected */
     FAILS_NULL(brickfs_new_from_volfile("/nonexistent/vol"), ENOENT, "volfile missing: ENOENT");
     FAILS_NULL(brickfs_new_from_volfile_text("volume x\n", 9), EINVAL,
                "unterminated volume: EINVAL");
     FAILS_NULL(brickfs_new_from_volfile_text(NULL, 0), EINVAL, "NULL text: EINVAL");
-
-    const char *bad = "volume x\n    type storage/no-such-thing\nend-volume\n";
-    brickfs_t *b = brickfs_new_from_volfile_text(bad, strlen(bad));
-    ok(b != NULL, "a volfile naming an unknown translator parses");
-    brickfs_set_logging(b, NULL, BRICKFS_LOG_NONE); /* the failure below is expected */
     FAILS(brickfs_init(b), EINVAL, "init with an unknown translator: EINVAL");
     FAILS(brickfs_init(b), EALREADY, "init twice: EALREADY");
     FAILS_NULL(brickfs_open(b, "/x", O_RDONLY), ENOTCONN, "open on a graph that failed");
     brickfs_fini(b);
     ok(brickfs_set_logging(NULL, NULL, 0) == -1 && errno == EINVAL, "set_logging(NULL): EINVAL");
+
+    test_not_connected();
 
     /* the real one, from a file: ours, or the one given to run the suite
      * over another graph (tests/integration/030-libbrickfs.t: over TCP) */

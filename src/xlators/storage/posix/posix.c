@@ -272,16 +272,6 @@ static int px_init(struct bfs_xl *xl)
     return 0;
 }
 
-/* A leaf has nothing to connect: once the graph above is up, so is it. */
-static int px_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from, void *data)
-{
-    if (ev == BFS_EV_PARENT_UP) {
-        bfs_xl_notify_parents(xl, BFS_EV_CHILD_UP, NULL);
-        return 0;
-    }
-    return bfs_xl_notify_default(xl, ev, from, data);
-}
-
 static char *px_dump(struct bfs_xl *xl)
 {
     struct px_priv *p = xl->private;
@@ -313,6 +303,6 @@ static const struct bfs_fops px_fops = {PX_FOPS(PX_FOP_SLOT)};
 #undef PX_FOP_SLOT
 
 BFS_XL_MODULE(.type = "storage/posix", .fops = &px_fops, .options = px_options,
-              .init = px_init, .fini = px_fini, .notify = px_notify, .release = px_release,
+              .init = px_init, .fini = px_fini, .release = px_release,
               .releasedir = px_release, .dump = px_dump, .min_children = 0,
               .max_children = 0);
