@@ -82,6 +82,8 @@ RPATH_XL := -Wl,-rpath,'$$ORIGIN/../../..'
 .PHONY: all deps test unit graph integration fuzz fuzz-smoke bench demo demo-stop \
         install clean san-test
 .DEFAULT_GOAL := all
+# keep intermediate objects (bench, tests): no `rm` after the test summary
+.SECONDARY:
 
 all: $(DEPS_STAMP) $(LIBBRICKFS) $(XL_SOS) $(PROG_BINS) $(BENCH_BINS) \
      $(BINDIR)/mount.brickfs $(UNIT_BINS) $(GRAPH_BINS) $(TOOL_BINS) $(EXAMPLE_BINS)
@@ -142,9 +144,9 @@ $(BINDIR)/mount.brickfs: scripts/mount.brickfs
 	@mkdir -p $(@D)
 	install -m 755 $< $@
 
-$(BINDIR)/%: $(BUILD)/obj/bench/%.o $(LIBBRICKFS)
+$(BINDIR)/%: $(BUILD)/obj/bench/%.o
 	@mkdir -p $(@D)
-	$(CC) -o $@ $< $(LDFLAGS) -L$(LIBDIR) -lbrickfs $(RPATH_BIN) $(FUSE_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(FUSE_LIBS)
 
 $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(TESTLIB_OBJS) $(LIBBRICKFS)
 	@mkdir -p $(@D)
@@ -200,10 +202,10 @@ bench: all
 	bash bench/run.sh $(BUILD)
 
 demo: all
-	bash scripts/demo.sh start
+	BUILD=$(BUILD) bash scripts/demo.sh start
 
 demo-stop:
-	bash scripts/demo.sh stop
+	BUILD=$(BUILD) bash scripts/demo.sh stop
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/brickfs \

@@ -88,7 +88,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r.body = strdup("{\"error\": \"request body larger than 64 KiB\"}\n");
     } else {
         const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match");
-        bfs_api_dispatch(h->m, method, url, cc->buf, cc->len, inm, &r);
+        const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+        bfs_api_dispatch(h->m, method, url, cc->buf, cc->len, inm, host, &r);
     }
     bfs_log(MGMT_LOG, BFS_LOG_DEBUG, "%s %s -> %d", method, url, r.status);
     return send_reply(c, &r);

@@ -138,7 +138,10 @@ struct json_object *bfs_catalog_entry_json(const struct bfs_catalog_entry *ce);
 
 /* ---- volfiles (volgen.c) ---- */
 char *bfs_volgen_brick(struct bfs_mgmt *m, const struct bfs_volume *v, int idx);
-char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v);
+/* The client volfile. Each protocol/client names no port: it asks
+ * mgmt_addr (HOST:PORT of this brickfsd as the client reaches it; NULL =
+ * --listen) where its brick listens (docs/design/graph-switch.md). */
+char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *mgmt_addr);
 /* STATE/volfiles/VOL/BRICK.vol into buf. */
 void bfs_volgen_brick_path(struct bfs_mgmt *m, const struct bfs_volume *v, int idx, char *buf,
                            size_t len);
@@ -204,9 +207,12 @@ int bfs_op_get(struct bfs_mgmt *m, const char *name, const char *key, struct jso
 int bfs_op_reset(struct bfs_mgmt *m, const char *name, const char *key,
                  struct json_object **out, struct bfs_err *e);
 int bfs_op_options_help(struct bfs_mgmt *m, struct json_object **out, struct bfs_err *e);
-/* The client volfile text and its revision. */
-int bfs_op_client_volfile(struct bfs_mgmt *m, const char *name, char **text, uint64_t *rev,
-                          struct bfs_err *e);
+/* The client volfile text and its revision (mgmt_addr: see bfs_volgen_client). */
+int bfs_op_client_volfile(struct bfs_mgmt *m, const char *name, const char *mgmt_addr,
+                          char **text, uint64_t *rev, struct bfs_err *e);
+/* One brick's entry of the port map (volume status), by brick name. */
+int bfs_op_brick_status(struct bfs_mgmt *m, const char *name, const char *brick,
+                        struct json_object **out, struct bfs_err *e);
 
 /* ---- HTTP (http.c, api.c) ---- */
 struct bfs_http_reply {
@@ -218,10 +224,11 @@ struct bfs_http_reply {
 struct bfs_http;
 int bfs_http_start(struct bfs_mgmt *m, struct bfs_http **out, char *err, size_t errlen);
 void bfs_http_stop(struct bfs_http *h);
-/* Routes one request; body may be NULL. if_none_match from the header. */
+/* Routes one request; body may be NULL. if_none_match and host (NULL when
+ * absent) from the headers. */
 void bfs_api_dispatch(struct bfs_mgmt *m, const char *method, const char *url,
                       const char *body, size_t len, const char *if_none_match,
-                      struct bfs_http_reply *r);
+                      const char *host, struct bfs_http_reply *r);
 
 /* ---- small file helpers (util.c) ---- */
 /* Writes text to path through path.tmp + fsync + rename + fsync(dir). */

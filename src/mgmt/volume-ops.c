@@ -127,26 +127,31 @@ static int save_or_fail(struct bfs_mgmt *m, struct bfs_volume *v, struct bfs_err
     return 0;
 }
 
+/* Brick i of v as volume status shows it (m->lock held). */
+static struct json_object *brick_json(struct bfs_mgmt *m, const struct bfs_volume *v, int i)
+{
+    struct bfs_brick_state st;
+    char bn[160];
+    bfs_sup_brick_state(m, v, i, &st);
+    bfs_brick_name(v, i, bn, sizeof(bn));
+    struct json_object *b = json_object_new_object();
+    json_object_object_add(b, "name", json_object_new_string(bn));
+    json_object_object_add(b, "host", json_object_new_string(v->bricks[i].host));
+    json_object_object_add(b, "path", json_object_new_string(v->bricks[i].path));
+    json_object_object_add(b, "port", json_object_new_int(v->bricks[i].port));
+    json_object_object_add(b, "pid", json_object_new_int(st.pid));
+    json_object_object_add(b, "online", json_object_new_boolean(st.online));
+    json_object_object_add(b, "restarts", json_object_new_int(st.restarts));
+    return b;
+}
+
 static struct json_object *status_json(struct bfs_mgmt *m, const struct bfs_volume *v)
 {
     struct json_object *j = json_object_new_object(), *arr = json_object_new_array();
     json_object_object_add(j, "name", json_object_new_string(v->name));
     json_object_object_add(j, "status", json_object_new_string(bfs_vol_status_name(v->status)));
-    for (int i = 0; i < v->nbricks; i++) {
-        struct bfs_brick_state st;
-        char bn[160];
-        bfs_sup_brick_state(m, v, i, &st);
-        bfs_brick_name(v, i, bn, sizeof(bn));
-        struct json_object *b = json_object_new_object();
-        json_object_object_add(b, "name", json_object_new_string(bn));
-        json_object_object_add(b, "host", json_object_new_string(v->bricks[i].host));
-        json_object_object_add(b, "path", json_object_new_string(v->bricks[i].path));
-        json_object_object_add(b, "port", json_object_new_int(v->bricks[i].port));
-        json_object_object_add(b, "pid", json_object_new_int(st.pid));
-        json_object_object_add(b, "online", json_object_new_boolean(st.online));
-        json_object_object_add(b, "restarts", json_object_new_int(st.restarts));
-        json_object_array_add(arr, b);
-    }
+    for (int i = 0; i < v->nbricks; i++)
+        json_object_array_add(arr, brick_json(m, v, i));
     json_object_object_add(j, "bricks", arr);
     return j;
 }
@@ -324,20 +329,47 @@ int bfs_op_status(struct bfs_mgmt *m, const char *name, struct json_object **out
     return rc;
 }
 
-int bfs_op_client_volfile(struct bfs_mgmt *m, const char *name, char **text, uint64_t *rev,
-                          struct bfs_err *e)
+int bfs_op_client_volfile(struct bfs_mgmt *m, const char *name, const char *mgmt_addr,
+                          char **text, uint64_t *rev, struct bfs_err *e)
 {
-    struct bfs_volume *v;
+    struct bfs_volume *v = NULL;
     pthread_mutex_lock(&m->lock);
     int rc = bfs_volume_get(m, name, &v, e);
     if (rc == 0) {
-        *text = bfs_volgen_client(m, v);
+        *text = bfs_volgen_client(m, v, mgmt_addr);
         *rev = v->rev;
         if (!*text)
             rc = bfs_fail(e, 500, "out of memory");
     }
     pthread_mutex_unlock(&m->lock);
-    if (rc == 0)
-        bfs_volume_free(v);
+    bfs_volume_free(v);
+    return rc;
+}
+
+int bfs_op_brick_status(struct bfs_mgmt *m, const char *name, const char *brick,
+                        struct json_object **out, struct bfs_err *e)
+{
+    struct bfs_volume *v = NULL;
+    pthread_mutex_lock(&m->lock);
+    int rc = bfs_volume_get(m, name, &v, e);
+    for (int i = 0; rc == 0 && i <= v->nbricks; i++) {
+        char bn[160];
+        if (i == v->nbricks) {
+            rc = bfs_fail(e, 404, "volume %s has no brick %s (volume status %s lists them)",
+                          name, brick, name);
+            break;
+        }
+        bfs_brick_name(v, i, bn, sizeof(bn));
+        if (strcmp(bn, brick) == 0) {
+            json_object *b = brick_json(m, v, i);
+            json_object_object_add(b, "volume", json_object_new_string(v->name));
+            json_object_object_add(b, "status",
+                                   json_object_new_string(bfs_vol_status_name(v->status)));
+            *out = b;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    bfs_volume_free(v);
     return rc;
 }

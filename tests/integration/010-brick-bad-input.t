@@ -13,6 +13,8 @@
 #     REPLY from the client, random bytes) makes the brick close that
 #     connection and log why, with the peer's address;
 #   - the brick stays alive and serves a good request at the end.
+#
+# tags: sanitizer
 
 . "$(dirname "$0")/../lib/test.sh"
 
