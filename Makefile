@@ -135,7 +135,7 @@ define PROG_RULE
 $(BINDIR)/$(2): $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/$(1)/*.c)) $(LIBBRICKFS)
 	@mkdir -p $$(@D)
 	$(CC) -o $$@ $$(filter %.o,$$^) $(LDFLAGS) -L$(LIBDIR) -lbrickfs $$(RPATH_BIN) \
-	    $(if $(filter fuse,$(1)),$(FUSE_LIBS)) $(if $(filter mgmt,$(1)),$(MHD_LIBS)) \
+	    $(if $(filter fuse,$(1)),$(FUSE_LIBS) $(CURL_LIBS)) $(if $(filter mgmt,$(1)),$(MHD_LIBS)) \
 	    $(if $(filter cli,$(1)),$(CURL_LIBS)) -ldl $(JSON_LIBS)
 endef
 $(foreach p,$(PROG_DIRS),$(eval $(call PROG_RULE,$(word 1,$(subst :, ,$(p))),$(word 2,$(subst :, ,$(p))))))
@@ -165,6 +165,10 @@ $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIBBRICKFS)
 	$(CC) -o $@ $(filter %.o,$^) $(LDFLAGS) -L$(LIBDIR) -lbrickfs -Wl,-rpath,'$$ORIGIN/../lib'
 
 # ---- tests ----
+# `make test` ends with the sanitizer part: tests/run-all.sh builds build-san
+# (make SAN=1 all) and runs the unit, graph and sanitizer-tagged integration
+# tests against it (BFS_TEST_SANITIZER=0 leaves it out). `make san-test`
+# runs only that.
 test: all
 	bash tests/run-all.sh $(BUILD)
 

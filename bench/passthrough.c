@@ -7,8 +7,11 @@
  *   passthrough SOURCE MOUNTPOINT [FUSE options, e.g. -f -o entry_timeout=1]
  *
  * libfuse3's high-level, path-based API; multithreaded (fuse_main's default);
- * 1 MiB max write and readahead; libfuse's default attribute and entry
- * timeouts (1 s), as a plain client would have.
+ * 1 MiB max write, max read and readahead, as brickfs-mount; libfuse's
+ * default attribute and entry timeouts (1 s), as a plain client would have.
+ * bench/run.sh adds -o default_permissions, which brickfs-mount always uses,
+ * so that the kernel does the same permission checks (and the same
+ * attribute refreshes they need) in front of both.
  *
  * Every path is resolved relative to a descriptor of SOURCE opened before
  * mounting (openat and friends), so the daemon's working folder does not
@@ -55,6 +58,7 @@ static void *pt_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     cfg->use_ino = 1;
     cfg->nullpath_ok = 1;
     conn->max_write = PT_MAX_IO;
+    conn->max_read = PT_MAX_IO; /* = the max_read mount option main() adds */
     conn->max_readahead = PT_MAX_IO;
     return NULL;
 }
@@ -367,13 +371,15 @@ int main(int argc, char *argv[])
     umask(0);
     /* fuse_main parses the rest: drop SOURCE, and name the idle-thread
      * count (libfuse's default, 10) so that libfuse 3.14 does not warn about
-     * its own unset default (-1) at every start */
-    char **args = calloc((size_t)argc + 2, sizeof(*args));
+     * its own unset default (-1) at every start; max_read must match what
+     * pt_init asks for */
+    char **args = calloc((size_t)argc + 3, sizeof(*args));
     if (!args)
         return 1;
     int n = 0;
     args[n++] = argv[0];
     args[n++] = (char *)"-omax_idle_threads=10";
+    args[n++] = (char *)"-omax_read=1048576";
     for (int i = 2; i < argc; i++)
         args[n++] = argv[i];
     int rc = fuse_main(n, args, &pt_ops, NULL);

@@ -4,21 +4,40 @@
 #   disk         a folder of the local file system
 #   passthrough  that folder through bench/passthrough.c, a minimal FUSE
 #                file system: the ceiling any FUSE client can reach here
-#   brickfs      a one-brick brickfs volume (brick on that file system,
-#                FUSE mount) — skipped, with a note, while the brick or the
-#                mount program is not built
-# and prints one table with the figures and the ratio brickfs/passthrough.
+#   brickfs      a one-brick brickfs volume over TCP on 127.0.0.1:
+#                brickfs-brick (storage/posix -> features/locks ->
+#                debug/io-stats -> protocol/server) on that file system,
+#                brickfs-mount --volfile (protocol/client -> debug/io-stats)
+# and prints one table with the median figures, the ratio brickfs /
+# passthrough and the issue's target for it.
 #
 # Workloads:
 #   seq write   dd 1 MiB blocks of zeros into one file, conv=fsync   MB/s
-#   seq read    dd that file back (page cache dropped first)         MB/s
+#   seq read    dd that file back                                    MB/s
 #   create, stat, read, delete of BENCH_FILES files of 4 KiB in 50
-#   folders (build/bin/smallfile, page cache dropped before each)    files/s
-# MB is 10^6 bytes, as dd prints it.
+#   folders (build/bin/smallfile, one phase per call)                files/s
+# MB is 10^6 bytes, as dd prints it. The page cache (and with it the
+# kernel's cached names and attributes of every mount) is dropped before
+# each step, so reads and lookups start cold on all three targets.
+#
+# Fairness:
+#   - one bench folder, one file system, for all three targets;
+#   - the passthrough is mounted with the kernel-side options brickfs-mount
+#     uses: default_permissions (the kernel checks permissions; without it
+#     a passthrough running as root lets every user read every file),
+#     max_read=1 MiB; both use 1 MiB max_write and max_readahead (set in
+#     their init), 1 s attribute and entry timeouts and no negative cache;
+#   - neither uses the kernel's writeback cache (unsafe for brickfs: other
+#     clients write too), so every write(2) of 1 MiB is one synchronous
+#     FUSE_WRITE on both;
+#   - the steps of the targets are interleaved: each of BENCH_RUNS rounds
+#     runs every workload on every target, and the table shows medians, so
+#     noise from other work on the machine spreads over all targets.
 #
 # Environment (defaults in brackets):
 #   BENCH_SEQ_MB [1024]  size of the sequential file in MiB
 #   BENCH_FILES [5000] BENCH_DIRS [50] BENCH_FILE_SIZE [4096] BENCH_THREADS [1]
+#   BENCH_RUNS [3]       rounds; the table shows medians
 #   BENCH_DIR [BUILD/bench-tmp]  where the data goes (its file system is the
 #                                "local disk"; /tmp may be tmpfs)
 #   BENCH_TARGETS ["disk passthrough brickfs"]
@@ -27,7 +46,7 @@
 # Dropping the page cache needs root; without it the read figures come from
 # memory, and the table says so.
 #
-# Quick run: BENCH_SEQ_MB=64 BENCH_FILES=500 make bench
+# Quick run: BENCH_SEQ_MB=64 BENCH_FILES=500 BENCH_RUNS=1 make bench
 
 set -uo pipefail
 
@@ -42,6 +61,7 @@ FILES=${BENCH_FILES:-5000}
 DIRS=${BENCH_DIRS:-50}
 FILE_SIZE=${BENCH_FILE_SIZE:-4096}
 THREADS=${BENCH_THREADS:-1}
+RUNS=${BENCH_RUNS:-3}
 TARGETS=${BENCH_TARGETS:-disk passthrough brickfs}
 BENCH_DIR=${BENCH_DIR:-$BUILD_ABS/bench-tmp}
 
@@ -55,10 +75,12 @@ die()
 }
 
 [ -x "$SMALLFILE" ] || die "$SMALLFILE is not built (make)"
+[ "$RUNS" -ge 1 ] 2>/dev/null || die "BENCH_RUNS must be a positive number"
 mkdir -p "$BENCH_DIR" || die "cannot create $BENCH_DIR"
 
-# Room for the sequential file and the small files, with a margin.
-need_kb=$(((SEQ_MB * 1024 + FILES * ((FILE_SIZE + 4095) / 4096) * 4 + DIRS * 4) * 11 / 10))
+# Room for the sequential file and the small files, with a margin (the
+# targets run one after the other and clean up after each step).
+need_kb=$(((SEQ_MB * 1024 + FILES * ((FILE_SIZE + 4095) / 4096) * 4 * 2 + DIRS * 8) * 11 / 10))
 avail_kb=$(df -Pk "$BENCH_DIR" | awk 'NR == 2 { print $4 }')
 [ "$avail_kb" -ge "$need_kb" ] ||
     die "$BENCH_DIR has $((avail_kb / 1024)) MiB free, the bench needs $((need_kb / 1024)) MiB; lower BENCH_SEQ_MB or set BENCH_DIR"
@@ -68,9 +90,11 @@ export BFS_BUILD=$BUILD_ABS BFS_TMPDIR=$BENCH_DIR
 # shellcheck source=tests/lib/cluster.sh
 source "$ROOT/tests/lib/cluster.sh"
 
-declare -A R       # R[target:metric] = figure, or "error"
+declare -A R       # R[target:metric] = "figure figure ..." one per round, or "error"
+declare -A DIR     # DIR[target] = the folder its workloads run in
 NOTES=()
 DROPPED=yes
+LIVE=()            # targets that are set up
 
 drop_caches()
 {
@@ -98,27 +122,33 @@ rate()
     awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.1f", n / s; else print "error" }'
 }
 
-# run_workloads TARGET DIR
+# record TARGET METRIC VALUE
+record()
+{
+    R[$1:$2]="${R[$1:$2]:-}${R[$1:$2]:+ }$3"
+}
+
+# run_workloads TARGET: one round of every workload on TARGET.
 run_workloads()
 {
-    local target=$1 dir=$2 t0 secs out phase
+    local target=$1 dir=${DIR[$1]} t0 secs out phase
     echo "bench: $target: sequential write, $SEQ_MB MiB"
     drop_caches
     t0=$(bfs_now_us)
     if dd if=/dev/zero of="$dir/seq.bin" bs=1M count="$SEQ_MB" conv=fsync status=none; then
         secs=$(elapsed_since "$t0")
-        R[$target:seq_write]=$(rate "$(mb "$SEQ_MB")" "$secs")
+        record "$target" seq_write "$(rate "$(mb "$SEQ_MB")" "$secs")"
     else
-        R[$target:seq_write]=error
+        record "$target" seq_write error
     fi
     echo "bench: $target: sequential read"
     drop_caches
     t0=$(bfs_now_us)
     if dd if="$dir/seq.bin" of=/dev/null bs=1M status=none; then
         secs=$(elapsed_since "$t0")
-        R[$target:seq_read]=$(rate "$(mb "$SEQ_MB")" "$secs")
+        record "$target" seq_read "$(rate "$(mb "$SEQ_MB")" "$secs")"
     else
-        R[$target:seq_read]=error
+        record "$target" seq_read error
     fi
     rm -f "$dir/seq.bin"
 
@@ -127,9 +157,9 @@ run_workloads()
         drop_caches
         if out=$("$SMALLFILE" -p "$phase" -n "$FILES" -d "$DIRS" -s "$FILE_SIZE" -t "$THREADS" \
             "$dir/small"); then
-            R[$target:$phase]=${out##* }
+            record "$target" "$phase" "${out##* }"
         else
-            R[$target:$phase]=error
+            record "$target" "$phase" error
             # a failed phase leaves the later ones nothing sane to do
             break
         fi
@@ -142,53 +172,63 @@ fuse_usable()
     [ -c /dev/fuse ] && [ -w /dev/fuse ] && command -v fusermount3 >/dev/null
 }
 
-bench_disk()
+setup_disk()
 {
-    mkdir -p "$T/disk"
-    run_workloads disk "$T/disk"
+    mkdir -p "$T/disk" && DIR[disk]=$T/disk
 }
 
-bench_passthrough()
+setup_passthrough()
 {
-    [ -x "$PASSTHROUGH" ] || { NOTES+=("passthrough: skipped, $PASSTHROUGH is not built"); return; }
-    fuse_usable || { NOTES+=("passthrough: skipped, FUSE is not usable (/dev/fuse, fusermount3)"); return; }
+    [ -x "$PASSTHROUGH" ] || { NOTES+=("passthrough: skipped, $PASSTHROUGH is not built"); return 1; }
+    fuse_usable || { NOTES+=("passthrough: skipped, FUSE is not usable (/dev/fuse, fusermount3)"); return 1; }
     mkdir -p "$T/pt-src"
-    if ! mount_fuse passthrough "$T/pt-mnt" "$PASSTHROUGH" "$T/pt-src" "$T/pt-mnt" -f; then
+    if ! mount_fuse passthrough "$T/pt-mnt" "$PASSTHROUGH" "$T/pt-src" "$T/pt-mnt" -f \
+        -o default_permissions; then
         NOTES+=("passthrough: could not mount")
-        return
+        return 1
     fi
-    run_workloads passthrough "$T/pt-mnt"
-    umount_fuse "$T/pt-mnt"
+    DIR[passthrough]=$T/pt-mnt
 }
 
-bench_brickfs()
+setup_brickfs()
 {
     local b
     for b in "$BRICK_BIN" "$MOUNT_BIN"; do
-        [ -x "$b" ] || { NOTES+=("brickfs: skipped, $b is not built yet"); return; }
+        [ -x "$b" ] || { NOTES+=("brickfs: skipped, $b is not built yet"); return 1; }
     done
-    fuse_usable || { NOTES+=("brickfs: skipped, FUSE is not usable (/dev/fuse, fusermount3)"); return; }
+    fuse_usable || { NOTES+=("brickfs: skipped, FUSE is not usable (/dev/fuse, fusermount3)"); return 1; }
     if ! write_volfiles b1 "$T/bricks/b1" || ! start_brick b1; then
         NOTES+=("brickfs: the brick did not start (log: see above)")
-        return
+        return 1
     fi
     if ! mount_brickfs "$(client_volfile b1)" "$T/bfs-mnt"; then
         NOTES+=("brickfs: the mount failed (log: see above)")
-        return
+        return 1
     fi
-    run_workloads brickfs "$T/bfs-mnt"
-    umount_fuse "$T/bfs-mnt"
-    stop_brick b1
+    DIR[brickfs]=$T/bfs-mnt
 }
 
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for target in $TARGETS; do
     case $target in
-    disk) bench_disk ;;
-    passthrough) bench_passthrough ;;
-    brickfs) bench_brickfs ;;
+    disk) setup_disk && LIVE+=(disk) ;;
+    passthrough) setup_passthrough && LIVE+=(passthrough) ;;
+    brickfs) setup_brickfs && LIVE+=(brickfs) ;;
     *) die "unknown target '$target' (disk, passthrough, brickfs)" ;;
     esac
 done
+for ((round = 1; round <= RUNS; round++)); do
+    echo "bench: round $round of $RUNS"
+    for target in "${LIVE[@]}"; do
+        run_workloads "$target"
+    done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+[ -n "${DIR[passthrough]:-}" ] && umount_fuse "${DIR[passthrough]}"
+if [ -n "${DIR[brickfs]:-}" ]; then
+    umount_fuse "${DIR[brickfs]}"
+    stop_brick b1
+fi
 
 # ---- the table ----
 METRICS=(seq_write seq_read create stat read delete)
@@ -197,10 +237,19 @@ declare -A LABEL=(
     [create]="create (files/s)" [stat]="stat (files/s)"
     [read]="read (files/s)" [delete]="delete (files/s)"
 )
+# The issue's targets for brickfs / passthrough.
+declare -A TARGET=(
+    [seq_write]=0.70 [seq_read]=0.70 [create]=0.50 [stat]=0.50 [read]=0.50 [delete]=""
+)
 
+# median of the figures of TARGET:METRIC ("n/a" when not run, "error" if any failed)
 fig()
 {
-    echo "${R[$1:$2]:-n/a}"
+    local v=${R[$1:$2]:-}
+    [ -n "$v" ] || { echo n/a; return; }
+    case " $v " in *" error "*) echo error; return ;; esac
+    echo "$v" | tr ' ' '\n' | sort -g | awk '{ a[NR] = $1 } END {
+        if (NR % 2) printf "%.1f", a[(NR + 1) / 2]; else printf "%.1f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 
 ratio()
@@ -212,24 +261,57 @@ ratio()
     awk -v b="$b" -v p="$p" 'BEGIN { if (p > 0) printf "%.2f", b / p; else print "n/a" }'
 }
 
+met()
+{
+    local r=$1 t=$2
+    [ -n "$t" ] || { echo "-"; return; }
+    case $r in n/a) echo n/a; return ;; esac
+    awk -v r="$r" -v t="$t" 'BEGIN { print (r >= t) ? "yes" : "no" }'
+}
+
 table()
 {
-    printf '| %-18s | %12s | %12s | %12s | %20s |\n' workload disk passthrough brickfs brickfs/passthrough
-    printf '|%s|%s|%s|%s|%s|\n' "--------------------" "-------------:" "-------------:" \
-        "-------------:" "---------------------:"
-    local m
+    printf '| %-18s | %10s | %11s | %10s | %16s | %7s | %4s |\n' workload disk passthrough \
+        brickfs brickfs/passthr. target met?
+    printf '|%s|%s|%s|%s|%s|%s|%s|\n' "--------------------" "-----------:" "------------:" \
+        "-----------:" "-----------------:" "--------:" "------"
+    local m r t
     for m in "${METRICS[@]}"; do
-        printf '| %-18s | %12s | %12s | %12s | %20s |\n' "${LABEL[$m]}" "$(fig disk "$m")" \
-            "$(fig passthrough "$m")" "$(fig brickfs "$m")" "$(ratio "$m")"
+        r=$(ratio "$m")
+        t=${TARGET[$m]}
+        printf '| %-18s | %10s | %11s | %10s | %16s | %7s | %4s |\n' "${LABEL[$m]}" \
+            "$(fig disk "$m")" "$(fig passthrough "$m")" "$(fig brickfs "$m")" "$r" \
+            "${t:+>= $t}" "$(met "$r" "$t")"
+    done
+}
+
+# Every round's ratio, to show the spread behind the medians.
+spread()
+{
+    local m b p i
+    for m in "${METRICS[@]}"; do
+        read -r -a b <<<"${R[brickfs:$m]:-}"
+        read -r -a p <<<"${R[passthrough:$m]:-}"
+        [ "${#b[@]}" -gt 0 ] && [ "${#b[@]}" = "${#p[@]}" ] || continue
+        local line=""
+        for ((i = 0; i < ${#b[@]}; i++)); do
+            line+=" $(awk -v b="${b[i]}" -v p="${p[i]}" 'BEGIN { if (b + 0 > 0 && p + 0 > 0) printf "%.2f", b / p; else printf "n/a" }')"
+        done
+        echo "  ${LABEL[$m]}:$line"
     done
 }
 
 fstype=$(findmnt -no FSTYPE -T "$BENCH_DIR" 2>/dev/null || stat -f -c %T "$BENCH_DIR")
-sizes="seq $SEQ_MB MiB; $FILES files of $FILE_SIZE B in $DIRS folders, $THREADS thread(s); page cache dropped: $DROPPED"
+sizes="seq $SEQ_MB MiB; $FILES files of $FILE_SIZE B in $DIRS folders, $THREADS thread(s); $RUNS round(s), medians; page cache dropped: $DROPPED"
+load="load average $load_before before, $load_after after"
 
 echo
-echo "bench: $sizes; data on $fstype ($BENCH_DIR)"
+echo "bench: $sizes; data on $fstype ($BENCH_DIR); $load"
 table
+if [ "$RUNS" -gt 1 ]; then
+    echo "brickfs/passthrough in each round:"
+    spread
+fi
 for n in "${NOTES[@]}"; do
     echo "note: $n"
 done
@@ -244,10 +326,16 @@ if [ "${BENCH_RECORD:-0}" = 1 ]; then
         echo
         echo "## $(date -u '+%Y-%m-%d %H:%M UTC') — $commit"
         echo
-        echo "Machine: $(nproc) CPUs ($cpu), $mem, kernel $(uname -r), data on $fstype."
+        echo "Machine: $(nproc) CPUs ($cpu), $mem, kernel $(uname -r), data on $fstype; $load."
         echo "Sizes: $sizes."
         echo
         table
+        if [ "$RUNS" -gt 1 ]; then
+            echo
+            echo "brickfs/passthrough in each round:"
+            echo
+            spread | sed 's/^  /- /'
+        fi
         for n in "${NOTES[@]}"; do
             echo
             echo "Note: $n"

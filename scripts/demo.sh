@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
 #
-# scripts/demo.sh start|stop|status — a one-brick brickfs volume in ./demo,
-# started by hand until the management daemon (brickfsd) can do it:
+# scripts/demo.sh start|stop|status — a brickfs volume on this machine, the
+# way an operator would run one, all under ./demo (or $DEMO_DIR):
 #
-#   demo/bricks/b1     the brick's folder (plain files: look inside)
-#   demo/mnt           the FUSE mount of the volume
-#   demo/logs          brick and client logs
-#   demo/vol           brick and client volfiles
-#   demo/run           pid files and the brick's port
+#   demo/state, demo/log, demo/run   brickfsd's state, logs, pid and port files
+#   demo/bricks/b1 b2 b3             the bricks (plain files: look inside)
+#   demo/mnt                         the volume, mounted from brickfsd
+#   demo/brickfsd.port               the 127.0.0.1 port brickfsd listens on
 #
-# start: writes the volfiles (once; the port is kept), starts brickfs-brick
-# on a free 127.0.0.1 port, mounts demo/mnt with brickfs-mount, writes a few
-# files through the mount and lists them. It builds nothing (`make demo`
-# does). Running it again while the demo runs changes nothing.
-# stop: unmounts demo/mnt and stops, by pid, the processes start started
-# (checked against their command line). The brick's data stays in
-# demo/bricks; `rm -rf demo` after stop removes everything.
+# start: starts brickfsd (on a free 127.0.0.1 port, kept for next time),
+# creates the volume "demo" — the most protective type brickfsd implements:
+# replicate 3, else distribute over 3 bricks, else one brick — starts it,
+# mounts it at demo/mnt with brickfs-mount HOST:PORT:/demo, writes a few
+# files and prints `volume status`. It builds nothing (`make demo` does).
+# Running it again while the demo runs changes nothing; after a stop it
+# starts everything again, data included.
 #
+# stop: unmounts demo/mnt, stops the volume (brickfsd stops the bricks),
+# then brickfsd — each by pid, after checking its command line — and stops
+# any brick still running without brickfsd. No process or mount is left.
+# The data stays in demo/bricks; `rm -rf demo` after stop removes it all.
+#
+# Needs root: bricks mark their folders with trusted.* xattrs.
 # BUILD (default build) is the build folder whose bin/ is used.
 
 set -euo pipefail
@@ -24,21 +29,19 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-BRICK_BIN=$BUILD/bin/brickfs-brick
-MOUNT_BIN=$BUILD/bin/brickfs-mount
-DEMO=$ROOT/demo
+BIN=$BUILD/bin
+DEMO=${DEMO_DIR:-$ROOT/demo}
+case $DEMO in /*) ;; *) DEMO=$PWD/$DEMO ;; esac
 MNT=$DEMO/mnt
-RUN=$DEMO/run
+VOL=demo
+# how messages name the folder: demo/... from the top of the tree, else in full
+if [ "$DEMO" = "$ROOT/demo" ]; then D=demo; else D=$DEMO; fi
 UP_TIMEOUT=20
 
 # shellcheck source=tests/lib/volfile.sh
-source "$ROOT/tests/lib/volfile.sh"
+source "$ROOT/tests/lib/volfile.sh" # bfs_free_port, bfs_port_listening
 
-say()
-{
-    echo "demo: $*"
-}
-
+say() { echo "demo: $*"; }
 die()
 {
     echo "demo: $*" >&2
@@ -62,26 +65,61 @@ is_mounted()
     awk -v d="$MNT" '$5 == d { f = 1 } END { exit !f }' /proc/self/mountinfo
 }
 
-# running NAME BIN: the pid in run/NAME.pid is alive and runs BIN: BIN is
-# its argv[0] (or argv[1], for a script run through its interpreter). The
-# command line, not /proc/PID/exe, so a rebuilt BIN still matches.
-running()
+# args_of PID: its command line, one argument a line.
+args_of()
 {
-    local pid args
-    pid=$(cat "$RUN/$1.pid" 2>/dev/null) || return 1
-    [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-    mapfile -d '' -t args <"/proc/$pid/cmdline" || return 1
-    [ "${args[0]:-}" = "$2" ] || [ "${args[1]:-}" = "$2" ]
+    { tr '\0' '\n' <"/proc/$1/cmdline"; } 2>/dev/null
 }
 
-# spawn NAME LOG CMD...: in its own session, so it outlives this script and
-# the terminal; the pid goes to run/NAME.pid.
-spawn()
+# pid_runs PID BIN-BASENAME ARG: PID is alive, runs BIN-BASENAME, and has
+# ARG among its arguments (our state folder, our mount point).
+pid_runs()
 {
-    local name=$1 log=$2
-    shift 2
-    setsid "$@" </dev/null >>"$log" 2>&1 &
-    echo $! >"$RUN/$name.pid"
+    local pid=$1 base=$2 arg=$3 args
+    [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+    args=$(args_of "$pid") || return 1
+    [ "$(basename "$(head -n 1 <<<"$args")")" = "$base" ] && grep -qxF -- "$arg" <<<"$args"
+}
+
+brickfsd_pid()
+{
+    local pid
+    pid=$(head -n 1 "$DEMO/state/brickfsd.lock" 2>/dev/null) || return 1
+    pid_runs "$pid" brickfsd "$DEMO/state" && echo "$pid"
+}
+
+# The brickfs-mount serving demo/mnt (a daemon: found by its command line).
+mount_pid()
+{
+    local d
+    for d in /proc/[0-9]*; do
+        pid_runs "${d#/proc/}" brickfs-mount "$MNT" && { echo "${d#/proc/}"; return 0; }
+    done
+    return 1
+}
+
+# Bricks brickfsd started for the demo, from their pid files.
+brick_pids()
+{
+    local f pid
+    for f in "$DEMO"/run/bricks/*.pid; do
+        [ -e "$f" ] || continue
+        pid=$(cat "$f" 2>/dev/null) || continue
+        pid_runs "$pid" brickfs-brick "$DEMO/state/volfiles/$VOL/$(basename "$f" .pid).vol" &&
+            echo "$pid"
+    done
+    return 0
+}
+
+cli()
+{
+    "$BIN/brickfs" --server "127.0.0.1:$PORT" "$@"
+}
+
+vol_status()
+{
+    cli --json volume info "$VOL" |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["status"])'
 }
 
 tail_log()
@@ -90,111 +128,170 @@ tail_log()
     return 0
 }
 
+start_brickfsd()
+{
+    if brickfsd_pid >/dev/null; then
+        say "brickfsd already running (pid $(brickfsd_pid), 127.0.0.1:$PORT)"
+        return 0
+    fi
+    if ! [ -s "$DEMO/brickfsd.port" ] || bfs_port_listening "$(cat "$DEMO/brickfsd.port")"; then
+        bfs_free_port >"$DEMO/brickfsd.port" || die "no free port on 127.0.0.1"
+    fi
+    PORT=$(cat "$DEMO/brickfsd.port")
+    # brickfsd goes to the background once it listens, or says why it cannot
+    if ! "$BIN/brickfsd" --state-dir "$DEMO/state" --log-dir "$DEMO/log" --run-dir "$DEMO/run" \
+        --listen "127.0.0.1:$PORT"; then
+        tail_log "$DEMO/log/brickfsd.log"
+        die "brickfsd did not start"
+    fi
+    say "brickfsd started (pid $(brickfsd_pid), 127.0.0.1:$PORT, state in $D/state)"
+}
+
+# Creates volume demo: replicate, else distribute, else one brick — the
+# first type this brickfsd implements. `force`: demo bricks usually live
+# on the root file system, which a real volume should not use.
+create_volume()
+{
+    if cli volume info "$VOL" >/dev/null 2>&1; then
+        say "volume $VOL exists"
+        return 0
+    fi
+    local b=() out
+    for i in 1 2 3; do b+=("127.0.0.1:$DEMO/bricks/b$i"); done
+    local tries=("replica 3 ${b[*]}" "${b[*]}" "${b[0]}")
+    for t in "${tries[@]}"; do
+        # shellcheck disable=SC2086
+        if out=$(cli volume create "$VOL" $t force 2>&1); then
+            say "created volume $VOL: $(cli --json volume info "$VOL" | python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+print("%s over %d brick%s" % (v["type"], len(v["bricks"]), "s" * (len(v["bricks"]) > 1)))')"
+            return 0
+        fi
+        grep -q "not implemented" <<<"$out" || die "cannot create volume $VOL: $out"
+        say "(${out#brickfs: volume create: }; trying a simpler volume)"
+    done
+    die "cannot create volume $VOL: $out"
+}
+
+start_volume()
+{
+    local status
+    status=$(vol_status)
+    if [ "$status" = started ]; then
+        cli volume start "$VOL" force >/dev/null # bricks that are down, if any
+        say "volume $VOL already started"
+    else
+        cli volume start "$VOL" >/dev/null || die "cannot start volume $VOL (logs in $D/log)"
+        say "volume $VOL started"
+    fi
+}
+
+mount_volume()
+{
+    if is_mounted; then
+        say "$D/mnt already mounted (brickfs-mount pid $(mount_pid || echo ?))"
+        return 0
+    fi
+    # brickfs-mount goes to the background once the mount is up
+    if ! "$BIN/brickfs-mount" -o "log-file=$DEMO/log/mnt.log" "127.0.0.1:$PORT:/$VOL" "$MNT"; then
+        tail_log "$DEMO/log/mnt.log"
+        die "$D/mnt did not get mounted"
+    fi
+    say "mounted 127.0.0.1:$PORT:/$VOL at $D/mnt (brickfs-mount pid $(mount_pid || echo ?))"
+}
+
 start()
 {
-    for b in "$BRICK_BIN" "$MOUNT_BIN"; do
-        [ -x "$b" ] || die "$b is not built yet. Run 'make' first (brickfs is early: the brick and mount programs may not exist yet)."
+    for b in brickfsd brickfs brickfs-brick brickfs-mount; do
+        [ -x "$BIN/$b" ] || die "$BIN/$b is not built yet: run 'make demo' (or 'make' first)"
     done
+    [ "$(id -u)" = 0 ] ||
+        die "the demo needs root (bricks mark their folders with trusted.* xattrs): sudo make demo"
     command -v fusermount3 >/dev/null || die "fusermount3 is missing: install fuse3 (scripts/install-deps.sh)"
     [ -c /dev/fuse ] || die "/dev/fuse is missing: try 'modprobe fuse'"
-    mkdir -p "$DEMO/bricks/b1" "$MNT" "$DEMO/logs" "$DEMO/vol" "$RUN"
-
-    local port
-    if [ -s "$RUN/b1.port" ] && [ -s "$DEMO/vol/b1.vol" ] && [ -s "$DEMO/vol/client.vol" ]; then
-        port=$(cat "$RUN/b1.port")
-    else
-        port=$(bfs_free_port) || die "no free port on 127.0.0.1"
-        bfs_write_brick_volfile "$DEMO/vol/b1.vol" b1 "$DEMO/bricks/b1" "$port"
-        bfs_write_client_volfile "$DEMO/vol/client.vol" demo b1 "$port"
-        echo "$port" >"$RUN/b1.port"
-    fi
-
-    if running brick "$BRICK_BIN"; then
-        say "brick b1 already running (pid $(cat "$RUN/brick.pid"), port $port)"
-    else
-        bfs_port_listening "$port" && die "port $port is taken by another program; remove $RUN/b1.port and $DEMO/vol to pick a new one"
-        spawn brick "$DEMO/logs/b1.out" "$BRICK_BIN" -f --volfile "$DEMO/vol/b1.vol" \
-            --log-file "$DEMO/logs/b1.log"
-        if ! wait_for "$UP_TIMEOUT" bfs_port_listening "$port" || ! running brick "$BRICK_BIN"; then
-            tail_log "$DEMO/logs/b1.log"
-            tail_log "$DEMO/logs/b1.out"
-            die "brick b1 did not come up on port $port"
-        fi
-        say "brick b1 up (pid $(cat "$RUN/brick.pid"), 127.0.0.1:$port, data in demo/bricks/b1)"
-    fi
-
-    if is_mounted; then
-        say "demo/mnt already mounted"
-    else
-        spawn mount "$DEMO/logs/mount.out" "$MOUNT_BIN" -f -o "log-file=$DEMO/logs/mount.log" \
-            --volfile "$DEMO/vol/client.vol" "$MNT"
-        if ! wait_for "$UP_TIMEOUT" mountpoint -q "$MNT"; then
-            tail_log "$DEMO/logs/mount.log"
-            tail_log "$DEMO/logs/mount.out"
-            die "demo/mnt did not get mounted"
-        fi
-        say "mounted at demo/mnt (pid $(cat "$RUN/mount.pid"))"
-    fi
+    mkdir -p "$DEMO/state" "$DEMO/log" "$DEMO/run" "$DEMO/bricks" "$MNT"
+    PORT=$(cat "$DEMO/brickfsd.port" 2>/dev/null || true)
+    start_brickfsd
+    create_volume
+    start_volume
+    mount_volume
 
     mkdir -p "$MNT/hello"
     echo "hello from brickfs, $(date)" >"$MNT/hello/greeting.txt"
     seq 1 1000 >"$MNT/hello/numbers.txt"
-    cp "$DEMO/vol/client.vol" "$MNT/hello/client.vol"
+    for i in 1 2 3 4 5 6; do echo "file $i" >"$MNT/hello/file$i.txt"; done
     say "wrote a few files through the mount:"
     ls -l "$MNT/hello"
-    say "and here they are on the brick, as plain files:"
-    ls -l "$DEMO/bricks/b1/hello" || true
+    say "where they are on the bricks (plain files):"
+    (cd "$DEMO" && find bricks -path '*/.brickfs' -prune -o -type f -print | sort)
+    echo
+    cli volume status "$VOL"
     cat <<EOF
 
-Try: ls demo/mnt; cat demo/mnt/hello/greeting.txt
-Logs: demo/logs. Mount it again elsewhere by hand:
-  $MOUNT_BIN --volfile $DEMO/vol/client.vol /some/dir
-Stop: make demo-stop   (or bash scripts/demo.sh stop)
+Try:   ls $D/mnt; cat $D/mnt/hello/greeting.txt
+       $BIN/brickfs --server 127.0.0.1:$PORT volume info $VOL
+       $BIN/brickfs --server 127.0.0.1:$PORT volume set $VOL network.ping-timeout 20
+         (the mount switches to the new graph live:
+          getfattr -n brickfs.graph --only-values $D/mnt)
+Logs:  $D/log (brickfsd.log, bricks/, mnt.log)
+Stop:  make demo-stop$([ "$D" = demo ] || echo " DEMO_DIR=$D")   (or bash scripts/demo.sh stop)
 EOF
 }
 
-# stop_pid NAME BIN: TERM, then KILL after UP_TIMEOUT seconds.
+# stop_pid PID WHAT: TERM, KILL after UP_TIMEOUT seconds; PID was checked.
 stop_pid()
 {
-    local name=$1 bin=$2 pid
-    if ! running "$name" "$bin"; then
-        rm -f "$RUN/$name.pid"
-        return 0
-    fi
-    pid=$(cat "$RUN/$name.pid")
-    kill -TERM "$pid" 2>/dev/null || true
-    if ! wait_for "$UP_TIMEOUT" eval "! running $name '$bin'"; then
-        say "$name (pid $pid) ignored TERM, sending KILL"
+    local pid=$1 what=$2
+    kill -TERM "$pid" 2>/dev/null || return 0
+    if ! wait_for "$UP_TIMEOUT" eval "! [ -d /proc/$pid ] || grep -q '^State:.*Z' /proc/$pid/status"; then
+        say "$what (pid $pid) ignored TERM, sending KILL"
         kill -KILL "$pid" 2>/dev/null || true
-        wait_for 5 eval "! running $name '$bin'" || true
+        wait_for 5 eval "! [ -d /proc/$pid ]" || true
     fi
-    say "stopped $name (pid $pid)"
-    rm -f "$RUN/$name.pid"
+    say "stopped $what (pid $pid)"
 }
 
 stop()
 {
+    local pid
+    PORT=$(cat "$DEMO/brickfsd.port" 2>/dev/null || true)
     if is_mounted; then
-        if wait_for 10 eval 'fusermount3 -u "$MNT" 2>/dev/null; ! is_mounted'; then
-            say "unmounted demo/mnt"
+        pid=$(mount_pid || true)
+        if wait_for 10 eval 'fusermount3 -u "$MNT" 2>/dev/null || umount "$MNT" 2>/dev/null; ! is_mounted'; then
+            say "unmounted $D/mnt"
         else
-            say "demo/mnt is busy (a shell inside it?); unmounting lazily"
+            say "$D/mnt is busy (a shell inside it?); unmounting lazily"
             fusermount3 -u -z "$MNT" 2>/dev/null || umount -l "$MNT"
         fi
+        # the mount process ends with its mount
+        if [ -n "$pid" ] && ! wait_for "$UP_TIMEOUT" eval "! pid_runs $pid brickfs-mount '$MNT'"; then
+            stop_pid "$pid" brickfs-mount
+        fi
     fi
-    stop_pid mount "$MOUNT_BIN"
-    stop_pid brick "$BRICK_BIN"
-    say "stopped; the brick's data stays in demo/bricks (rm -rf demo to remove it)"
+    pid=$(mount_pid || true)
+    [ -n "$pid" ] && stop_pid "$pid" "brickfs-mount"
+    if pid=$(brickfsd_pid); then
+        if [ "$(vol_status 2>/dev/null)" = started ]; then
+            cli --yes volume stop "$VOL" >/dev/null && say "volume $VOL stopped (its bricks too)"
+        fi
+        stop_pid "$pid" brickfsd
+    fi
+    # bricks left running without brickfsd (it was killed, say)
+    for pid in $(brick_pids); do stop_pid "$pid" "brick"; done
+    say "stopped; the data stays in $D/bricks (rm -rf $D to remove it)"
 }
 
 status()
 {
-    if running brick "$BRICK_BIN"; then
-        say "brick b1: running (pid $(cat "$RUN/brick.pid"), port $(cat "$RUN/b1.port"))"
+    PORT=$(cat "$DEMO/brickfsd.port" 2>/dev/null || true)
+    if brickfsd_pid >/dev/null; then
+        say "brickfsd: running (pid $(brickfsd_pid), 127.0.0.1:$PORT)"
+        cli volume status "$VOL" || true
     else
-        say "brick b1: not running"
+        say "brickfsd: not running"
     fi
-    if is_mounted; then say "demo/mnt: mounted"; else say "demo/mnt: not mounted"; fi
+    if is_mounted; then say "$D/mnt: mounted"; else say "$D/mnt: not mounted"; fi
 }
 
 case ${1:-} in

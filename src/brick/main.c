@@ -5,6 +5,7 @@
  *
  *   brickfs-brick --volfile FILE [--log-file FILE] [--log-level LEVEL]
  *                 [--pid-file FILE] [-f|--foreground] [--help]
+ *   brickfs-brick --list-options [--json | --markdown]   (list-options.c)
  *
  * Order of events: arguments; daemonize unless -f (before any thread
  * exists; the started process waits and exits 0 once the brick listens, 1
@@ -44,12 +45,14 @@ struct args {
     const char *log_level;
     char *pid_file;
     int foreground;
+    int list_options; /* 1 + enum bfs_list_format, 0 = run a brick */
 };
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: " PROG " --volfile FILE [options]\n"
+            "       " PROG " --list-options [--json | --markdown]\n"
             "Runs the server graph of one brick until SIGTERM or SIGINT.\n\n"
             "  --volfile FILE     the brick's volfile (required)\n"
             "  --log-file FILE    log here ('-' for stderr); default: stderr with -f,\n"
@@ -58,6 +61,8 @@ static void usage(FILE *out)
             "  --log-level LEVEL  none, error, warning, info (default), debug, trace\n"
             "  --pid-file FILE    write the process id here (removed on exit)\n"
             "  -f, --foreground   do not detach from the terminal\n"
+            "  --list-options     print every option of every installed translator and\n"
+            "                     exit; --json or --markdown choose another format\n"
             "  --help             show this help\n");
 }
 
@@ -75,7 +80,7 @@ static char *absolute(const char *path)
 /* 0, or the exit status for a usage error (2) / --help (0, as -1). */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-    enum { O_VOLFILE = 256, O_LOGFILE, O_LOGLEVEL, O_PIDFILE, O_HELP };
+    enum { O_VOLFILE = 256, O_LOGFILE, O_LOGLEVEL, O_PIDFILE, O_HELP, O_LIST, O_JSON, O_MD };
     static const struct option opts[] = {
         {"volfile", required_argument, NULL, O_VOLFILE},
         {"log-file", required_argument, NULL, O_LOGFILE},
@@ -83,9 +88,12 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"pid-file", required_argument, NULL, O_PIDFILE},
         {"foreground", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, O_HELP},
+        {"list-options", no_argument, NULL, O_LIST},
+        {"json", no_argument, NULL, O_JSON},
+        {"markdown", no_argument, NULL, O_MD},
         {0},
     };
-    int c;
+    int c, format = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":f", opts, NULL)) != -1) {
         switch (c) {
@@ -95,6 +103,9 @@ static int parse_args(int argc, char **argv, struct args *a)
         case O_PIDFILE: free(a->pid_file); a->pid_file = absolute(optarg); break;
         case 'f': a->foreground = 1; break;
         case O_HELP: usage(stdout); return -1;
+        case O_LIST: a->list_options = 1; break;
+        case O_JSON: format = BFS_LIST_JSON; break;
+        case O_MD: format = BFS_LIST_MARKDOWN; break;
         case ':':
             fprintf(stderr, PROG ": option '%s' needs a value\n", argv[optind - 1]);
             usage(stderr);
@@ -109,6 +120,15 @@ static int parse_args(int argc, char **argv, struct args *a)
         fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
         usage(stderr);
         return 2;
+    }
+    if (format && !a->list_options) {
+        fprintf(stderr, PROG ": --json and --markdown go with --list-options\n");
+        usage(stderr);
+        return 2;
+    }
+    if (a->list_options) {
+        a->list_options = 1 + format;
+        return 0;
     }
     if (!a->volfile) {
         fprintf(stderr, PROG ": --volfile is required\n");
@@ -265,6 +285,8 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
+    if (a.list_options)
+        return bfs_brick_list_options(stdout, (enum bfs_list_format)(a.list_options - 1));
     if (access(a.volfile, R_OK) < 0) {
         fprintf(stderr, PROG ": cannot read volfile %s: %s\n", a.volfile, strerror(errno));
         return 1;

@@ -109,8 +109,11 @@ int bfs_workers_submit(struct bfs_workers *w, bfs_task_fn fn, void *arg)
     else
         w->head = t;
     w->tail = t;
-    pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&w->lock);
+    /* After unlocking: a worker woken under the lock would only block on it
+     * again (one more context switch per task). The task is queued, so a
+     * worker that is not woken by this signal finds it before sleeping. */
+    pthread_cond_signal(&w->cond);
     return 0;
 }
 

@@ -52,7 +52,7 @@ static bool retry_by_fd(struct bfs_fuse_call *c, int rc, void (*again)(struct bf
 {
     if ((rc != -ESTALE && rc != -ENOENT) || c->fd)
         return false;
-    c->fd_ref = bfs_fuse_fd_of_inode(c->fu, bfs_fuse_inode(c->fu, c->ino));
+    c->fd_ref = bfs_fuse_fd_of_inode(c->fu, c->gr, bfs_fuse_node_gfid(c->fu, c->ino));
     if (!c->fd_ref)
         return false;
     c->fd = c->fd_ref;
@@ -85,15 +85,16 @@ static void fstat_cbk(struct bfs_frame *frame, void *cookie, int rc,
 /* stat c->ino, through c->fd when there is one. Ends c on a wind error. */
 static void wind_stat(struct bfs_fuse_call *c)
 {
-    struct bfs_xl *top = c->fu->graph->top;
+    struct bfs_xl *top = bfs_fuse_top(c);
     int rc;
     if (c->fd) {
         struct bfs_fstat_req r = {.fd = c->fd};
         rc = bfs_wind_fstat(c->frame, top, fstat_cbk, NULL, &r);
     } else {
         struct bfs_stat_req r = {0};
-        bfs_fuse_loc_inode(&r.loc, bfs_fuse_inode(c->fu, c->ino));
-        rc = bfs_wind_stat(c->frame, top, stat_cbk, NULL, &r);
+        rc = bfs_fuse_loc_ino(c, &r.loc, c->ino);
+        if (rc == 0)
+            rc = bfs_wind_stat(c->frame, top, stat_cbk, NULL, &r);
     }
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
@@ -105,7 +106,8 @@ void bfs_fuse_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     if (!c)
         return;
     c->ino = ino;
-    c->fd = fi ? bfs_fuse_fh(fi)->fd : NULL;
+    if (fi)
+        (void)bfs_fuse_call_fd(c, fi, false); /* sets c->fd */
     wind_stat(c);
 }
 
@@ -128,8 +130,7 @@ static void fsetattr_cbk(struct bfs_frame *frame, void *cookie, int rc,
 /* The non-size part of a setattr; with nothing left to set, a stat. */
 static void wind_setattr(struct bfs_fuse_call *c)
 {
-    struct bfs_xl *top = c->fu->graph->top;
-    struct bfs_inode *inode = bfs_fuse_inode(c->fu, c->ino);
+    struct bfs_xl *top = bfs_fuse_top(c);
     int rc;
     if (!c->valid) {
         wind_stat(c);
@@ -140,8 +141,9 @@ static void wind_setattr(struct bfs_fuse_call *c)
         rc = bfs_wind_fsetattr(c->frame, top, fsetattr_cbk, NULL, &r);
     } else {
         struct bfs_setattr_req r = {.attr = c->attr, .valid = c->valid};
-        bfs_fuse_loc_inode(&r.loc, inode);
-        rc = bfs_wind_setattr(c->frame, top, setattr_cbk, NULL, &r);
+        rc = bfs_fuse_loc_ino(c, &r.loc, c->ino);
+        if (rc == 0)
+            rc = bfs_wind_setattr(c->frame, top, setattr_cbk, NULL, &r);
     }
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
@@ -214,7 +216,8 @@ void bfs_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_
     if (!c)
         return;
     c->ino = ino;
-    c->fd = fi ? bfs_fuse_fh(fi)->fd : NULL;
+    if (fi)
+        (void)bfs_fuse_call_fd(c, fi, false); /* sets c->fd */
     c->valid = setattr_bits(attr, to_set, &c->attr);
     if (!(to_set & FUSE_SET_ATTR_SIZE)) {
         wind_setattr(c);
@@ -231,15 +234,16 @@ void bfs_fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_
 /* The size part of a setattr: to c->u64[0]. */
 static void wind_truncate(struct bfs_fuse_call *c)
 {
-    struct bfs_xl *top = c->fu->graph->top;
+    struct bfs_xl *top = bfs_fuse_top(c);
     int rc;
     if (c->fd) {
         struct bfs_ftruncate_req r = {.fd = c->fd, .offset = c->u64[0]};
         rc = bfs_wind_ftruncate(c->frame, top, ftruncate_cbk, NULL, &r);
     } else {
         struct bfs_truncate_req r = {.offset = c->u64[0]};
-        bfs_fuse_loc_inode(&r.loc, bfs_fuse_inode(c->fu, c->ino));
-        rc = bfs_wind_truncate(c->frame, top, truncate_cbk, NULL, &r);
+        rc = bfs_fuse_loc_ino(c, &r.loc, c->ino);
+        if (rc == 0)
+            rc = bfs_wind_truncate(c->frame, top, truncate_cbk, NULL, &r);
     }
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
@@ -269,13 +273,13 @@ static void statfs_cbk(struct bfs_frame *frame, void *cookie, int rc,
 
 void bfs_fuse_statfs(fuse_req_t req, fuse_ino_t ino)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
     struct bfs_statfs_req r = {0};
-    bfs_fuse_loc_inode(&r.loc, bfs_fuse_inode(fu, ino ? ino : FUSE_ROOT_ID));
-    int rc = bfs_wind_statfs(c->frame, fu->graph->top, statfs_cbk, NULL, &r);
+    int rc = bfs_fuse_loc_ino(c, &r.loc, ino ? ino : FUSE_ROOT_ID);
+    if (rc == 0)
+        rc = bfs_wind_statfs(c->frame, bfs_fuse_top(c), statfs_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }
@@ -294,13 +298,13 @@ static void access_cbk(struct bfs_frame *frame, void *cookie, int rc,
 
 void bfs_fuse_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
     struct bfs_access_req r = {.mask = (uint32_t)mask};
-    bfs_fuse_loc_inode(&r.loc, bfs_fuse_inode(fu, ino));
-    int rc = bfs_wind_access(c->frame, fu->graph->top, access_cbk, NULL, &r);
+    int rc = bfs_fuse_loc_ino(c, &r.loc, ino);
+    if (rc == 0)
+        rc = bfs_wind_access(c->frame, bfs_fuse_top(c), access_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }

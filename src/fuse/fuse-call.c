@@ -1,11 +1,17 @@
 /*
  * fuse-call.c — one FUSE request as a call into the graph: credentials,
- * the top frame, nodeid <-> inode mapping and entry replies.
+ * the top frame, the generation it runs on, the inodes and fds it holds,
+ * and entry replies.
  *
- * A call is created by the operation handler on a FUSE thread, wound into
- * graph->top, and ended by the fop callback (any thread) once it replied.
- * fu->inflight counts calls between those two points, so that shutdown can
- * wait until no callback will touch the session any more.
+ * A call is created by the operation handler on a FUSE thread, bound to
+ * the active generation (or, through bfs_fuse_call_fd, to the generation of
+ * the open file it goes through), wound into that generation's top, and
+ * ended by the fop callback (any thread) once it replied. fu->inflight and
+ * the generation's inflight count calls between those two points, so that
+ * shutdown can wait until no callback will touch the session any more, and
+ * a retired generation is freed only once no call runs on it
+ * (docs/design/graph-switch.md). Inodes and fds a call uses are references
+ * it holds, dropped when it ends — before it stops counting.
  *
  * Supplementary groups are not in the FUSE request: libfuse reads them from
  * /proc/PID/task/PID/status, a file open per request. A small cache keyed by
@@ -97,6 +103,8 @@ struct bfs_fuse_call *bfs_fuse_call_new(fuse_req_t req)
     c->req = req;
     c->fu = fu;
     pthread_mutex_lock(&fu->lock);
+    c->gr = fu->active;
+    c->gr->inflight++;
     fu->inflight++;
     pthread_mutex_unlock(&fu->lock);
     return c;
@@ -115,7 +123,7 @@ struct bfs_fuse_call *bfs_fuse_call_new_lk(fuse_req_t req, uint64_t owner)
     return c;
 }
 
-struct bfs_fuse_call *bfs_fuse_call_new_internal(struct bfs_fuse *fu,
+struct bfs_fuse_call *bfs_fuse_call_new_internal(struct bfs_fuse *fu, struct bfs_fuse_graph *gr,
                                                  const struct bfs_stack *like)
 {
     struct bfs_fuse_call *c = calloc(1, sizeof(*c));
@@ -135,6 +143,8 @@ struct bfs_fuse_call *bfs_fuse_call_new_internal(struct bfs_fuse *fu,
     bfs_stack_unref(st);
     c->fu = fu;
     pthread_mutex_lock(&fu->lock);
+    c->gr = gr;
+    gr->inflight++;
     fu->inflight++;
     pthread_mutex_unlock(&fu->lock);
     return c;
@@ -143,19 +153,56 @@ struct bfs_fuse_call *bfs_fuse_call_new_internal(struct bfs_fuse *fu,
 void bfs_fuse_call_done(struct bfs_fuse_call *c)
 {
     struct bfs_fuse *fu = c->fu;
+    struct bfs_fuse_graph *gr = c->gr;
     bfs_frame_top_free(c->frame);
     if (c->fd_ref)
         bfs_fd_unref(c->fd_ref);
     if (c->inode)
         bfs_inode_unref(c->inode);
+    for (int i = 0; i < c->nheld; i++)
+        bfs_inode_unref(c->held[i]);
+    for (int i = 0; i < c->nfds; i++)
+        bfs_fd_unref(c->fds[i]);
     if (c->fh)
         bfs_fuse_fh_free(fu, c->fh); /* an open that never reached the kernel */
     free(c->name);
     free(c);
+    /* Last: once it stops counting, gr may be freed (a retired generation). */
     pthread_mutex_lock(&fu->lock);
-    if (--fu->inflight == 0)
+    gr->inflight--;
+    if (--fu->inflight == 0 || gr->inflight == 0)
         pthread_cond_broadcast(&fu->cond);
     pthread_mutex_unlock(&fu->lock);
+}
+
+struct bfs_fd *bfs_fuse_call_fd(struct bfs_fuse_call *c, const struct fuse_file_info *fi,
+                                bool pin)
+{
+    struct bfs_fuse *fu = c->fu;
+    struct bfs_fuse_fh *fh = bfs_fuse_fh(fi);
+    struct bfs_fd *fd = NULL;
+    pthread_mutex_lock(&fu->lock);
+    /* A call holds things of one generation only: it may move to the fd's
+     * while it holds nothing yet. */
+    bool may_move = c->nfds == 0 && c->nheld == 0 && !c->inode && !c->fh;
+    if (c->nfds < 2 && (c->gr == fh->gr || may_move)) {
+        if (pin && !fh->pinned) {
+            fh->pinned = true;
+            fu->pinned++;
+        }
+        fd = c->fds[c->nfds++] = bfs_fd_ref(fh->fd);
+        if (c->gr != fh->gr) {
+            c->gr->inflight--;
+            if (c->gr->inflight == 0)
+                pthread_cond_broadcast(&fu->cond);
+            c->gr = fh->gr;
+            c->gr->inflight++;
+        }
+    }
+    pthread_mutex_unlock(&fu->lock);
+    if (fd && !c->fd)
+        c->fd = fd;
+    return fd;
 }
 
 void bfs_fuse_call_fail(struct bfs_fuse_call *c, int rc)
@@ -166,16 +213,14 @@ void bfs_fuse_call_fail(struct bfs_fuse_call *c, int rc)
 
 /* ---- nodeids ---- */
 
-struct bfs_inode *bfs_fuse_inode(struct bfs_fuse *fu, fuse_ino_t ino)
+struct bfs_inode *bfs_fuse_inode(struct bfs_fuse_call *c, fuse_ino_t ino)
 {
-    if (ino == FUSE_ROOT_ID)
-        return fu->root;
-    return (struct bfs_inode *)(uintptr_t)ino;
-}
-
-fuse_ino_t bfs_fuse_ino(struct bfs_fuse *fu, struct bfs_inode *inode)
-{
-    return inode == fu->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)inode;
+    if (c->nheld == BFS_FUSE_CALL_HELD)
+        return NULL;
+    struct bfs_inode *i = bfs_fuse_node_inode(c->fu, ino, c->gr);
+    if (i)
+        c->held[c->nheld++] = i;
+    return i;
 }
 
 void bfs_fuse_loc_inode(struct bfs_loc *loc, struct bfs_inode *inode)
@@ -185,12 +230,26 @@ void bfs_fuse_loc_inode(struct bfs_loc *loc, struct bfs_inode *inode)
     loc->inode = inode;
 }
 
-void bfs_fuse_loc_entry(struct bfs_loc *loc, struct bfs_inode *parent, const char *name)
+int bfs_fuse_loc_ino(struct bfs_fuse_call *c, struct bfs_loc *loc, fuse_ino_t ino)
 {
+    struct bfs_inode *i = bfs_fuse_inode(c, ino);
+    if (!i)
+        return -ENOMEM;
+    bfs_fuse_loc_inode(loc, i);
+    return 0;
+}
+
+int bfs_fuse_loc_name(struct bfs_fuse_call *c, struct bfs_loc *loc, fuse_ino_t parent,
+                      const char *name)
+{
+    struct bfs_inode *p = bfs_fuse_inode(c, parent);
     memset(loc, 0, sizeof(*loc));
-    loc->pargfid = parent->gfid;
-    loc->parent = parent;
+    if (!p)
+        return -ENOMEM;
+    loc->pargfid = p->gfid;
+    loc->parent = p;
     loc->name = name;
+    return 0;
 }
 
 int bfs_fuse_name_check(const char *name)
@@ -198,9 +257,14 @@ int bfs_fuse_name_check(const char *name)
     return bfs_name_check(name);
 }
 
-bool bfs_fuse_hidden_entry(struct bfs_fuse *fu, struct bfs_inode *parent, const char *name)
+bool bfs_fuse_hidden_entry(fuse_ino_t parent, const char *name)
 {
-    return parent == fu->root && strcmp(name, BFS_FUSE_HIDDEN_DIR) == 0;
+    return parent == FUSE_ROOT_ID && strcmp(name, BFS_FUSE_HIDDEN_DIR) == 0;
+}
+
+bool bfs_fuse_hidden_dirent(const struct bfs_inode *dir, const char *name)
+{
+    return bfs_gfid_is_root(&dir->gfid) && strcmp(name, BFS_FUSE_HIDDEN_DIR) == 0;
 }
 
 bool bfs_fuse_hidden_xattr(const char *name)
@@ -223,38 +287,36 @@ void bfs_fuse_stat(const struct bfs_iatt *ia, struct stat *st)
         st->st_ino = bfs_gfid_to_ino(&ia->gfid);
 }
 
-struct bfs_inode *bfs_fuse_entry(struct bfs_fuse *fu, const struct bfs_iatt *attr,
-                                 struct fuse_entry_param *e)
+struct bfs_fuse_node *bfs_fuse_entry(struct bfs_fuse *fu, const struct bfs_iatt *attr,
+                                     struct fuse_entry_param *e)
 {
     if (bfs_gfid_is_null(&attr->gfid)) {
         errno = EIO; /* a reply without an identity: nothing we could name */
         return NULL;
     }
-    struct bfs_inode *i = bfs_inode_get(fu->graph->itable, &attr->gfid, attr->mode);
-    if (!i)
+    struct bfs_fuse_node *n = bfs_fuse_node_lookup(fu, &attr->gfid, attr->mode);
+    if (!n)
         return NULL;
-    bfs_inode_lookup(i);
-    bfs_inode_unref(i); /* the kernel's lookup count keeps it now */
     memset(e, 0, sizeof(*e));
-    e->ino = bfs_fuse_ino(fu, i);
+    e->ino = bfs_fuse_node_ino(fu, n);
     e->generation = 1;
     bfs_fuse_stat(attr, &e->attr);
     e->attr_timeout = fu->opts->attr_timeout;
     e->entry_timeout = fu->opts->entry_timeout;
-    return i;
+    return n;
 }
 
 void bfs_fuse_reply_entry(struct bfs_fuse_call *c, const struct bfs_iatt *attr)
 {
     struct fuse_entry_param e;
-    struct bfs_inode *i = bfs_fuse_entry(c->fu, attr, &e);
-    if (!i) {
+    struct bfs_fuse_node *n = bfs_fuse_entry(c->fu, attr, &e);
+    if (!n) {
         fuse_reply_err(c->req, errno ? errno : EIO);
         return;
     }
     /* An interrupted request never reached the kernel: take the count back. */
     if (fuse_reply_entry(c->req, &e) < 0)
-        bfs_inode_forget(i, 1);
+        bfs_fuse_node_unlookup(c->fu, n, 1);
 }
 
 void bfs_fuse_reply_attr(struct bfs_fuse_call *c, const struct bfs_iatt *attr)

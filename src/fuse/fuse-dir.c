@@ -48,19 +48,18 @@ static void opendir_cbk(struct bfs_frame *frame, void *cookie, int rc,
 
 void bfs_fuse_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
-    struct bfs_inode *inode = bfs_fuse_inode(fu, ino);
+    struct bfs_inode *inode = bfs_fuse_inode(c, ino);
     c->fi = *fi;
-    if (!(c->fh = bfs_fuse_fh_new(fu, inode, fi->flags, 1))) {
+    if (!inode || !(c->fh = bfs_fuse_fh_new(c, inode, fi->flags, 1))) {
         bfs_fuse_call_fail(c, -ENOMEM);
         return;
     }
     struct bfs_opendir_req r = {.fd = c->fh->fd};
     bfs_fuse_loc_inode(&r.loc, inode);
-    int rc = bfs_wind_opendir(c->frame, fu->graph->top, opendir_cbk, NULL, &r);
+    int rc = bfs_wind_opendir(c->frame, bfs_fuse_top(c), opendir_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }
@@ -81,12 +80,12 @@ static void fsyncdir_cbk(struct bfs_frame *frame, void *cookie, int rc,
 
 void bfs_fuse_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
-    struct bfs_fsyncdir_req r = {.fd = bfs_fuse_fh(fi)->fd, .datasync = datasync ? 1 : 0};
-    int rc = bfs_wind_fsyncdir(c->frame, fu->graph->top, fsyncdir_cbk, NULL, &r);
+    struct bfs_fsyncdir_req r = {.fd = bfs_fuse_call_fd(c, fi, false),
+                                 .datasync = datasync ? 1 : 0};
+    int rc = bfs_wind_fsyncdir(c->frame, bfs_fuse_top(c), fsyncdir_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }
@@ -105,10 +104,11 @@ static bool is_dots(const char *name)
 }
 
 /* Adds entry d to buf if it fits; returns the bytes used, 0 if it does not
- * fit. A readdirplus entry with attributes is linked and counted in
- * linked[] (taken back by the caller if the reply is lost). */
+ * fit. A readdirplus entry with attributes counts a lookup on its node,
+ * noted in linked[] (taken back by the caller if the reply is lost). */
 static size_t add_entry(struct bfs_fuse_call *c, char *buf, size_t room,
-                        const struct bfs_dirent *d, struct bfs_inode **linked, size_t *nlinked)
+                        const struct bfs_dirent *d, struct bfs_fuse_node **linked,
+                        size_t *nlinked)
 {
     bool plus = c->u64[1] != 0;
     size_t need = plus ? fuse_add_direntry_plus(c->req, NULL, 0, d->name, NULL, 0)
@@ -123,9 +123,9 @@ static size_t add_entry(struct bfs_fuse_call *c, char *buf, size_t room,
     if (!plus)
         return fuse_add_direntry(c->req, buf, room, d->name, &e.attr, (off_t)d->d_off);
     if (d->has_attr && !bfs_gfid_is_null(&d->attr.gfid) && !is_dots(d->name)) {
-        struct bfs_inode *i = bfs_fuse_entry(c->fu, &d->attr, &e);
-        if (i)
-            linked[(*nlinked)++] = i;
+        struct bfs_fuse_node *n = bfs_fuse_entry(c->fu, &d->attr, &e);
+        if (n)
+            linked[(*nlinked)++] = n;
         else
             memset(&e, 0, sizeof(e)); /* ENOMEM: name only, nodeid 0 */
     }
@@ -139,7 +139,7 @@ static void readdir_cbk(struct bfs_frame *frame, void *cookie, int rc,
     const struct bfs_dirents *l = &rep->entries;
     size_t size = c->u64[0], used = 0, nlinked = 0, shown = 0;
     char *buf = NULL;
-    struct bfs_inode **linked = NULL;
+    struct bfs_fuse_node **linked = NULL;
 
     if (rc < 0)
         goto fail;
@@ -153,14 +153,14 @@ static void readdir_cbk(struct bfs_frame *frame, void *cookie, int rc,
     for (uint32_t s = 2 - c->valid; s < 2; s++) {
         struct bfs_dirent dot = {.name = (char *)(s == 0 ? "." : ".."),
                                  .d_off = s == 0 ? DOT_OFF : DOTDOT_OFF, .d_type = DT_DIR,
-                                 .d_ino = dir == c->fu->root ? 1 : bfs_gfid_to_ino(&dir->gfid)};
+                                 .d_ino = bfs_gfid_to_ino(&dir->gfid)}; /* root: 1 */
         used += add_entry(c, buf + used, size - used, &dot, linked, &nlinked);
         shown++;
     }
     uint32_t k;
     for (k = 0; k < l->count; k++) {
         const struct bfs_dirent *d = &l->v[k];
-        if (bfs_fuse_hidden_entry(c->fu, dir, d->name))
+        if (bfs_fuse_hidden_dirent(dir, d->name))
             continue;
         size_t n = add_entry(c, buf + used, size - used, d, linked, &nlinked);
         if (n == 0)
@@ -180,7 +180,7 @@ static void readdir_cbk(struct bfs_frame *frame, void *cookie, int rc,
     }
     if (fuse_reply_buf(c->req, used ? buf : NULL, used) < 0)
         for (size_t i = 0; i < nlinked; i++)
-            bfs_inode_forget(linked[i], 1);
+            bfs_fuse_node_unlookup(c->fu, linked[i], 1);
     free(buf);
     free(linked);
     bfs_fuse_call_done(c);
@@ -196,18 +196,20 @@ static int wind_readdir(struct bfs_fuse_call *c, uint64_t offset)
 {
     struct bfs_readdir_req r = {.fd = c->fd, .size = (uint32_t)c->u64[0], .offset = offset,
                                 .plus = c->u64[1] != 0};
-    return bfs_wind_readdir(c->frame, c->fu->graph->top, readdir_cbk, NULL, &r);
+    return bfs_wind_readdir(c->frame, bfs_fuse_top(c), readdir_cbk, NULL, &r);
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                        struct fuse_file_info *fi, bool plus)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
-    c->fd = bfs_fuse_fh(fi)->fd;
-    c->inode = bfs_inode_ref(bfs_fuse_inode(fu, ino));
+    (void)bfs_fuse_call_fd(c, fi, false); /* sets c->fd; c now runs on its generation */
+    if (!(c->inode = c->fd->inode ? bfs_inode_ref(c->fd->inode) : NULL)) {
+        bfs_fuse_call_fail(c, -EBADF);
+        return;
+    }
     c->u64[0] = size;
     c->u64[1] = plus;
     uint64_t brick_off = (uint64_t)off;

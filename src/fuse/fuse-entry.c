@@ -10,8 +10,8 @@
  * The brick's internal folder ".brickfs" does not exist as far as a mount
  * can tell: looking it up finds nothing and creating it is refused.
  *
- * Requests borrow their inodes: the kernel holds every inode a request
- * names until the request is answered, so no reference is taken. New
+ * A request takes the inodes it names from its generation's table
+ * (bfs_fuse_loc_ino, bfs_fuse_loc_name) and holds them until it ends. New
  * entries get a GFID chosen here (xdata gfid-req), as GlusterFS does.
  */
 #include <errno.h>
@@ -21,19 +21,19 @@
 #include "fuse/fuse-bridge.h"
 
 /* For requests that create name in parent: 0, or -errno to reply. */
-static int check_new_name(struct bfs_fuse *fu, struct bfs_inode *parent, const char *name)
+static int check_new_name(fuse_ino_t parent, const char *name)
 {
     int rc = bfs_fuse_name_check(name);
-    if (rc == 0 && bfs_fuse_hidden_entry(fu, parent, name))
+    if (rc == 0 && bfs_fuse_hidden_entry(parent, name))
         rc = -EPERM;
     return rc;
 }
 
 /* For requests on an existing name. */
-static int check_old_name(struct bfs_fuse *fu, struct bfs_inode *parent, const char *name)
+static int check_old_name(fuse_ino_t parent, const char *name)
 {
     int rc = bfs_fuse_name_check(name);
-    if (rc == 0 && bfs_fuse_hidden_entry(fu, parent, name))
+    if (rc == 0 && bfs_fuse_hidden_entry(parent, name))
         rc = -ENOENT;
     return rc;
 }
@@ -68,9 +68,7 @@ static void lookup_cbk(struct bfs_frame *frame, void *cookie, int rc,
 
 void bfs_fuse_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
-    struct bfs_inode *dir = bfs_fuse_inode(fu, parent);
-    int rc = check_old_name(fu, dir, name);
+    int rc = check_old_name(parent, name);
     if (rc < 0) {
         fuse_reply_err(req, -rc);
         return;
@@ -79,16 +77,16 @@ void bfs_fuse_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     if (!c)
         return;
     struct bfs_lookup_req r = {0};
-    bfs_fuse_loc_entry(&r.loc, dir, name);
-    rc = bfs_wind_lookup(c->frame, fu->graph->top, lookup_cbk, NULL, &r);
+    rc = bfs_fuse_loc_name(c, &r.loc, parent, name);
+    if (rc == 0)
+        rc = bfs_wind_lookup(c->frame, bfs_fuse_top(c), lookup_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }
 
 void bfs_fuse_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
-    bfs_inode_forget(bfs_fuse_inode(fu, ino), nlookup);
+    bfs_fuse_node_forget(bfs_fuse_of(req), ino, nlookup);
     fuse_reply_none(req);
 }
 
@@ -96,7 +94,7 @@ void bfs_fuse_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data
 {
     struct bfs_fuse *fu = bfs_fuse_of(req);
     for (size_t i = 0; i < count; i++)
-        bfs_inode_forget(bfs_fuse_inode(fu, forgets[i].ino), forgets[i].nlookup);
+        bfs_fuse_node_forget(fu, forgets[i].ino, forgets[i].nlookup);
     fuse_reply_none(req);
 }
 
@@ -111,9 +109,7 @@ static void mknod_cbk(struct bfs_frame *frame, void *cookie, int rc,
 void bfs_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                     dev_t rdev)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
-    struct bfs_inode *dir = bfs_fuse_inode(fu, parent);
-    int rc = check_new_name(fu, dir, name);
+    int rc = check_new_name(parent, name);
     if (rc < 0) {
         fuse_reply_err(req, -rc);
         return;
@@ -123,13 +119,12 @@ void bfs_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
         return;
     /* The kernel has applied the umask already (no FUSE_CAP_DONT_MASK). */
     struct bfs_mknod_req r = {.mode = mode, .rdev = rdev, .umask = 0};
-    bfs_fuse_loc_entry(&r.loc, dir, name);
     struct bfs_gfid gfid;
-    if (!(r.xdata = bfs_fuse_gfid_req(&gfid))) {
+    if (bfs_fuse_loc_name(c, &r.loc, parent, name) < 0 || !(r.xdata = bfs_fuse_gfid_req(&gfid))) {
         bfs_fuse_call_fail(c, -ENOMEM);
         return;
     }
-    rc = bfs_wind_mknod(c->frame, fu->graph->top, mknod_cbk, NULL, &r);
+    rc = bfs_wind_mknod(c->frame, bfs_fuse_top(c), mknod_cbk, NULL, &r);
     bfs_dict_unref(r.xdata);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
@@ -143,9 +138,7 @@ static void mkdir_cbk(struct bfs_frame *frame, void *cookie, int rc,
 
 void bfs_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
-    struct bfs_inode *dir = bfs_fuse_inode(fu, parent);
-    int rc = check_new_name(fu, dir, name);
+    int rc = check_new_name(parent, name);
     if (rc < 0) {
         fuse_reply_err(req, -rc);
         return;
@@ -154,13 +147,12 @@ void bfs_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
     if (!c)
         return;
     struct bfs_mkdir_req r = {.mode = mode, .umask = 0};
-    bfs_fuse_loc_entry(&r.loc, dir, name);
     struct bfs_gfid gfid;
-    if (!(r.xdata = bfs_fuse_gfid_req(&gfid))) {
+    if (bfs_fuse_loc_name(c, &r.loc, parent, name) < 0 || !(r.xdata = bfs_fuse_gfid_req(&gfid))) {
         bfs_fuse_call_fail(c, -ENOMEM);
         return;
     }
-    rc = bfs_wind_mkdir(c->frame, fu->graph->top, mkdir_cbk, NULL, &r);
+    rc = bfs_wind_mkdir(c->frame, bfs_fuse_top(c), mkdir_cbk, NULL, &r);
     bfs_dict_unref(r.xdata);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
@@ -174,9 +166,7 @@ static void symlink_cbk(struct bfs_frame *frame, void *cookie, int rc,
 
 void bfs_fuse_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
-    struct bfs_inode *dir = bfs_fuse_inode(fu, parent);
-    int rc = check_new_name(fu, dir, name);
+    int rc = check_new_name(parent, name);
     if (rc == 0 && strlen(link) >= PATH_MAX)
         rc = -ENAMETOOLONG;
     if (rc < 0) {
@@ -187,13 +177,12 @@ void bfs_fuse_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const
     if (!c)
         return;
     struct bfs_symlink_req r = {.target = link, .umask = 0};
-    bfs_fuse_loc_entry(&r.loc, dir, name);
     struct bfs_gfid gfid;
-    if (!(r.xdata = bfs_fuse_gfid_req(&gfid))) {
+    if (bfs_fuse_loc_name(c, &r.loc, parent, name) < 0 || !(r.xdata = bfs_fuse_gfid_req(&gfid))) {
         bfs_fuse_call_fail(c, -ENOMEM);
         return;
     }
-    rc = bfs_wind_symlink(c->frame, fu->graph->top, symlink_cbk, NULL, &r);
+    rc = bfs_wind_symlink(c->frame, bfs_fuse_top(c), symlink_cbk, NULL, &r);
     bfs_dict_unref(r.xdata);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
@@ -207,9 +196,7 @@ static void link_cbk(struct bfs_frame *frame, void *cookie, int rc,
 
 void bfs_fuse_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
-    struct bfs_inode *dir = bfs_fuse_inode(fu, newparent);
-    int rc = check_new_name(fu, dir, newname);
+    int rc = check_new_name(newparent, newname);
     if (rc < 0) {
         fuse_reply_err(req, -rc);
         return;
@@ -218,9 +205,11 @@ void bfs_fuse_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const c
     if (!c)
         return;
     struct bfs_link_req r = {0};
-    bfs_fuse_loc_inode(&r.oldloc, bfs_fuse_inode(fu, ino));
-    bfs_fuse_loc_entry(&r.newloc, dir, newname);
-    rc = bfs_wind_link(c->frame, fu->graph->top, link_cbk, NULL, &r);
+    rc = bfs_fuse_loc_ino(c, &r.oldloc, ino);
+    if (rc == 0)
+        rc = bfs_fuse_loc_name(c, &r.newloc, newparent, newname);
+    if (rc == 0)
+        rc = bfs_wind_link(c->frame, bfs_fuse_top(c), link_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }
@@ -241,9 +230,7 @@ static void unlink_cbk(struct bfs_frame *frame, void *cookie, int rc,
 
 void bfs_fuse_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
-    struct bfs_inode *dir = bfs_fuse_inode(fu, parent);
-    int rc = check_old_name(fu, dir, name);
+    int rc = check_old_name(parent, name);
     if (rc < 0) {
         fuse_reply_err(req, -rc);
         return;
@@ -252,8 +239,9 @@ void bfs_fuse_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
     if (!c)
         return;
     struct bfs_unlink_req r = {0};
-    bfs_fuse_loc_entry(&r.loc, dir, name);
-    rc = bfs_wind_unlink(c->frame, fu->graph->top, unlink_cbk, NULL, &r);
+    rc = bfs_fuse_loc_name(c, &r.loc, parent, name);
+    if (rc == 0)
+        rc = bfs_wind_unlink(c->frame, bfs_fuse_top(c), unlink_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }
@@ -266,9 +254,7 @@ static void rmdir_cbk(struct bfs_frame *frame, void *cookie, int rc,
 
 void bfs_fuse_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
-    struct bfs_inode *dir = bfs_fuse_inode(fu, parent);
-    int rc = check_old_name(fu, dir, name);
+    int rc = check_old_name(parent, name);
     if (rc < 0) {
         fuse_reply_err(req, -rc);
         return;
@@ -277,8 +263,9 @@ void bfs_fuse_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
     if (!c)
         return;
     struct bfs_rmdir_req r = {0};
-    bfs_fuse_loc_entry(&r.loc, dir, name);
-    rc = bfs_wind_rmdir(c->frame, fu->graph->top, rmdir_cbk, NULL, &r);
+    rc = bfs_fuse_loc_name(c, &r.loc, parent, name);
+    if (rc == 0)
+        rc = bfs_wind_rmdir(c->frame, bfs_fuse_top(c), rmdir_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }
@@ -294,12 +281,9 @@ static void rename_cbk(struct bfs_frame *frame, void *cookie, int rc,
 void bfs_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
                      const char *newname, unsigned int flags)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
-    struct bfs_inode *dir = bfs_fuse_inode(fu, parent);
-    struct bfs_inode *newdir = bfs_fuse_inode(fu, newparent);
-    int rc = check_old_name(fu, dir, name);
+    int rc = check_old_name(parent, name);
     if (rc == 0)
-        rc = check_new_name(fu, newdir, newname);
+        rc = check_new_name(newparent, newname);
     if (rc < 0) {
         fuse_reply_err(req, -rc);
         return;
@@ -308,9 +292,11 @@ void bfs_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_i
     if (!c)
         return;
     struct bfs_rename_req r = {.flags = flags};
-    bfs_fuse_loc_entry(&r.oldloc, dir, name);
-    bfs_fuse_loc_entry(&r.newloc, newdir, newname);
-    rc = bfs_wind_rename(c->frame, fu->graph->top, rename_cbk, NULL, &r);
+    rc = bfs_fuse_loc_name(c, &r.oldloc, parent, name);
+    if (rc == 0)
+        rc = bfs_fuse_loc_name(c, &r.newloc, newparent, newname);
+    if (rc == 0)
+        rc = bfs_wind_rename(c->frame, bfs_fuse_top(c), rename_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }
@@ -332,13 +318,13 @@ static void readlink_cbk(struct bfs_frame *frame, void *cookie, int rc,
 
 void bfs_fuse_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
     struct bfs_readlink_req r = {.size = PATH_MAX};
-    bfs_fuse_loc_inode(&r.loc, bfs_fuse_inode(fu, ino));
-    int rc = bfs_wind_readlink(c->frame, fu->graph->top, readlink_cbk, NULL, &r);
+    int rc = bfs_fuse_loc_ino(c, &r.loc, ino);
+    if (rc == 0)
+        rc = bfs_wind_readlink(c->frame, bfs_fuse_top(c), readlink_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }

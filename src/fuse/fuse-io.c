@@ -8,7 +8,14 @@
  * has accepted the reply; from then on the kernel does, until release.
  * Every handle handed to the kernel is on fu->fhs, so handles a forced
  * unmount never released are still dropped (and their translators'
- * release callbacks run) before the graph goes away.
+ * release callbacks run) before the graph goes away, and so a graph switch
+ * finds them to move them (fuse-switch.c). A handle is refcounted under
+ * fu->lock: the kernel's reference, plus one while a switch moves it; its
+ * generation counts it (gr->fds) until its fd has been released.
+ *
+ * Requests through a handle take its fd with bfs_fuse_call_fd, which binds
+ * the call to the fd's generation and holds the fd until the call ends: a
+ * switch may replace the handle's fd at any time.
  *
  * POSIX locks die with close(2): the kernel sends flush with the closing
  * process's lock owner, which we put on the stack (features/locks drops that
@@ -25,19 +32,25 @@
 
 /* ---- handles ---- */
 
-struct bfs_fuse_fh *bfs_fuse_fh_new(struct bfs_fuse *fu, struct bfs_inode *inode, int flags,
+struct bfs_fuse_fh *bfs_fuse_fh_new(struct bfs_fuse_call *c, struct bfs_inode *inode, int flags,
                                     int is_dir)
 {
+    struct bfs_fuse *fu = c->fu;
     struct bfs_fuse_fh *fh = calloc(1, sizeof(*fh));
     if (!fh)
         return NULL;
     /* The fd remembers how the file is open; creation flags were a
      * one-time request (a reopen after a reconnect must not truncate). */
-    fh->fd = bfs_fd_new(fu->graph, inode, flags & ~(O_CREAT | O_EXCL | O_TRUNC), is_dir);
+    fh->fd = bfs_fd_new(c->gr->g, inode, flags & ~(O_CREAT | O_EXCL | O_TRUNC), is_dir);
     if (!fh->fd) {
         free(fh);
         return NULL;
     }
+    fh->refs = 1;
+    pthread_mutex_lock(&fu->lock);
+    fh->gr = c->gr;
+    fh->gr->fds++;
+    pthread_mutex_unlock(&fu->lock);
     return fh;
 }
 
@@ -51,6 +64,23 @@ void bfs_fuse_fh_publish(struct bfs_fuse *fu, struct bfs_fuse_fh *fh)
     pthread_mutex_unlock(&fu->lock);
 }
 
+void bfs_fuse_fh_unref(struct bfs_fuse *fu, struct bfs_fuse_fh *fh)
+{
+    pthread_mutex_lock(&fu->lock);
+    bool last = --fh->refs == 0;
+    pthread_mutex_unlock(&fu->lock);
+    if (!last)
+        return;
+    struct bfs_fuse_graph *gr = fh->gr;
+    bfs_fd_unref(fh->fd); /* the last ref runs the translators' release */
+    free(fh);
+    /* Last: once it stops counting, gr may be freed (a retired generation). */
+    pthread_mutex_lock(&fu->lock);
+    if (--gr->fds == 0)
+        pthread_cond_broadcast(&fu->cond);
+    pthread_mutex_unlock(&fu->lock);
+}
+
 void bfs_fuse_fh_free(struct bfs_fuse *fu, struct bfs_fuse_fh *fh)
 {
     pthread_mutex_lock(&fu->lock);
@@ -59,9 +89,11 @@ void bfs_fuse_fh_free(struct bfs_fuse *fu, struct bfs_fuse_fh *fh)
         fh->next->prev = fh->prev;
         fh->next = fh->prev = NULL;
     }
+    fh->released = true;
+    if (fh->pinned)
+        fu->pinned--;
     pthread_mutex_unlock(&fu->lock);
-    bfs_fd_unref(fh->fd); /* the last ref runs the translators' release */
-    free(fh);
+    bfs_fuse_fh_unref(fu, fh);
 }
 
 void bfs_fuse_fh_drop_all(struct bfs_fuse *fu)
@@ -76,12 +108,14 @@ void bfs_fuse_fh_drop_all(struct bfs_fuse *fu)
     }
 }
 
-struct bfs_fd *bfs_fuse_fd_of_inode(struct bfs_fuse *fu, struct bfs_inode *inode)
+struct bfs_fd *bfs_fuse_fd_of_inode(struct bfs_fuse *fu, struct bfs_fuse_graph *gr,
+                                    const struct bfs_gfid *g)
 {
     struct bfs_fd *fd = NULL;
     pthread_mutex_lock(&fu->lock);
     for (struct bfs_fuse_fh *fh = fu->fhs.next; fh != &fu->fhs; fh = fh->next) {
-        if (fh->fd->inode == inode && !fh->fd->is_dir) {
+        if (fh->gr == gr && !fh->fd->is_dir && fh->fd->inode &&
+            bfs_gfid_eq(&fh->fd->inode->gfid, g)) {
             fd = bfs_fd_ref(fh->fd);
             break;
         }
@@ -126,19 +160,18 @@ static void open_cbk(struct bfs_frame *frame, void *cookie, int rc, const struct
 
 void bfs_fuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
-    struct bfs_inode *inode = bfs_fuse_inode(fu, ino);
+    struct bfs_inode *inode = bfs_fuse_inode(c, ino);
     c->fi = *fi;
-    if (!(c->fh = bfs_fuse_fh_new(fu, inode, fi->flags, 0))) {
+    if (!inode || !(c->fh = bfs_fuse_fh_new(c, inode, fi->flags, 0))) {
         bfs_fuse_call_fail(c, -ENOMEM);
         return;
     }
     struct bfs_open_req r = {.fd = c->fh->fd, .flags = brick_flags(fi->flags)};
     bfs_fuse_loc_inode(&r.loc, inode);
-    int rc = bfs_wind_open(c->frame, fu->graph->top, open_cbk, NULL, &r);
+    int rc = bfs_wind_open(c->frame, bfs_fuse_top(c), open_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }
@@ -148,34 +181,38 @@ static void create_cbk(struct bfs_frame *frame, void *cookie, int rc,
 {
     struct bfs_fuse_call *c = bfs_fuse_call_of(frame);
     struct fuse_entry_param e;
-    struct bfs_inode *i = rc < 0 ? NULL : bfs_fuse_entry(c->fu, &rep->attr, &e);
-    if (rc >= 0 && !i)
+    struct bfs_fuse_node *n = rc < 0 ? NULL : bfs_fuse_entry(c->fu, &rep->attr, &e);
+    struct bfs_fd *fd = c->fh->fd;
+    struct bfs_inode *i = NULL;
+    if (rc >= 0 && !n)
         rc = errno ? -errno : -EIO;
+    /* Without O_EXCL the name may have appeared since the kernel looked:
+     * the brick then opened that file, whose GFID is not the one we picked. */
+    if (rc >= 0 && !bfs_gfid_eq(&fd->inode->gfid, &rep->attr.gfid) &&
+        !(i = bfs_inode_get(c->gr->g->itable, &rep->attr.gfid, S_IFREG))) {
+        bfs_fuse_node_unlookup(c->fu, n, 1);
+        rc = -ENOMEM;
+    }
     if (rc < 0) {
         fuse_reply_err(c->req, -rc);
         bfs_fuse_call_done(c);
         return;
     }
-    /* Without O_EXCL the name may have appeared since the kernel looked:
-     * the brick then opened that file, whose GFID is not the one we picked. */
-    struct bfs_fd *fd = c->fh->fd;
-    if (fd->inode != i) {
+    if (i) {
         struct bfs_inode *old = fd->inode;
-        fd->inode = bfs_inode_ref(i);
+        fd->inode = i;
         bfs_inode_unref(old);
     }
     if (hand_over(c, &e) < 0)
-        bfs_inode_forget(i, 1); /* interrupted: the kernel never saw it */
+        bfs_fuse_node_unlookup(c->fu, n, 1); /* interrupted: the kernel never saw it */
     bfs_fuse_call_done(c);
 }
 
 void bfs_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                      struct fuse_file_info *fi)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
-    struct bfs_inode *dir = bfs_fuse_inode(fu, parent);
     int rc = bfs_fuse_name_check(name);
-    if (rc == 0 && bfs_fuse_hidden_entry(fu, dir, name))
+    if (rc == 0 && bfs_fuse_hidden_entry(parent, name))
         rc = -EPERM;
     if (rc < 0) {
         fuse_reply_err(req, -rc);
@@ -190,19 +227,18 @@ void bfs_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     struct bfs_gfid gfid;
     struct bfs_create_req r = {.xdata = bfs_fuse_gfid_req(&gfid), .flags = brick_flags(fi->flags),
                                .mode = mode, .umask = 0};
-    if (r.xdata)
-        c->inode = bfs_inode_get(fu->graph->itable, &gfid, S_IFREG);
+    if (r.xdata && bfs_fuse_loc_name(c, &r.loc, parent, name) == 0)
+        c->inode = bfs_inode_get(c->gr->g->itable, &gfid, S_IFREG);
     if (c->inode)
-        c->fh = bfs_fuse_fh_new(fu, c->inode, fi->flags, 0);
+        c->fh = bfs_fuse_fh_new(c, c->inode, fi->flags, 0);
     if (!c->fh) {
         bfs_dict_unref(r.xdata);
         bfs_fuse_call_fail(c, -ENOMEM);
         return;
     }
     r.fd = c->fh->fd;
-    bfs_fuse_loc_entry(&r.loc, dir, name);
     r.loc.inode = c->inode;
-    rc = bfs_wind_create(c->frame, fu->graph->top, create_cbk, NULL, &r);
+    rc = bfs_wind_create(c->frame, bfs_fuse_top(c), create_cbk, NULL, &r);
     bfs_dict_unref(r.xdata);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
@@ -223,15 +259,14 @@ static void read_cbk(struct bfs_frame *frame, void *cookie, int rc, const struct
 void bfs_fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                    struct fuse_file_info *fi)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
     if (size > BFS_FUSE_MAX_IO)
         size = BFS_FUSE_MAX_IO;
-    struct bfs_read_req r = {.fd = bfs_fuse_fh(fi)->fd, .size = (uint32_t)size,
+    struct bfs_read_req r = {.fd = bfs_fuse_call_fd(c, fi, false), .size = (uint32_t)size,
                              .offset = (uint64_t)off};
-    int rc = bfs_wind_read(c->frame, fu->graph->top, read_cbk, NULL, &r);
+    int rc = bfs_wind_read(c->frame, bfs_fuse_top(c), read_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }
@@ -252,13 +287,12 @@ static void write_cbk(struct bfs_frame *frame, void *cookie, int rc,
 void bfs_fuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
-    struct bfs_write_req r = {.fd = bfs_fuse_fh(fi)->fd, .data = {buf, size},
+    struct bfs_write_req r = {.fd = bfs_fuse_call_fd(c, fi, false), .data = {buf, size},
                               .offset = (uint64_t)off};
-    int rc = bfs_wind_write(c->frame, fu->graph->top, write_cbk, NULL, &r);
+    int rc = bfs_wind_write(c->frame, bfs_fuse_top(c), write_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }
@@ -275,12 +309,11 @@ static void flush_cbk(struct bfs_frame *frame, void *cookie, int rc,
 
 void bfs_fuse_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
     struct bfs_fuse_call *c = bfs_fuse_call_new_lk(req, fi->lock_owner);
     if (!c)
         return;
-    struct bfs_flush_req r = {.fd = bfs_fuse_fh(fi)->fd};
-    int rc = bfs_wind_flush(c->frame, fu->graph->top, flush_cbk, NULL, &r);
+    struct bfs_flush_req r = {.fd = bfs_fuse_call_fd(c, fi, false)};
+    int rc = bfs_wind_flush(c->frame, bfs_fuse_top(c), flush_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }
@@ -301,12 +334,11 @@ static void fsync_cbk(struct bfs_frame *frame, void *cookie, int rc,
 
 void bfs_fuse_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
-    struct bfs_fsync_req r = {.fd = bfs_fuse_fh(fi)->fd, .datasync = datasync ? 1 : 0};
-    int rc = bfs_wind_fsync(c->frame, fu->graph->top, fsync_cbk, NULL, &r);
+    struct bfs_fsync_req r = {.fd = bfs_fuse_call_fd(c, fi, false), .datasync = datasync ? 1 : 0};
+    int rc = bfs_wind_fsync(c->frame, bfs_fuse_top(c), fsync_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }
@@ -345,7 +377,6 @@ static void zerofill_cbk(struct bfs_frame *frame, void *cookie, int rc,
 void bfs_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
                         struct fuse_file_info *fi)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
     if (offset < 0 || length <= 0) {
         fuse_reply_err(req, EINVAL);
         return;
@@ -353,8 +384,8 @@ void bfs_fuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, 
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
-    struct bfs_fd *fd = bfs_fuse_fh(fi)->fd;
-    struct bfs_xl *top = fu->graph->top;
+    struct bfs_fd *fd = bfs_fuse_call_fd(c, fi, false);
+    struct bfs_xl *top = bfs_fuse_top(c);
     uint64_t off = (uint64_t)offset, len = (uint64_t)length;
     int rc;
     if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {
@@ -388,7 +419,6 @@ static void seek_cbk(struct bfs_frame *frame, void *cookie, int rc, const struct
 void bfs_fuse_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
                     struct fuse_file_info *fi)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
     if (whence != SEEK_DATA && whence != SEEK_HOLE) {
         fuse_reply_err(req, EINVAL);
         return;
@@ -400,9 +430,9 @@ void bfs_fuse_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
-    struct bfs_seek_req r = {.fd = bfs_fuse_fh(fi)->fd, .offset = (uint64_t)off,
+    struct bfs_seek_req r = {.fd = bfs_fuse_call_fd(c, fi, false), .offset = (uint64_t)off,
                              .what = (uint32_t)whence};
-    int rc = bfs_wind_seek(c->frame, fu->graph->top, seek_cbk, NULL, &r);
+    int rc = bfs_wind_seek(c->frame, bfs_fuse_top(c), seek_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }
@@ -424,7 +454,6 @@ void bfs_fuse_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
                               struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
                               struct fuse_file_info *fi_out, size_t len, int flags)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
     if (off_in < 0 || off_out < 0) {
         fuse_reply_err(req, EINVAL);
         return;
@@ -433,11 +462,15 @@ void bfs_fuse_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
     if (!c)
         return;
     struct bfs_copy_file_range_req r = {
-        .fd_in = bfs_fuse_fh(fi_in)->fd, .off_in = (uint64_t)off_in,
-        .fd_out = bfs_fuse_fh(fi_out)->fd, .off_out = (uint64_t)off_out,
+        .fd_in = bfs_fuse_call_fd(c, fi_in, false), .off_in = (uint64_t)off_in,
+        .fd_out = bfs_fuse_call_fd(c, fi_out, false), .off_out = (uint64_t)off_out,
         .len = len, .flags = (uint32_t)flags,
     };
-    int rc = bfs_wind_copy_file_range(c->frame, fu->graph->top, cfr_cbk, NULL, &r);
+    /* the two files in different generations (one pinned by a lock): the
+     * caller copies by read and write instead */
+    int rc = r.fd_in && r.fd_out ? 0 : -EXDEV;
+    if (rc == 0)
+        rc = bfs_wind_copy_file_range(c->frame, bfs_fuse_top(c), cfr_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }

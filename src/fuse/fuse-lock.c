@@ -98,7 +98,7 @@ static void unlock_cbk(struct bfs_frame *frame, void *cookie, int rc,
 
 static void late_unlock(struct bfs_fuse_call *w)
 {
-    struct bfs_fuse_call *c = bfs_fuse_call_new_internal(w->fu, w->frame->stack);
+    struct bfs_fuse_call *c = bfs_fuse_call_new_internal(w->fu, w->gr, w->frame->stack);
     if (!c) {
         bfs_log("fuse", BFS_LOG_ERROR, "out of memory releasing a lock granted after its "
                                        "requester was interrupted");
@@ -108,7 +108,7 @@ static void late_unlock(struct bfs_fuse_call *w)
     struct bfs_lk_req r = {.fd = c->fd_ref, .cmd = BFS_LK_SETLK | (w->lk_cmd & BFS_LK_FLOCK),
                            .lock = w->lk};
     r.lock.type = F_UNLCK;
-    int rc = bfs_wind_lk(c->frame, c->fu->graph->top, unlock_cbk, NULL, &r);
+    int rc = bfs_wind_lk(c->frame, bfs_fuse_top(c), unlock_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_done(c);
 }
@@ -136,10 +136,13 @@ static void lk_cbk(struct bfs_frame *frame, void *cookie, int rc, const struct b
     bfs_fuse_call_done(c);
 }
 
-/* Winds c's lock request; answers and ends c on failure. */
+/* Winds c's lock request; answers and ends c on failure. A request that
+ * may take a lock pins the file to its graph generation: a brick's lock
+ * belongs to the connection it was taken on (docs/design/graph-switch.md). */
 static void wind_lk(struct bfs_fuse_call *c, struct fuse_file_info *fi)
 {
-    c->fd_ref = bfs_fd_ref(bfs_fuse_fh(fi)->fd);
+    bool pin = c->lk_cmd != BFS_LK_GETLK && c->lk.type != F_UNLCK;
+    c->fd_ref = bfs_fd_ref(bfs_fuse_call_fd(c, fi, pin));
     c->lk.whence = SEEK_SET;
     c->lk.owner = fi->lock_owner;
     if (c->lk_cmd == BFS_LK_SETLKW || c->lk_cmd == (BFS_LK_SETLKW | BFS_LK_FLOCK)) {
@@ -147,7 +150,7 @@ static void wind_lk(struct bfs_fuse_call *c, struct fuse_file_info *fi)
         fuse_req_interrupt_func(c->req, on_interrupt, c); /* may run it at once */
     }
     struct bfs_lk_req r = {.fd = c->fd_ref, .cmd = c->lk_cmd, .lock = c->lk};
-    int rc = bfs_wind_lk(c->frame, c->fu->graph->top, lk_cbk, NULL, &r);
+    int rc = bfs_wind_lk(c->frame, bfs_fuse_top(c), lk_cbk, NULL, &r);
     if (rc < 0) {
         if (wait_claim(c))
             fuse_reply_err(c->req, -rc);

@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "fuse/fuse-bridge.h"
 
 void bfs_fuse_report(int *fd, int code, const char *fmt, ...)
@@ -117,7 +119,7 @@ static int daemonize(const struct bfs_fuse_opts *o)
 static int precheck(const struct bfs_fuse_opts *o)
 {
     struct stat st;
-    if (access(o->volfile, R_OK) < 0) {
+    if (o->volfile && access(o->volfile, R_OK) < 0) {
         fprintf(stderr, "brickfs-mount: cannot read volfile %s: %s\n", o->volfile,
                 strerror(errno));
         return -1;
@@ -150,7 +152,15 @@ int main(int argc, char **argv)
         bfs_fuse_opts_free(&o);
         return 1;
     }
+    /* before any thread: curl's global state is not thread-safe to set up */
+    if (o.volname && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        bfs_fuse_report(&report_fd, 1, "cannot initialise libcurl");
+        bfs_fuse_opts_free(&o);
+        return 1;
+    }
     rc = bfs_fuse_run(&o, report_fd);
+    if (o.volname)
+        curl_global_cleanup();
     bfs_fuse_opts_free(&o);
     return rc;
 }

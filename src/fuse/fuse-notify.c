@@ -31,27 +31,23 @@ struct bfs_fuse_notify {
     bool stop;
 };
 
-/* The kernel only knows inodes it holds a lookup on; an inode we hold for
- * other reasons is unknown to it, which it answers with ENOENT: harmless. */
+/* The kernel only knows the nodes it holds a lookup on (fuse-node.c).
+ * Upcalls name GFIDs, the same in every graph generation, so one from a
+ * retired generation is as good as one from the active one. A node the
+ * kernel forgets meanwhile makes it answer ENOENT: harmless. */
 static void deliver(struct bfs_fuse *fu, const struct item *it)
 {
     struct fuse_session *se = fu->se;
     if (!se)
         return;
-    struct bfs_itable *t = fu->graph->itable;
     if (it->up.kind == 1) {
-        struct bfs_inode *i = bfs_inode_find(t, &it->up.gfid);
-        if (i) {
-            (void)fuse_lowlevel_notify_inval_inode(se, bfs_fuse_ino(fu, i), 0, 0);
-            bfs_inode_unref(i);
-        }
+        fuse_ino_t ino = bfs_fuse_node_find(fu, &it->up.gfid);
+        if (ino)
+            (void)fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);
     } else if (it->up.kind == 2 && it->name) {
-        struct bfs_inode *p = bfs_inode_find(t, &it->up.pargfid);
-        if (p) {
-            (void)fuse_lowlevel_notify_inval_entry(se, bfs_fuse_ino(fu, p), it->name,
-                                                   strlen(it->name));
-            bfs_inode_unref(p);
-        }
+        fuse_ino_t pino = bfs_fuse_node_find(fu, &it->up.pargfid);
+        if (pino)
+            (void)fuse_lowlevel_notify_inval_entry(se, pino, it->name, strlen(it->name));
     }
 }
 

@@ -1,7 +1,12 @@
 /*
  * fuse-opts.c — the command line of brickfs-mount.
  *
+ *   brickfs-mount [-f] [-o OPT[,OPT...]]... HOST[:PORT]:/VOLUME MOUNTPOINT
  *   brickfs-mount [-f] [-o OPT[,OPT...]]... --volfile FILE MOUNTPOINT
+ *
+ * HOST[:PORT]:/VOLUME names a brickfsd (PORT 24100 by default) to fetch the
+ * client volfile of VOLUME from; backup-volfile-servers=H1:H2 names more
+ * (docs/design/graph-switch.md).
  *
  * Our own options are parsed into struct bfs_fuse_opts. The standard mount
  * flags that mount(8) hands every helper are either passed on to libfuse
@@ -25,18 +30,27 @@
 #include "fuse/fuse-bridge.h"
 
 static const char usage_text[] =
-    "Usage: brickfs-mount [-f] [-o OPT[,OPT...]] --volfile FILE MOUNTPOINT\n"
+    "Usage: brickfs-mount [-f] [-o OPT[,OPT...]] HOST[:PORT]:/VOLUME MOUNTPOINT\n"
+    "       brickfs-mount [-f] [-o OPT[,OPT...]] --volfile FILE MOUNTPOINT\n"
     "\n"
-    "Mounts the brickfs volume that the client volfile FILE describes on MOUNTPOINT.\n"
-    "Without -f it goes to the background once the mount is up; the exit status\n"
-    "tells whether it is (0) or why not (1, reason on stderr).\n"
+    "Mounts brickfs volume VOLUME, whose client volfile brickfsd on HOST:PORT\n"
+    "(default port 24100) serves, on MOUNTPOINT; or the volume that the client\n"
+    "volfile FILE describes. A mount from brickfsd follows `volume set` live: it\n"
+    "switches to the new graph without unmounting. Without -f it goes to the\n"
+    "background once the mount is up; the exit status tells whether it is (0)\n"
+    "or why not (1, reason on stderr).\n"
     "\n"
     "  -f, --foreground       stay in the foreground (logs to stderr by default)\n"
     "  -o OPT[,OPT...]        mount options, below\n"
-    "      --volfile FILE     the client graph to run\n"
+    "      --volfile FILE     the client graph to run (instead of HOST:/VOLUME)\n"
     "  -h, --help             this text\n"
     "\n"
     "Options:\n"
+    "  backup-volfile-servers=H1:H2[:PORT]:...\n"
+    "                         more brickfsd to fetch the volfile from when HOST does\n"
+    "                         not answer (a number after a host is its port)\n"
+    "  volfile-poll=SECS      how often to check brickfsd for a new volfile\n"
+    "                         (default 2; 0: never, no live graph switch)\n"
     "  attr-timeout=SECS      how long the kernel caches attributes (default 1)\n"
     "  entry-timeout=SECS     how long the kernel caches names (default 1)\n"
     "  negative-timeout=SECS  how long the kernel caches a missing name (default 0)\n"
@@ -171,6 +185,20 @@ static int parse_one(struct bfs_fuse_opts *o, char *opt)
     }
     if (!strcmp(key, "fsname"))
         return set_str(&o->fsname, key, val);
+    if (!strcmp(key, "backup-volfile-servers") || !strcmp(key, "backup-volfile-server") ||
+        !strcmp(key, "backupvolfile-server"))
+        return set_str(&o->backup_servers, key, val);
+    if (!strcmp(key, "volfile-poll")) {
+        double d;
+        if (parse_secs(key, val, &d) < 0 || d > 3600) {
+            fprintf(stderr, "brickfs-mount: volfile-poll must be 0..3600 seconds\n");
+            return -EINVAL;
+        }
+        o->volfile_poll_ms = (int)(d * 1000);
+        if (d > 0 && o->volfile_poll_ms < 100)
+            o->volfile_poll_ms = 100;
+        return 0;
+    }
     if (!val && (!strcmp(key, "allow_other") || !strcmp(key, "allow-other"))) {
         o->allow_other = true;
         return 0;
@@ -234,6 +262,139 @@ static int make_absolute(char **p)
     return 0;
 }
 
+/* "HOST", "HOST:PORT", "[V6]", "[V6]:PORT" (len bytes of s) into srv;
+ * port stays as given when there is none. */
+static int parse_server(const char *s, size_t len, struct bfs_fuse_server *srv)
+{
+    const char *h = s, *end = s + len, *colon = NULL;
+    size_t hl;
+    if (len && s[0] == '[') {
+        const char *rb = memchr(s, ']', len);
+        if (!rb || rb == s + 1)
+            return -EINVAL;
+        h = s + 1;
+        hl = (size_t)(rb - h);
+        colon = rb + 1 < end ? rb + 1 : NULL;
+        if (colon && *colon != ':')
+            return -EINVAL;
+    } else {
+        colon = memchr(s, ':', len);
+        hl = colon ? (size_t)(colon - s) : len;
+    }
+    if (hl == 0 || hl >= sizeof(srv->host))
+        return -EINVAL;
+    for (size_t i = 0; i < hl; i++)
+        if (h[i] == '/' || h[i] == ',' || (unsigned char)h[i] <= ' ')
+            return -EINVAL;
+    memcpy(srv->host, h, hl);
+    srv->host[hl] = 0;
+    if (colon) {
+        char port[8];
+        size_t pl = (size_t)(end - colon - 1);
+        char *e;
+        if (pl == 0 || pl >= sizeof(port))
+            return -EINVAL;
+        memcpy(port, colon + 1, pl);
+        port[pl] = 0;
+        long p = strtol(port, &e, 10);
+        if (*e || p < 1 || p > 65535)
+            return -EINVAL;
+        srv->port = (uint16_t)p;
+    }
+    return 0;
+}
+
+static bool volname_ok(const char *v)
+{
+    size_t n = strlen(v);
+    if (n == 0 || n > 64)
+        return false;
+    for (; *v; v++)
+        if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') || (*v >= '0' && *v <= '9') ||
+              *v == '_' || *v == '-'))
+            return false;
+    return true;
+}
+
+/* HOST[:PORT]:/VOLUME into servers[0] and volname. */
+static int parse_spec(struct bfs_fuse_opts *o, const char *spec)
+{
+    const char *sep = spec[0] == '[' ? strchr(spec, ']') : spec;
+    sep = sep ? strstr(sep, ":/") : NULL;
+    if (!sep) {
+        fprintf(stderr, "brickfs-mount: '%s' is not HOST[:PORT]:/VOLUME (or give --volfile "
+                "FILE)\n", spec);
+        return -EINVAL;
+    }
+    o->servers[0].port = BFS_FUSE_MGMT_PORT;
+    if (parse_server(spec, (size_t)(sep - spec), &o->servers[0]) < 0) {
+        fprintf(stderr, "brickfs-mount: '%.*s' is not HOST or HOST:PORT\n", (int)(sep - spec),
+                spec);
+        return -EINVAL;
+    }
+    o->nservers = 1;
+    char *vol = strdup(sep + 2);
+    if (!vol)
+        return -ENOMEM;
+    size_t n = strlen(vol);
+    while (n > 0 && vol[n - 1] == '/')
+        vol[--n] = 0;
+    if (strchr(vol, '/')) {
+        fprintf(stderr, "brickfs-mount: '%s': mounting a folder of a volume is not supported; "
+                "mount HOST:/VOLUME\n", spec);
+        free(vol);
+        return -EINVAL;
+    }
+    if (!volname_ok(vol)) {
+        fprintf(stderr, "brickfs-mount: '%s' is not a volume name ([A-Za-z0-9_-], at most 64)\n",
+                vol);
+        free(vol);
+        return -EINVAL;
+    }
+    o->volname = vol;
+    return (o->spec = strdup(spec)) ? 0 : -ENOMEM;
+}
+
+/* backup-volfile-servers=H1:H2[:PORT]:[V6]... after servers[0]. */
+static int parse_backups(struct bfs_fuse_opts *o)
+{
+    const char *p = o->backup_servers;
+    while (*p) {
+        const char *t = p, *end;
+        if (*t == '[') {
+            end = strchr(t, ']');
+            end = end ? end + 1 : t + strlen(t);
+        } else {
+            end = t + strcspn(t, ":");
+        }
+        size_t len = (size_t)(end - t);
+        bool number = len > 0 && strspn(t, "0123456789") == len;
+        if (number && o->nservers > 1) { /* the port of the host before */
+            long v = len <= 5 ? strtol(t, NULL, 10) : 0; /* digits up to ':' or the end */
+            if (v < 1 || v > 65535)
+                goto bad;
+            o->servers[o->nservers - 1].port = (uint16_t)v;
+        } else if (len > 0) {
+            if (o->nservers == BFS_FUSE_MAX_SERVERS) {
+                fprintf(stderr, "brickfs-mount: at most %d volfile servers\n",
+                        BFS_FUSE_MAX_SERVERS);
+                return -EINVAL;
+            }
+            struct bfs_fuse_server *s = &o->servers[o->nservers];
+            s->port = o->servers[0].port;
+            if (parse_server(t, len, s) < 0)
+                goto bad;
+            o->nservers++;
+        }
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+bad:
+    fprintf(stderr, "brickfs-mount: backup-volfile-servers=%s: give hosts separated by ':', "
+            "each optionally followed by :PORT\n", o->backup_servers);
+    return -EINVAL;
+}
+
 int bfs_fuse_opts_parse(int argc, char **argv, struct bfs_fuse_opts *o)
 {
     static const struct option longopts[] = {
@@ -248,6 +409,7 @@ int bfs_fuse_opts_parse(int argc, char **argv, struct bfs_fuse_opts *o)
     o->entry_timeout = 1.0;
     o->negative_timeout = 0.0;
     o->up_timeout = 30;
+    o->volfile_poll_ms = 2000;
     o->allow_other = geteuid() == 0;
 
     int c;
@@ -274,15 +436,24 @@ int bfs_fuse_opts_parse(int argc, char **argv, struct bfs_fuse_opts *o)
             return 2;
         }
     }
-    if (optind != argc - 1) {
+    int want = o->volfile ? 1 : 2;
+    if (argc - optind != want) {
         fprintf(stderr, "brickfs-mount: %s (see --help)\n",
-                optind >= argc ? "no mount point given" : "more than one mount point given");
+                argc - optind > want ? "too many arguments"
+                : o->volfile || optind < argc ? "no mount point given"
+                                              : "give HOST[:PORT]:/VOLUME (or --volfile FILE) "
+                                                "and a mount point");
         return 2;
     }
-    if (!o->volfile) {
-        fprintf(stderr, "brickfs-mount: --volfile FILE is required (see --help)\n");
+    if (!o->volfile && parse_spec(o, argv[optind++]) < 0)
+        return 2;
+    if (o->backup_servers && !o->volname) {
+        fprintf(stderr, "brickfs-mount: backup-volfile-servers goes with HOST:/VOLUME, not "
+                "--volfile\n");
         return 2;
     }
+    if (o->backup_servers && parse_backups(o) < 0)
+        return 2;
     o->mountpoint = strdup(argv[optind]);
     if (!o->mountpoint || make_absolute(&o->mountpoint) < 0 ||
         make_absolute(&o->volfile) < 0 || make_absolute(&o->log_file) < 0) {
@@ -299,6 +470,9 @@ int bfs_fuse_opts_parse(int argc, char **argv, struct bfs_fuse_opts *o)
 void bfs_fuse_opts_free(struct bfs_fuse_opts *o)
 {
     free(o->volfile);
+    free(o->volname);
+    free(o->spec);
+    free(o->backup_servers);
     free(o->mountpoint);
     free(o->log_file);
     free(o->log_level);

@@ -2,21 +2,24 @@
  * fuse-session.c — the life of a mount: graph up, FUSE session up, serve,
  * and everything down again in the right order.
  *
- *   1. logging; the graph is built from the volfile, initialised and
- *      activated (clients connect), on threads that never take SIGINT or
- *      SIGTERM (libfuse's handlers must run on the thread that waits for
- *      the loop, or the loop would not notice);
+ *   1. logging; the volfile is read from its file or fetched from brickfsd
+ *      (fuse-volfile.c), the first graph generation built from it,
+ *      initialised and activated (clients connect), on threads that never
+ *      take SIGINT or SIGTERM (libfuse's handlers must run on the thread
+ *      that waits for the loop, or the loop would not notice);
  *   2. we wait for the graph's CHILD_UP (up-timeout seconds), so that a
- *      mount that succeeds can be used at once;
+ *      mount that succeeds can be used at once; a mount from brickfsd then
+ *      starts its watcher thread (fuse-switch.c: live graph switches);
  *   3. the session is created (libfuse validates the mount options), the
  *      kernel mount made, and the outcome reported to whoever waits (the
  *      parent of a daemon, see fuse-main.c);
  *   4. fuse_session_loop_mt serves requests until fusermount3 -u, umount or
  *      SIGINT/SIGTERM/SIGHUP;
- *   5. shutdown: unmount, tell the graph its parent is gone, wait until no
- *      call is in flight (a callback must never find the session freed),
- *      destroy the session, release handles the kernel never released, free
- *      the graph (which forgets every inode) and the process resources.
+ *   5. shutdown: unmount, stop the watcher, tell every generation its
+ *      parent is gone, wait until no call is in flight (a callback must
+ *      never find the session freed), destroy the session, release handles
+ *      the kernel never released, free the nodes, every generation (which
+ *      forgets every inode) and the process resources.
  *
  * The FUSE connection's parameters are set in op_init: 1 MiB reads and
  * writes, POSIX and flock locks, readdirplus, atomic O_TRUNC; the kernel
@@ -60,51 +63,6 @@ __attribute__((format(printf, 2, 0))) static void fuse_log_to_ours(enum fuse_log
     if (l <= BFS_LOG_WARNING)
         snprintf(fuse_last_error, sizeof(fuse_last_error), "%s", msg);
     bfs_log("libfuse", l, "%s", msg);
-}
-
-/* ---- graph events ---- */
-
-static void on_event(struct bfs_graph *g, enum bfs_event ev, void *data)
-{
-    struct bfs_fuse *fu = g->owner;
-    switch (ev) {
-    case BFS_EV_CHILD_UP:
-        pthread_mutex_lock(&fu->lock);
-        if (!fu->up)
-            bfs_log("fuse", BFS_LOG_INFO, "volume %s is up", g->top->name);
-        fu->up = 1;
-        pthread_cond_broadcast(&fu->cond);
-        pthread_mutex_unlock(&fu->lock);
-        break;
-    case BFS_EV_CHILD_DOWN:
-        pthread_mutex_lock(&fu->lock);
-        if (fu->up)
-            bfs_log("fuse", BFS_LOG_WARNING, "volume %s is down: operations fail with "
-                                             "ENOTCONN until it is back", g->top->name);
-        fu->up = 0;
-        pthread_mutex_unlock(&fu->lock);
-        break;
-    case BFS_EV_UPCALL:
-        if (data)
-            bfs_fuse_notify_post(fu->notify, data);
-        break;
-    default:
-        break;
-    }
-}
-
-static int wait_up(struct bfs_fuse *fu, int secs)
-{
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += secs;
-    int rc = 0;
-    pthread_mutex_lock(&fu->lock);
-    while (!fu->up && rc != ETIMEDOUT)
-        rc = pthread_cond_timedwait(&fu->cond, &fu->lock, &deadline);
-    int up = fu->up;
-    pthread_mutex_unlock(&fu->lock);
-    return up ? 0 : -ETIMEDOUT;
 }
 
 /* Waits until no call is in flight; false if some still are after secs. */
@@ -229,35 +187,101 @@ static int open_log(struct bfs_fuse *fu)
     return 0;
 }
 
-/* Builds and starts the graph; 0 once the volume is up. Reports failures. */
-static int start_graph(struct bfs_fuse *fu)
+/* The volfile FILE into vf. */
+static int read_volfile(const char *path, struct bfs_fuse_volfile *vf, char *err, size_t errlen)
 {
-    char err[1024] = "";
-    int rc = bfs_graph_from_file(fu->opts->volfile, fu->proc, &fu->graph, err, sizeof(err));
-    if (rc < 0) {
-        bfs_log("fuse", BFS_LOG_ERROR, "%s", err);
-        bfs_fuse_report(&fu->report_fd, 1, "cannot load the volfile: %s",
-                        err[0] ? err : strerror(-rc));
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        int rc = -errno;
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return rc;
     }
-    fu->graph->owner = fu;
-    fu->graph->on_event = on_event;
-    fu->root = bfs_itable_root(fu->graph->itable);
+    size_t cap = 0, n;
+    memset(vf, 0, sizeof(*vf));
+    do {
+        if (vf->len + 4096 > cap) {
+            char *nb = realloc(vf->text, cap = cap * 2 + 4096 + 1);
+            if (!nb) {
+                fclose(f);
+                snprintf(err, errlen, "out of memory");
+                return -ENOMEM;
+            }
+            vf->text = nb;
+        }
+        n = fread(vf->text + vf->len, 1, cap - vf->len - 1, f);
+        vf->len += n;
+    } while (n > 0);
+    fclose(f);
+    vf->text[vf->len] = 0;
+    snprintf(vf->source, sizeof(vf->source), "%s", path);
+    return 0;
+}
+
+/* The first volfile: from its file, or from brickfsd. Reports failures. */
+static int first_volfile(struct bfs_fuse *fu, struct bfs_fuse_volfile *vf, char *source,
+                         size_t srclen)
+{
+    const struct bfs_fuse_opts *o = fu->opts;
+    char err[1024];
+    if (o->volfile) {
+        int rc = read_volfile(o->volfile, vf, err, sizeof(err));
+        if (rc < 0)
+            bfs_fuse_report(&fu->report_fd, 1, "cannot load the volfile: %s", err);
+        snprintf(source, srclen, "%s", o->volfile);
+        return rc;
+    }
+    int rc = bfs_fuse_volfile_fetch(fu, "", vf, err, sizeof(err));
+    if (rc == 200) {
+        snprintf(source, srclen, "%s:/%s", vf->source, o->volname);
+        bfs_log("fuse", BFS_LOG_INFO, "volfile of %s from %s, revision %s", o->volname,
+                vf->source, vf->etag);
+        return 0;
+    }
+    if (rc == -ENOENT)
+        bfs_fuse_report(&fu->report_fd, 1, "cannot get the volfile of volume %s: %s",
+                        o->volname, err);
+    else
+        bfs_fuse_report(&fu->report_fd, 1, "cannot get the volfile of volume %s: no volfile "
+                        "server answered: %s", o->volname, err);
+    return rc < 0 ? rc : -EPROTO;
+}
+
+/* Builds and starts the first graph generation; 0 once the volume is up.
+ * Reports failures. */
+static int start_graph(struct bfs_fuse *fu)
+{
+    char err[1024] = "", source[600];
+    struct bfs_fuse_volfile vf;
+    struct bfs_fuse_graph *gr = NULL;
+    int rc = first_volfile(fu, &vf, source, sizeof(source));
+    if (rc < 0)
+        return rc;
     if (!(fu->notify = bfs_fuse_notify_start(fu))) {
+        free(vf.text);
         bfs_fuse_report(&fu->report_fd, 1, "cannot start a thread: out of resources");
         return -ENOMEM;
     }
-    if ((rc = bfs_graph_init(fu->graph)) < 0) {
-        bfs_fuse_report(&fu->report_fd, 1, "the volume's translators failed to start: %s "
-                        "(details in the log)", strerror(-rc));
+    rc = bfs_fuse_graph_new(fu, vf.text, vf.len, source, vf.etag, &gr, err, sizeof(err));
+    free(vf.text);
+    if (rc < 0) {
+        bfs_log("fuse", BFS_LOG_ERROR, "%s", err);
+        bfs_fuse_report(&fu->report_fd, 1, "cannot load the volfile: %s", err);
         return rc;
     }
-    bfs_graph_activate(fu->graph);
-    if (wait_up(fu, fu->opts->up_timeout) < 0) {
+    if ((rc = bfs_fuse_nodes_new(fu, gr)) < 0) {
+        bfs_fuse_graph_free(gr);
+        bfs_fuse_report(&fu->report_fd, 1, "out of memory");
+        return rc;
+    }
+    if (bfs_fuse_graph_wait_up(gr, fu->opts->up_timeout) < 0) {
         bfs_fuse_report(&fu->report_fd, 1, "volume %s did not come up within %d s "
-                        "(no brick reachable? details in the log)", fu->graph->top->name,
+                        "(no brick reachable? details in the log)", gr->g->top->name,
                         fu->opts->up_timeout);
         return -ETIMEDOUT;
+    }
+    if (fu->opts->volname && fu->opts->volfile_poll_ms > 0 && (rc = bfs_fuse_watch_start(fu)) < 0) {
+        bfs_fuse_report(&fu->report_fd, 1, "cannot start a thread: %s", strerror(-rc));
+        return rc;
     }
     return 0;
 }
@@ -266,7 +290,8 @@ static int start_graph(struct bfs_fuse *fu)
 static int start_session(struct bfs_fuse *fu)
 {
     const struct bfs_fuse_opts *o = fu->opts;
-    char *mopts = bfs_fuse_opts_libfuse(o, o->fsname ? o->fsname : fu->graph->top->name);
+    const char *fsname = o->fsname ? o->fsname : o->spec ? o->spec : fu->active->g->top->name;
+    char *mopts = bfs_fuse_opts_libfuse(o, fsname);
     char *argv[] = {(char *)"brickfs-mount", (char *)"-o", mopts, NULL};
     struct fuse_args args = FUSE_ARGS_INIT(3, argv);
     if (!mopts) {
@@ -292,7 +317,7 @@ static int start_session(struct bfs_fuse *fu)
         fuse_remove_signal_handlers(fu->se);
         return -EIO;
     }
-    bfs_log("fuse", BFS_LOG_INFO, "mounted %s on %s", fu->graph->top->name, o->mountpoint);
+    bfs_log("fuse", BFS_LOG_INFO, "mounted %s on %s", fsname, o->mountpoint);
     bfs_fuse_report(&fu->report_fd, 0, "mounted");
     return 0;
 }
@@ -320,8 +345,13 @@ static void teardown(struct bfs_fuse *fu, bool mounted)
         fuse_session_unmount(fu->se);
         fuse_remove_signal_handlers(fu->se);
     }
-    if (fu->graph)
-        bfs_graph_deactivate(fu->graph); /* clients disconnect, pending calls fail */
+    bfs_fuse_watch_stop(fu); /* no switch from here on */
+    /* clients disconnect, pending calls fail; no lock needed: only the
+     * watcher changed these */
+    if (fu->active)
+        bfs_graph_deactivate(fu->active->g);
+    for (struct bfs_fuse_graph *r = fu->retired; r; r = r->next)
+        bfs_graph_deactivate(r->g);
     if (!drain(fu, BFS_FUSE_DRAIN_SECS))
         return;
     bfs_fuse_notify_stop(fu->notify);
@@ -330,11 +360,14 @@ static void teardown(struct bfs_fuse *fu, bool mounted)
         fuse_session_destroy(fu->se);
     fu->se = NULL;
     bfs_fuse_fh_drop_all(fu);
-    if (fu->root)
-        bfs_inode_unref(fu->root);
-    fu->root = NULL;
-    bfs_graph_free(fu->graph);
-    fu->graph = NULL;
+    bfs_fuse_nodes_free(fu);
+    while (fu->retired) {
+        struct bfs_fuse_graph *r = fu->retired;
+        fu->retired = r->next;
+        bfs_fuse_graph_free(r);
+    }
+    bfs_fuse_graph_free(fu->active);
+    fu->active = NULL;
     bfs_proc_free(fu->proc);
     fu->proc = NULL;
 }
@@ -357,8 +390,8 @@ int bfs_fuse_run(struct bfs_fuse_opts *opts, int report_fd)
 
     if (open_log(&fu) < 0)
         return 1;
-    bfs_log("fuse", BFS_LOG_INFO, "brickfs-mount %s on %s (pid %d)", opts->volfile,
-            opts->mountpoint, (int)getpid());
+    bfs_log("fuse", BFS_LOG_INFO, "brickfs-mount %s on %s (pid %d)",
+            opts->volfile ? opts->volfile : opts->spec, opts->mountpoint, (int)getpid());
 
     /* Threads started from here on never take the stop signals. */
     sigset_t stop, old;

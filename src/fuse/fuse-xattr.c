@@ -18,6 +18,9 @@
  * none (ENODATA), and setting one is EOPNOTSUPP — the mount does not
  * support file capabilities, which its default nosuid flag makes the
  * kernel ignore at exec anyway. GlusterFS's FUSE client does the same.
+ *
+ * brickfs.graph is the mount's own virtual attribute: a JSON view of its
+ * active graph (docs/design/graph-switch.md), answered without a brick.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -61,8 +64,9 @@ void bfs_fuse_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const c
         bfs_fuse_call_fail(c, -ENOMEM);
         return;
     }
-    bfs_fuse_loc_inode(&r.loc, bfs_fuse_inode(fu, ino));
-    int rc = bfs_wind_setxattr(c->frame, fu->graph->top, setxattr_cbk, NULL, &r);
+    int rc = bfs_fuse_loc_ino(c, &r.loc, ino);
+    if (rc == 0)
+        rc = bfs_wind_setxattr(c->frame, bfs_fuse_top(c), setxattr_cbk, NULL, &r);
     bfs_dict_unref(r.xattrs);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
@@ -86,8 +90,9 @@ void bfs_fuse_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
         return;
     c->ino = ino;
     struct bfs_removexattr_req r = {.name = name};
-    bfs_fuse_loc_inode(&r.loc, bfs_fuse_inode(fu, ino));
-    int rc = bfs_wind_removexattr(c->frame, fu->graph->top, removexattr_cbk, NULL, &r);
+    int rc = bfs_fuse_loc_ino(c, &r.loc, ino);
+    if (rc == 0)
+        rc = bfs_wind_removexattr(c->frame, bfs_fuse_top(c), removexattr_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }
@@ -122,11 +127,31 @@ static void getxattr_cbk(struct bfs_frame *frame, void *cookie, int rc,
     bfs_fuse_call_done(c);
 }
 
+/* brickfs.graph: the mount's own state, answered here (fuse-graph.c). */
+static void graph_xattr(fuse_req_t req, size_t size)
+{
+    char *text = bfs_fuse_graph_dump(bfs_fuse_of(req));
+    size_t len = text ? strlen(text) : 0;
+    if (!text)
+        fuse_reply_err(req, ENOMEM);
+    else if (size == 0)
+        fuse_reply_xattr(req, len);
+    else if (len > size)
+        fuse_reply_err(req, ERANGE);
+    else
+        fuse_reply_buf(req, text, len);
+    free(text);
+}
+
 void bfs_fuse_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
     struct bfs_fuse *fu = bfs_fuse_of(req);
     if (bfs_fuse_hidden_xattr(name) || bfs_fuse_capability_xattr(fu, name)) {
         fuse_reply_err(req, ENODATA);
+        return;
+    }
+    if (strcmp(name, BFS_FUSE_GRAPH_XATTR) == 0) {
+        graph_xattr(req, size);
         return;
     }
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
@@ -138,8 +163,9 @@ void bfs_fuse_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t 
         return;
     }
     struct bfs_getxattr_req r = {.name = name};
-    bfs_fuse_loc_inode(&r.loc, bfs_fuse_inode(fu, ino));
-    int rc = bfs_wind_getxattr(c->frame, fu->graph->top, getxattr_cbk, NULL, &r);
+    int rc = bfs_fuse_loc_ino(c, &r.loc, ino);
+    if (rc == 0)
+        rc = bfs_wind_getxattr(c->frame, bfs_fuse_top(c), getxattr_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }
@@ -188,14 +214,14 @@ static void listxattr_cbk(struct bfs_frame *frame, void *cookie, int rc,
 
 void bfs_fuse_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-    struct bfs_fuse *fu = bfs_fuse_of(req);
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
     c->u64[0] = size;
     struct bfs_getxattr_req r = {.name = NULL};
-    bfs_fuse_loc_inode(&r.loc, bfs_fuse_inode(fu, ino));
-    int rc = bfs_wind_getxattr(c->frame, fu->graph->top, listxattr_cbk, NULL, &r);
+    int rc = bfs_fuse_loc_ino(c, &r.loc, ino);
+    if (rc == 0)
+        rc = bfs_wind_getxattr(c->frame, bfs_fuse_top(c), listxattr_cbk, NULL, &r);
     if (rc < 0)
         bfs_fuse_call_fail(c, rc);
 }

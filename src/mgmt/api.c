@@ -112,13 +112,38 @@ static void do_create(struct bfs_mgmt *m, struct json_object *b, struct bfs_http
     reply_op(r, rc, 201, out, &e);
 }
 
-static void volfile(struct bfs_mgmt *m, const char *name, const char *inm,
+/* A Host header that can go into a volfile as mgmt-server: HOST:PORT with
+ * HOST a name or IPv4 address, or [IPv6]:PORT. Anything else (no port, odd
+ * characters) is not used. */
+static bool host_port_ok(const char *h)
+{
+    if (!h)
+        return false;
+    const char *colon = strrchr(h, ':');
+    if (!colon || colon == h || strlen(colon + 1) < 1 || strlen(colon + 1) > 5)
+        return false;
+    for (const char *p = colon + 1; *p; p++)
+        if (*p < '0' || *p > '9')
+            return false;
+    bool v6 = h[0] == '[';
+    if (v6 && colon[-1] != ']')
+        return false;
+    for (const char *p = h + v6; p < colon - v6; p++) {
+        bool ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                  (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' || (v6 && *p == ':');
+        if (!ok)
+            return false;
+    }
+    return colon - h < 256;
+}
+
+static void volfile(struct bfs_mgmt *m, const char *name, const char *inm, const char *host,
                     struct bfs_http_reply *r)
 {
     char *text = NULL;
     uint64_t rev = 0;
     struct bfs_err e = {0};
-    if (bfs_op_client_volfile(m, name, &text, &rev, &e) < 0)
+    if (bfs_op_client_volfile(m, name, host_port_ok(host) ? host : NULL, &text, &rev, &e) < 0)
         return reply_error(r, e.status, e.msg);
     snprintf(r->etag, sizeof(r->etag), "%llu", (unsigned long long)rev);
     char quoted[40];
@@ -136,7 +161,8 @@ static void volfile(struct bfs_mgmt *m, const char *name, const char *inm,
 
 /* /v1/volumes/NAME[/...] */
 static void volume_routes(struct bfs_mgmt *m, const char *method, char segs[][256], int n,
-                          struct json_object *b, const char *inm, struct bfs_http_reply *r)
+                          struct json_object *b, const char *inm, const char *host,
+                          struct bfs_http_reply *r)
 {
     const char *name = segs[2], *sub = n > 3 ? segs[3] : NULL;
     const char *key = n > 4 ? segs[4] : NULL;
@@ -155,6 +181,8 @@ static void volume_routes(struct bfs_mgmt *m, const char *method, char segs[][25
         rc = bfs_op_stop(m, name, &out, &e);
     else if (sub && n == 4 && (strcmp(sub, "status") == 0 || strcmp(sub, "bricks") == 0) && get)
         rc = bfs_op_status(m, name, &out, &e);
+    else if (sub && n == 5 && strcmp(sub, "bricks") == 0 && get)
+        rc = bfs_op_brick_status(m, name, key, &out, &e); /* the port map, one brick */
     else if (sub && strcmp(sub, "options") == 0 && n <= 5 && get)
         rc = bfs_op_get(m, name, key, &out, &e);
     else if (sub && strcmp(sub, "options") == 0 && n == 4 && post) {
@@ -165,7 +193,7 @@ static void volume_routes(struct bfs_mgmt *m, const char *method, char segs[][25
     } else if (sub && strcmp(sub, "options") == 0 && n <= 5 && del)
         rc = bfs_op_reset(m, name, key, &out, &e);
     else if (sub && n == 5 && strcmp(sub, "volfile") == 0 && strcmp(key, "client") == 0 && get)
-        return volfile(m, name, inm, r);
+        return volfile(m, name, inm, host, r);
     else if (n > 5 || (sub && strcmp(sub, "start") && strcmp(sub, "stop") &&
                        strcmp(sub, "status") && strcmp(sub, "bricks") &&
                        strcmp(sub, "options") && strcmp(sub, "volfile")))
@@ -176,7 +204,8 @@ static void volume_routes(struct bfs_mgmt *m, const char *method, char segs[][25
 }
 
 void bfs_api_dispatch(struct bfs_mgmt *m, const char *method, const char *url,
-                      const char *body, size_t len, const char *inm, struct bfs_http_reply *r)
+                      const char *body, size_t len, const char *inm, const char *host,
+                      struct bfs_http_reply *r)
 {
     char segs[MAX_SEGS][256];
     int n = split(url, segs);
@@ -215,7 +244,7 @@ void bfs_api_dispatch(struct bfs_mgmt *m, const char *method, const char *url,
     } else if (n == 2 && strcmp(segs[1], "volumes") == 0 && strcmp(method, "POST") == 0) {
         do_create(m, b, r);
     } else if (n >= 3 && strcmp(segs[1], "volumes") == 0) {
-        volume_routes(m, method, segs, n, b, inm, r);
+        volume_routes(m, method, segs, n, b, inm, host, r);
     } else if (n == 2 && (strcmp(segs[1], "volumes") == 0 || strcmp(segs[1], "health") == 0 ||
                           strcmp(segs[1], "options") == 0 || strcmp(segs[1], "status") == 0)) {
         reply_error(r, 405, "method not allowed on this route (docs/API.md)");

@@ -7,6 +7,11 @@
  *   client:            protocol/client x N -> cluster/distribute (N > 1)
  *                      -> debug/io-stats (named VOL)
  *
+ * Client volfiles name no brick port: each protocol/client asks brickfsd
+ * (mgmt-server, mgmt-volume) where its brick listens before every connect,
+ * so a brick that moved port is found again and a moved port does not
+ * change the text (docs/design/graph-switch.md).
+ *
  * A volume option set with `volume set` goes to every translator of these
  * graphs whose descriptor declares it. Returned texts are malloc'd.
  */
@@ -107,7 +112,7 @@ char *bfs_volgen_brick(struct bfs_mgmt *m, const struct bfs_volume *v, int idx)
     return finish(&b);
 }
 
-char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v)
+char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *mgmt_addr)
 {
     struct buf b = {0}, subs = {0};
     put(&b, "# client graph of volume %s (%s, %d brick%s)\n", v->name, v->type, v->nbricks,
@@ -119,8 +124,9 @@ char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v)
         bfs_brick_name(v, i, bn, sizeof(bn));
         put(&b, "volume %s-client-%d\n    type protocol/client\n", v->name, i);
         put(&b, "    option remote-host %s\n", v->bricks[i].host);
-        put(&b, "    option remote-port %d\n", v->bricks[i].port);
         put(&b, "    option remote-subvolume %s\n", bn);
+        put(&b, "    option mgmt-server %s\n", mgmt_addr ? mgmt_addr : m->listen);
+        put(&b, "    option mgmt-volume %s\n", v->name);
         put_set_opts(m, &b, v, "protocol/client");
         put(&b, "end-volume\n\n");
         put(&subs, "%s%s-client-%d", i ? " " : "", v->name, i);
@@ -153,7 +159,7 @@ int bfs_volgen_write(struct bfs_mgmt *m, const struct bfs_volume *v, struct bfs_
     if (rc < 0)
         return bfs_fail(e, 500, "cannot create %s: %s", dir, strerror(-rc));
     for (int i = 0; i <= v->nbricks; i++) {
-        char *text = i < v->nbricks ? bfs_volgen_brick(m, v, i) : bfs_volgen_client(m, v);
+        char *text = i < v->nbricks ? bfs_volgen_brick(m, v, i) : bfs_volgen_client(m, v, NULL);
         if (!text)
             return bfs_fail(e, 500, "out of memory");
         if (i < v->nbricks)

@@ -34,6 +34,7 @@
 
 #define IBUF_SIZE (64u * 1024)
 #define DIRECT_READ_MIN (16u * 1024) /* read a body straight into place above this */
+#define LOWAT_MAX (4u << 20)         /* SO_RCVLOWAT cap (the kernel caps it too) */
 #define READS_PER_EVENT 16           /* fairness between connections of one loop */
 #define IOV_BATCH 64
 
@@ -71,6 +72,7 @@ struct bfs_conn {
     struct bfs_wire_hdr cur;
     uint8_t *body;
     size_t body_have;
+    int lowat;             /* SO_RCVLOWAT we set (1: the default) */
 };
 
 static void conn_handler(struct bfs_loop *loop, int fd, int events, void *arg);
@@ -91,6 +93,7 @@ struct bfs_conn *bfs_conn_new(struct bfs_loop *loop, int fd, const struct bfs_co
     atomic_init(&c->refs, 1);
     atomic_init(&c->closing, false);
     c->fd = fd;
+    c->lowat = 1;
     pthread_mutex_init(&c->lock, NULL);
 
     int fl = fcntl(fd, F_GETFL);
@@ -358,6 +361,31 @@ static int frame_prepare(struct out_frame *f, const struct bfs_wire_hdr *h, size
     return 0;
 }
 
+/*
+ * Writes header and iov straight from the caller's memory while nothing is
+ * queued (c->lock held): a big body (a 1 MiB write) then costs no copy
+ * here. Returns the bytes written (0 when the socket is full), or -errno.
+ */
+static ssize_t send_direct(struct bfs_conn *c, const uint8_t *hdr, const struct iovec *iov,
+                           int iovcnt)
+{
+    if (c->oq_head || c->want_out || c->fd < 0 || iovcnt + 1 > IOV_BATCH)
+        return 0;
+    struct iovec v[IOV_BATCH];
+    v[0] = (struct iovec){(void *)hdr, BFS_WIRE_HDR_LEN};
+    for (int i = 0; i < iovcnt; i++)
+        v[i + 1] = iov[i];
+    struct msghdr msg = {.msg_iov = v, .msg_iovlen = (size_t)iovcnt + 1};
+    for (;;) {
+        ssize_t w = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w >= 0)
+            return w;
+        if (errno == EINTR)
+            continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+    }
+}
+
 int bfs_conn_send(struct bfs_conn *c, const struct bfs_wire_hdr *h, const struct iovec *iov,
                   int iovcnt)
 {
@@ -367,14 +395,38 @@ int bfs_conn_send(struct bfs_conn *c, const struct bfs_wire_hdr *h, const struct
             return -EMSGSIZE;
         len += iov[i].iov_len;
     }
-    struct out_frame *f = malloc(sizeof(*f) + len);
-    if (!f)
-        return -ENOMEM;
-    int rc = frame_prepare(f, h, len);
-    if (rc < 0) {
-        free(f);
+    struct out_frame hf; /* the encoded header, before any allocation */
+    int rc = frame_prepare(&hf, h, len);
+    if (rc < 0)
         return rc;
+
+    pthread_mutex_lock(&c->lock);
+    if (atomic_load(&c->closing)) {
+        pthread_mutex_unlock(&c->lock);
+        return -ENOTCONN;
     }
+    ssize_t sent = send_direct(c, hf.hdr, iov, iovcnt);
+    if (sent < 0) {
+        pthread_mutex_unlock(&c->lock);
+        bfs_conn_close(c, (int)sent); /* reported through on_close */
+        return 0;
+    }
+    if ((size_t)sent == BFS_WIRE_HDR_LEN + len) {
+        pthread_mutex_unlock(&c->lock);
+        return 0;
+    }
+    /* What the socket did not take is copied and queued, still under the
+     * lock: no other frame may come between the two parts. */
+    struct out_frame *f = malloc(sizeof(*f) + len);
+    if (!f) {
+        pthread_mutex_unlock(&c->lock);
+        if (sent > 0)
+            bfs_conn_close(c, -ENOMEM); /* half a frame is on the wire */
+        return sent > 0 ? 0 : -ENOMEM;
+    }
+    memcpy(f->hdr, hf.hdr, BFS_WIRE_HDR_LEN);
+    f->len = len;
+    f->sent = (size_t)sent;
     f->body = f->inline_body;
     f->body_inline = true;
     size_t off = 0;
@@ -383,7 +435,28 @@ int bfs_conn_send(struct bfs_conn *c, const struct bfs_wire_hdr *h, const struct
             memcpy(f->body + off, iov[i].iov_base, iov[i].iov_len);
         off += iov[i].iov_len;
     }
-    return conn_enqueue(c, f);
+    f->next = NULL;
+    if (c->oq_tail)
+        c->oq_tail->next = f;
+    else
+        c->oq_head = f;
+    c->oq_tail = f;
+    c->oq_bytes += BFS_WIRE_HDR_LEN + len - (size_t)sent;
+    int err = 0;
+    if (!c->want_out) {
+        int frc = flush_locked(c); /* the socket may have room again */
+        if (frc == 0) {
+            c->want_out = true;
+            if (c->started)
+                bfs_loop_mod_fd(c->loop, c->fd, BFS_EV_IN | BFS_EV_OUT);
+        } else if (frc < 0) {
+            err = frc;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (err)
+        bfs_conn_close(c, err);
+    return 0;
 }
 
 int bfs_conn_send_buf(struct bfs_conn *c, const struct bfs_wire_hdr *h, void *body, size_t len)
@@ -423,9 +496,28 @@ static bool stopped(struct bfs_conn *c)
     return c->torn_down || atomic_load(&c->closing);
 }
 
+/*
+ * Waking up costs more than reading: a big body (a 1 MiB write or read)
+ * arrives over loopback in pieces, and each epoll wake-up of the loop
+ * thread is a context switch (tens of microseconds on a virtual machine).
+ * While a body is incomplete, SO_RCVLOWAT asks the kernel to report the
+ * socket readable only once the rest of it is there; EOF and errors are
+ * still reported at once. Back to 1 when the frame is complete.
+ */
+static void set_lowat(struct bfs_conn *c, size_t want)
+{
+    int v = want > LOWAT_MAX ? (int)LOWAT_MAX : want < 1 ? 1 : (int)want;
+    if (v == c->lowat)
+        return;
+    if (setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof(v)) == 0)
+        c->lowat = v;
+}
+
 static void deliver(struct bfs_conn *c)
 {
     struct bfs_wire_hdr h = c->cur;
+    if (c->lowat != 1)
+        set_lowat(c, 1);
     void *body = c->body;
     c->body = NULL;
     c->have_hdr = false;
@@ -495,9 +587,13 @@ static bool do_read(struct bfs_conn *c, int *reason)
             n = recv(c->fd, c->body + c->body_have, want, 0);
             if (n > 0) {
                 c->body_have += (size_t)n;
-                if (c->body_have == c->cur.len)
+                if (c->body_have == c->cur.len) {
                     deliver(c);
-                continue;
+                    continue;
+                }
+                /* short: the socket is empty (see below); the rest later */
+                set_lowat(c, c->cur.len - c->body_have);
+                return true;
             }
         } else {
             if (c->ibeg > 0 && IBUF_SIZE - c->iend < BFS_WIRE_HDR_LEN) {
@@ -505,13 +601,22 @@ static bool do_read(struct bfs_conn *c, int *reason)
                 c->iend -= c->ibeg;
                 c->ibeg = 0;
             }
-            n = recv(c->fd, c->ibuf + c->iend, IBUF_SIZE - c->iend, 0);
+            size_t room = IBUF_SIZE - c->iend;
+            n = recv(c->fd, c->ibuf + c->iend, room, 0);
             if (n > 0) {
                 c->iend += (size_t)n;
                 int rc = parse_input(c);
                 if (rc < 0) {
                     *reason = rc;
                     return false;
+                }
+                /* A short read emptied the socket: asking again would only
+                 * say EAGAIN (a system call per message); epoll is
+                 * level-triggered and reports what arrives next. */
+                if ((size_t)n < room) {
+                    if (c->have_hdr && c->cur.len - c->body_have >= DIRECT_READ_MIN)
+                        set_lowat(c, c->cur.len - c->body_have);
+                    return true;
                 }
                 continue;
             }
@@ -522,8 +627,11 @@ static bool do_read(struct bfs_conn *c, int *reason)
         }
         if (errno == EINTR)
             continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (c->have_hdr && c->cur.len - c->body_have >= DIRECT_READ_MIN)
+                set_lowat(c, c->cur.len - c->body_have);
             return true;
+        }
         *reason = -errno;
         if (errno != ECONNRESET)
             bfs_log("rpc", BFS_LOG_WARNING, "peer %s: read failed: %s", c->peer, strerror(errno));

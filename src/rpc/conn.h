@@ -27,9 +27,12 @@
  *   Close every started connection and wait for its on_close before
  *   stopping or freeing the loop: the loop's reference is dropped there.
  *
- * Sending: bfs_conn_send() copies the body (gathered from an iovec);
- * bfs_conn_send_buf() takes a malloc'd body and frees it when written or
- * dropped, including when it fails. Both fill h->len and h->version from
+ * Sending: bfs_conn_send() gathers the body from an iovec: written from the
+ * caller's memory when nothing is queued and the socket takes it all,
+ * copied (what is left of it) otherwise; either way the caller's memory is
+ * free again when it returns. bfs_conn_send_buf() takes a malloc'd body and
+ * frees it when written or dropped, including when it fails. Both fill
+ * h->len and h->version from
  * the arguments. Frames leave in the order they were accepted. The sending
  * thread writes directly while the socket takes the data; whatever is
  * left waits in a queue that the loop flushes on EPOLLOUT (requested only

@@ -58,11 +58,16 @@ mkdir -p "$T/logs" "$T/.run/bricks" "$T/vol"
 : >"$T/.run/ports"
 BFS_MAIN_PID=$BASHPID
 
+# Sanitizer builds: the first error ends the program, leaks are checked at
+# exit, and every report goes to $T/san/KIND.PROGRAM.PID (the daemons'
+# stderr is seen by no one), where done_testing looks. The caller's options
+# come before ours except log_path, which must be ours. ASan and LSan share
+# one log_path in the end (LSAN_OPTIONS is read last): $T/san either way.
 if [ "${BFS_SAN:-0}" = 1 ]; then
     mkdir -p "$T/san"
-    export ASAN_OPTIONS="log_path=$T/san/asan:detect_leaks=1:${ASAN_OPTIONS:-}"
-    export UBSAN_OPTIONS="log_path=$T/san/ubsan:print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
-    export LSAN_OPTIONS="log_path=$T/san/lsan:${LSAN_OPTIONS:-}"
+    export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:log_exe_name=1:${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$T/san/asan"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$T/san/ubsan"
+    export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}log_path=$T/san/lsan"
 fi
 
 # ---- time and polling ----

@@ -16,10 +16,14 @@
 # 127.0.0.1 and hands bricks ports of its own range. `cli` talks to the
 # brickfsd started last (or $BRICKFS_SERVER).
 #
+# Mounts from brickfsd: mount_vol VOL DIR; graph_info/graph_opt read a
+# mount's brickfs.graph virtual xattr (its active graph, options in effect).
+#
 # Teardown: bricks outlive brickfsd by design, so after the usual teardown
 # (which stops brickfsd) every brick process whose command line names a
 # volfile under $T/mgmt/ is stopped (TERM, then KILL) — by pid, after
-# checking that command line, never by name.
+# checking that command line, never by name. A /sbin/mount.brickfs link
+# made by sbin_helper_install is removed.
 
 [ -n "${BFS_MGMT_SH:-}" ] && return 0
 BFS_MGMT_SH=1
@@ -204,4 +208,90 @@ bfs_teardown()
 {
     bfs__cluster_teardown
     mgmt_teardown
+    bfs__sbin_helper_remove
+}
+
+# ---- mounts from brickfsd ----
+
+# mount_vol VOL DIR [OPT,...]: brickfs-mount -f HOST:PORT:/VOL DIR against the
+# current brickfsd, logging to $T/logs/mount-<basename DIR>.log; waits until
+# DIR is mounted. Undone by umount_fuse DIR or at exit.
+mount_vol()
+{
+    local vol=$1 mnt=$2 extra=${3:-} name
+    name="mount-$(basename "$mnt")"
+    local opts="log-file=$T/logs/$name.log${extra:+,$extra}"
+    [ -n "${BFS_LOG_LEVEL:-}" ] && opts=$opts,log-level=$BFS_LOG_LEVEL
+    mount_fuse "$name" "$mnt" "$MOUNT_BIN" -f -o "$opts" "$BRICKFS_SERVER:/$vol" "$mnt"
+}
+
+# mount_pid DIR: the pid of the FUSE process of a mount made here.
+mount_pid()
+{
+    awk -v d="$(bfs__abspath "$1")" '$1 == d { p = $2 } END { if (p) print p; else exit 1 }' \
+        "$T/.run/mounts"
+}
+
+# mount_rss DIR: resident memory (kB) of that process.
+mount_rss()
+{
+    awk '/^VmRSS:/ { print $2 }' "/proc/$(mount_pid "$1")/status"
+}
+
+# graph_info DIR KEY...: a field of the mount's brickfs.graph virtual xattr
+# (docs/design/graph-switch.md), by path; XL=NAME as a step picks the
+# translator NAME of "xlators". Booleans as 1/0.
+graph_info()
+{
+    python3 - "$@" <<'PY'
+import json, os, sys
+v = json.loads(os.getxattr(sys.argv[1], "brickfs.graph"))
+for k in sys.argv[2:]:
+    if k.startswith("XL="):
+        v = next(x for x in v["xlators"] if x["name"] == k[3:])
+    else:
+        v = v[k]
+print(int(v) if isinstance(v, bool) else v)
+PY
+}
+
+# graph_opt DIR XLATOR KEY: an option of a translator of the active graph.
+graph_opt()
+{
+    graph_info "$1" "XL=$2" options "$3"
+}
+
+# sbin_helper_install: makes `mount -t brickfs` find build/bin/mount.brickfs
+# by linking /sbin/mount.brickfs to it (mount(8) looks nowhere else), unless
+# /sbin/mount.brickfs exists already (then returns 1, and the caller
+# skips). The link is removed at exit.
+sbin_helper_install()
+{
+    local link=/sbin/mount.brickfs
+    [ -e "$link" ] || [ -L "$link" ] && return 1
+    ln -s "$BFS_BIN/mount.brickfs" "$link" || return 1
+    echo "$link" >"$T/.run/sbin-helper"
+}
+
+bfs__sbin_helper_remove()
+{
+    local link
+    link=$(cat "$T/.run/sbin-helper" 2>/dev/null) || return 0
+    [ -L "$link" ] && [ "$(readlink "$link")" = "$BFS_BIN/mount.brickfs" ] && rm -f "$link"
+    rm -f "$T/.run/sbin-helper"
+}
+
+# helper_mount_pid DIR: the pid of the brickfs-mount daemon serving DIR, for
+# mounts made through mount(8) or mount.brickfs (not started here).
+helper_mount_pid()
+{
+    local d pid dir
+    dir=$(bfs__abspath "$1")
+    for d in /proc/[0-9]*; do
+        pid=${d#/proc/}
+        { tr '\0' '\n' <"$d/cmdline"; } 2>/dev/null | grep -qxF "$dir" || continue
+        { tr '\0' '\n' <"$d/cmdline"; } 2>/dev/null | head -n 1 | grep -q 'brickfs-mount$' &&
+            { echo "$pid"; return 0; }
+    done
+    return 1
 }

@@ -114,6 +114,21 @@ void dht__wind(struct dht_op *o, int slot, int fop, int s, const void *req, bool
     o->op.frame = o->user;
 }
 
+void dht__wind_self(struct dht_op *o, int slot, int fop, const void *req)
+{
+    o->op.frame = o->user;
+    bfs_op_expect(&o->op, 1);
+    bfs_op_wind(&o->op, slot, fop, o->priv->xl, req);
+}
+
+void dht__info_wind(struct dht_op *o, int slot, const struct bfs_loc *loc, bool named)
+{
+    struct bfs_lookup_req r;
+    dht__info_req(&r, loc, named);
+    dht__wind_self(o, slot, BFS_FOP_LOOKUP, &r);
+    bfs_dict_unref(r.xdata);
+}
+
 int dht__rc(const struct dht_op *o, int slot)
 {
     const struct bfs_op_reply *r = &o->op.replies[slot];

@@ -51,6 +51,10 @@
 
 struct dht_priv;
 
+/* Internal namespace calls into ourselves made while holding the name's
+ * entry lock (rename removing the directory it replaces): xdata INT 1. */
+#define DHT_NOLOCK_KEY "dht-nolock"
+
 #define DHT_WAIT 1 /* a sub-procedure has a call in flight */
 #define DHT_FREE_REFRESH_MS 5000
 
@@ -86,6 +90,7 @@ struct dht_priv {
     int n;                      /* number of subvolumes */
     pthread_mutex_t lock;       /* guards layout, options, free space, child states */
     struct dht_layout *layout;
+    struct bfs_dict *opts;      /* option text changed by reconfigure, in force */
     int min_free_pct;
     bool lookup_unhashed;
     atomic_bool stale_layout;   /* a brick has a newer layout-version */
@@ -137,6 +142,11 @@ struct dht_op *dht__op_new(size_t size, struct bfs_frame *frame, struct bfs_xl *
 void dht__op_start(struct dht_op *o);
 /* Winds fop to subvolume s for slot i, as the caller or as root. */
 void dht__wind(struct dht_op *o, int slot, int fop, int s, const void *req, bool as_root);
+/* Winds fop into this translator itself (internal lookups), as the caller. */
+void dht__wind_self(struct dht_op *o, int slot, int fop, const void *req);
+/* An internal lookup of loc (by name, or by GFID) into slot; read it with
+ * dht__info_get. */
+void dht__info_wind(struct dht_op *o, int slot, const struct bfs_loc *loc, bool named);
 /* The reply in slot i: its rc (-EIO when no answer was recorded) and typed body. */
 int dht__rc(const struct dht_op *o, int slot);
 const void *dht__rep(const struct dht_op *o, int slot);
@@ -186,6 +196,7 @@ void dht__info_req(struct bfs_lookup_req *req, const struct bfs_loc *loc, bool n
 struct dht_info {
     int rc;
     struct bfs_iatt attr;
+    struct bfs_iatt parent;
     int cached; /* data subvolume, -1 for directories or unknown */
     int link;   /* link-file subvolume or -1 */
     int down;   /* subvolumes that were down */
@@ -199,14 +210,18 @@ struct dht_heal {
     int phase;
     struct bfs_gfid gfid;
     struct bfs_iatt auth;      /* attributes of the authority */
-    int auth_s;                /* authority subvolume */
+    int auth_s;                /* authority subvolume (the name's hashed one, if it has it) */
+    int lock_s;                /* the name's hashed subvolume: where its entry lock is */
     uint8_t *missing;          /* [n] 1: mkdir there */
     uint8_t *differ;           /* [n] 1: setattr there */
     struct bfs_dict *xattrs;   /* user xattrs of the authority, for new copies */
     struct bfs_loc loc;        /* the directory's name (borrowed) */
     int slot0;                 /* first reply slot the heal may use (n of them + 1) */
+    int rc;                    /* the heal's outcome, answered after unlocking */
 };
-bool dht__heal_needed(struct dht_op *o, struct dht_heal *h, int nreplies_slot0);
+/* From the lookup replies in slots [slot_base, slot_base + n): which
+ * subvolumes lack the directory or differ from h->auth_s; true if any. */
+bool dht__heal_needed(struct dht_op *o, struct dht_heal *h, int slot_base);
 int dht__heal_step(struct dht_op *o, struct dht_heal *h);
 void dht__heal_free(struct dht_heal *h);
 int dht__version_step(struct dht_op *o, int *phase, int slot0);
@@ -215,13 +230,21 @@ int dht__version_step(struct dht_op *o, int *phase, int slot0);
  * pointing to subvolume target. Embed struct dht_lf and call the step. */
 struct dht_lf {
     int phase;
+    bool shared;         /* the brick may already hold a link file with this GFID */
     struct bfs_loc loc;  /* borrowed */
     struct bfs_gfid gfid;
     int subvol, target;
     int slot;
+    int rc;              /* a failure being undone */
 };
 void dht__lf_init(struct dht_lf *lf, const struct bfs_loc *loc, const struct bfs_gfid *g,
                   int subvol, int target, int slot);
+/* The file has other names (hard links): ask the brick for the GFID first
+ * instead of learning it from a refused mknod. */
+static inline void dht__lf_shared(struct dht_lf *lf, bool shared)
+{
+    lf->shared = shared;
+}
 int dht__lf_step(struct dht_op *o, struct dht_lf *lf);
 /* Winds the getxattr of a link file's linkto on s (as root) into slot. */
 void dht__linkto_wind(struct dht_op *o, int slot, int s, const struct bfs_loc *loc);
@@ -240,8 +263,6 @@ int dht__unlink(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_unl
 /* dht-dir.c */
 int dht__mkdir(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_mkdir_req *req);
 int dht__rmdir(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_rmdir_req *req);
-/* Restores directory (loc, gfid, attr) on subvolume s as root: mkdir then
- * setattr; two calls, into slot (mkdir) then slot again (setattr). */
 
 /* dht-rename.c */
 int dht__rename(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_rename_req *req);
@@ -251,7 +272,8 @@ int dht__opendir(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_op
 int dht__readdir(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_readdir_req *req);
 void dht__releasedir(struct bfs_xl *xl, struct bfs_fd *fd);
 struct dht_dirfd {
-    int lister;
+    struct bfs_gfid gfid; /* the directory */
+    int lister;           /* the lowest subvolume where opendir succeeded */
     int n;
     uint8_t open[]; /* [n] */
 };

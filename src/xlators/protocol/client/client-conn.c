@@ -60,36 +60,65 @@ static void announce(struct cli_priv *priv, enum bfs_event ev)
 
 /* ---- sending ---- */
 
-int cli_submit(struct cli_priv *priv, struct cli_call *call, void *body, size_t len,
-               bool requires_up)
+/* Registers call under a fresh id (set in *h) and returns a reference on
+ * the connection to send it on; NULL with *rc set when it cannot go. */
+static struct bfs_conn *submit_register(struct cli_priv *priv, struct cli_call *call,
+                                        bool requires_up, struct bfs_wire_hdr *h, int *rc)
 {
     uint32_t proc = call->kind == CALL_SETVOLUME ? BFS_PROC_SETVOLUME : (uint32_t)call->fop;
     pthread_mutex_lock(&priv->lock);
     if (!priv->conn || priv->state == CLI_STOPPED || (requires_up && priv->state != CLI_UP)) {
         pthread_mutex_unlock(&priv->lock);
-        free(body);
-        return -ENOTCONN;
+        *rc = -ENOTCONN;
+        return NULL;
     }
     uint64_t id = call->node.id = ++priv->next_id;
-    int rc = bfs_idmap_put(&priv->pending, &call->node);
-    struct bfs_conn *conn = rc == 0 ? bfs_conn_ref(priv->conn) : NULL;
+    *rc = bfs_idmap_put(&priv->pending, &call->node);
+    struct bfs_conn *conn = *rc == 0 ? bfs_conn_ref(priv->conn) : NULL;
     pthread_mutex_unlock(&priv->lock);
-    if (rc < 0) {
+    *h = (struct bfs_wire_hdr){.type = BFS_WIRE_CALL, .id = id, .proc = proc};
+    return conn;
+}
+
+/* After a failed send: the call is the caller's again unless on_close took
+ * it first (then 0: on_close fails it). */
+static int submit_failed(struct cli_priv *priv, uint64_t id, int rc)
+{
+    pthread_mutex_lock(&priv->lock);
+    bool mine = bfs_idmap_del(&priv->pending, id) != NULL;
+    pthread_mutex_unlock(&priv->lock);
+    if (mine)
+        return rc == -EMSGSIZE || rc == -ENOMEM ? rc : -ENOTCONN;
+    return 0;
+}
+
+int cli_submit(struct cli_priv *priv, struct cli_call *call, void *body, size_t len,
+               bool requires_up)
+{
+    struct bfs_wire_hdr h;
+    int rc;
+    struct bfs_conn *conn = submit_register(priv, call, requires_up, &h, &rc);
+    if (!conn) {
         free(body);
         return rc;
     }
     /* From here the call is visible: a reply or on_close may take it. */
-    struct bfs_wire_hdr h = {.type = BFS_WIRE_CALL, .id = id, .proc = proc};
     rc = bfs_conn_send_buf(conn, &h, body, len);
     bfs_conn_unref(conn);
-    if (rc < 0) {
-        pthread_mutex_lock(&priv->lock);
-        bool mine = bfs_idmap_del(&priv->pending, id) != NULL;
-        pthread_mutex_unlock(&priv->lock);
-        if (mine)
-            return rc == -EMSGSIZE || rc == -ENOMEM ? rc : -ENOTCONN;
-    }
-    return 0;
+    return rc < 0 ? submit_failed(priv, h.id, rc) : 0;
+}
+
+int cli_submit_iov(struct cli_priv *priv, struct cli_call *call, const struct iovec *iov,
+                   int iovcnt, bool requires_up)
+{
+    struct bfs_wire_hdr h;
+    int rc;
+    struct bfs_conn *conn = submit_register(priv, call, requires_up, &h, &rc);
+    if (!conn)
+        return rc;
+    rc = bfs_conn_send(conn, &h, iov, iovcnt);
+    bfs_conn_unref(conn);
+    return rc < 0 ? submit_failed(priv, h.id, rc) : 0;
 }
 
 /* ---- pings ---- */
@@ -231,6 +260,21 @@ static void connect_done(int rc, void *arg)
     send_setvolume(priv, c);
 }
 
+static void tcp_connect(struct cli_priv *priv)
+{
+    pthread_mutex_lock(&priv->lock);
+    uint16_t port = priv->port;
+    pthread_mutex_unlock(&priv->lock);
+    int rc = bfs_tcp_connect(priv->loop, priv->host, port, priv->connect_timeout_ms,
+                             connect_done, priv, &priv->connecting);
+    if (rc < 0) {
+        priv->connecting = NULL;
+        connect_failed(priv, rc);
+    }
+}
+
+/* With a port map, every attempt first asks brickfsd where the brick
+ * listens now (client-portmap.c); cli_pm_connect goes on from there. */
 static void connect_start(struct cli_priv *priv)
 {
     pthread_mutex_lock(&priv->lock);
@@ -240,12 +284,23 @@ static void connect_start(struct cli_priv *priv)
     pthread_mutex_unlock(&priv->lock);
     if (stopped)
         return;
-    int rc = bfs_tcp_connect(priv->loop, priv->host, priv->port, priv->connect_timeout_ms,
-                             connect_done, priv, &priv->connecting);
-    if (rc < 0) {
-        priv->connecting = NULL;
-        connect_failed(priv, rc);
-    }
+    if (priv->mgmt_host[0] && cli_pm_ask(priv) == 0)
+        return;
+    tcp_connect(priv); /* no port map, or no memory to ask: the port we know */
+}
+
+void cli_pm_connect(struct cli_priv *priv, int result)
+{
+    pthread_mutex_lock(&priv->lock);
+    bool stopped = priv->state == CLI_STOPPED;
+    bool known = priv->port != 0;
+    pthread_mutex_unlock(&priv->lock);
+    if (stopped)
+        return;
+    if (!known)
+        connect_failed(priv, result < 0 ? result : -EHOSTUNREACH);
+    else
+        tcp_connect(priv);
 }
 
 void cli_start_task(void *arg)
@@ -263,6 +318,7 @@ void cli_stop_task(void *arg)
     if (priv->connecting)
         bfs_connect_cancel(priv->connecting);
     priv->connecting = NULL;
+    cli_pm_cancel(priv);
     if (priv->retry_timer)
         bfs_timer_cancel(priv->loop, priv->retry_timer);
     priv->retry_timer = NULL;

@@ -3,6 +3,7 @@
  * connection's state and history, requests in flight, open and lost fds.
  */
 #include <json-c/json.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,10 +16,19 @@ char *cli_dump(struct bfs_xl *xl)
         return NULL;
     json_object *o = json_object_new_object();
     json_object_object_add(o, "remote_host", json_object_new_string(priv->host));
-    json_object_object_add(o, "remote_port", json_object_new_int(priv->port));
     json_object_object_add(o, "remote_subvolume", json_object_new_string(priv->subvol));
     json_object_object_add(o, "uuid", json_object_new_string(priv->uuid));
     pthread_mutex_lock(&priv->lock);
+    json_object_object_add(o, "remote_port", json_object_new_int(priv->port));
+    if (priv->mgmt_host[0]) {
+        char ms[300];
+        snprintf(ms, sizeof(ms), "%s:%u", priv->mgmt_host, priv->mgmt_port);
+        json_object_object_add(o, "mgmt_server", json_object_new_string(ms));
+        json_object_object_add(o, "portmap_answers",
+                               json_object_new_int64((int64_t)priv->pm_answers));
+        json_object_object_add(o, "portmap_failures",
+                               json_object_new_int64((int64_t)priv->pm_failures));
+    }
     int64_t fds = 0, lost = 0, locks = 0;
     for (struct cli_fd *cf = priv->fds; cf; cf = cf->next) {
         fds++;

@@ -2,9 +2,11 @@
  * client.c — protocol/client: the module, its options, and its life.
  *
  * protocol/client stands for one brick (remote-host, remote-port,
- * remote-subvolume). Every fop wound into it goes out as one CALL frame
- * and comes back as its REPLY, through the generated codec — there is no
- * per-fop code (client-fop.c). It connects when the graph is activated
+ * remote-subvolume). With mgmt-server and mgmt-volume it asks brickfsd for
+ * the brick's port before every connect instead (client-portmap.c).
+ * Every fop wound into it goes out as one CALL frame and comes back as its
+ * REPLY, through the generated codec — there is no per-fop code
+ * (client-fop.c). It connects when the graph is activated
  * (PARENT_UP), keeps the connection alive with pings, and after any loss
  * reconnects with exponential backoff, re-opens the open fds and re-takes
  * the POSIX locks held through them before telling its parents CHILD_UP
@@ -13,7 +15,8 @@
  * Life: init reads options and makes the state; nothing touches the
  * network until PARENT_UP. PARENT_DOWN stops for good (no more
  * reconnects). fini stops, waits until the connection is closed and every
- * request in flight has been failed, and frees. Every fd opened through us
+ * request in flight has been failed (and any port map question has been
+ * answered), and frees. Every fd opened through us
  * must be released before fini: release reaches us through the fd.
  */
 #include <errno.h>
@@ -32,7 +35,14 @@ static const struct bfs_option_desc cli_options[] = {
     {.key = "remote-host", .type = BFS_OPT_STR, .description = "host of the brick (required)",
      .flags = CF},
     {.key = "remote-port", .type = BFS_OPT_INT, .min = 1, .max = 65535,
-     .description = "TCP port the brick listens on (required)", .flags = CF},
+     .description = "TCP port the brick listens on (required without mgmt-server; with it, "
+                    "the port used until brickfsd answers)", .flags = CF},
+    {.key = "mgmt-server", .type = BFS_OPT_STR,
+     .description = "HOST:PORT of the brickfsd to ask where the brick listens, before every "
+                    "connect (its port map)", .flags = CF},
+    {.key = "mgmt-volume", .type = BFS_OPT_STR,
+     .description = "the volume whose port map names the brick (with mgmt-server)",
+     .flags = CF},
     {.key = "remote-subvolume", .type = BFS_OPT_STR,
      .description = "name of the brick's exported translator (required)", .flags = CF},
     {.key = "network.ping-timeout", .type = BFS_OPT_TIME, .def = "42", .min = 1, .max = 1013,
@@ -60,20 +70,40 @@ static int cli_init(struct bfs_xl *xl)
         return -EINVAL;
     }
     const char *host = bfs_xl_opt_str(xl, "remote-host");
-    int64_t port = bfs_xl_opt_int(xl, "remote-port");
+    int64_t port = bfs_xl_opt_str(xl, "remote-port") ? bfs_xl_opt_int(xl, "remote-port") : 0;
     const char *subvol = bfs_xl_opt_str(xl, "remote-subvolume");
-    if (!host || !*host || port <= 0 || !subvol || !*subvol) {
-        XL_ERR(xl, "options remote-host, remote-port and remote-subvolume are required");
+    const char *mgmt = bfs_xl_opt_str(xl, "mgmt-server");
+    const char *mvol = bfs_xl_opt_str(xl, "mgmt-volume");
+    if (!host || !*host || (port <= 0 && !mgmt) || !subvol || !*subvol) {
+        XL_ERR(xl, "options remote-host, remote-subvolume and remote-port (or mgmt-server) "
+               "are required");
+        return -EINVAL;
+    }
+    if (mgmt && (!mvol || !*mvol)) {
+        XL_ERR(xl, "option mgmt-server needs mgmt-volume (the volume of the brick)");
+        return -EINVAL;
+    }
+    if (mgmt && !xl->graph->proc->workers) {
+        XL_ERR(xl, "option mgmt-server needs the process's worker pool (bfs_proc_new with "
+               "workers): port map questions are blocking HTTP");
         return -EINVAL;
     }
     struct cli_priv *priv = calloc(1, sizeof(*priv));
     if (!priv)
         return -ENOMEM;
+    if (mgmt && cli_pm_parse_server(mgmt, priv->mgmt_host, sizeof(priv->mgmt_host),
+                                    &priv->mgmt_port) < 0) {
+        XL_ERR(xl, "option mgmt-server '%s' is not HOST:PORT", mgmt);
+        free(priv);
+        return -EINVAL;
+    }
     priv->xl = xl;
     priv->loop = xl->graph->proc->loop;
+    priv->workers = xl->graph->proc->workers;
     priv->host = host;
     priv->port = (uint16_t)port;
     priv->subvol = subvol;
+    priv->mgmt_volume = mvol;
     priv->ping_timeout_ms = (uint64_t)bfs_xl_opt_int(xl, "network.ping-timeout") * 1000;
     priv->connect_timeout_ms = (uint64_t)bfs_xl_opt_int(xl, "transport.connect-timeout") * 1000;
     priv->backoff_min_ms = (uint64_t)bfs_xl_opt_int(xl, "transport.reconnect-delay-min");
@@ -137,14 +167,15 @@ static void cli_fini(struct bfs_xl *xl)
     pthread_mutex_lock(&priv->lock);
     if (!bfs_loop_on_loop_thread(priv->loop)) {
         uint64_t deadline = bfs_now_ms() + 10000;
-        while ((priv->conn || priv->in_close) && bfs_now_ms() < deadline) {
+        while ((priv->conn || priv->in_close || priv->pm_outstanding) &&
+               bfs_now_ms() < deadline) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_sec += 1;
             pthread_cond_timedwait(&priv->cond, &priv->lock, &ts);
         }
     }
-    bool leak = priv->conn || priv->in_close;
+    bool leak = priv->conn || priv->in_close || priv->pm_outstanding;
     pthread_mutex_unlock(&priv->lock);
     if (leak) {
         XL_ERR(xl, "connection to %s:%u did not close; leaking its state", priv->host,

@@ -99,11 +99,18 @@ struct cli_call {
     uint64_t lk_len;
 };
 
+struct pm_query;
+
 struct cli_priv {
     struct bfs_xl *xl;
     struct bfs_loop *loop;
+    struct bfs_workers *workers;
     const char *host, *subvol; /* option values, owned by xl->options */
-    uint16_t port;
+    uint16_t port;              /* under lock; 0 = not known yet (port map) */
+    /* port map (client-portmap.c): empty mgmt_host = the port is fixed */
+    char mgmt_host[256];
+    uint16_t mgmt_port;
+    const char *mgmt_volume;
     char uuid[40];
     uint64_t ping_timeout_ms, connect_timeout_ms;
     uint64_t backoff_min_ms, backoff_max_ms, backoff_ms;
@@ -122,6 +129,8 @@ struct cli_priv {
     int reopen_left;            /* re-open/re-lock replies awaited before UP */
     uint64_t connects, disconnects, failures;
     int last_error;
+    int pm_outstanding;         /* port map questions not yet answered on the loop */
+    uint64_t pm_answers, pm_failures;
 
     /* loop thread only */
     struct bfs_connect *connecting;
@@ -129,6 +138,8 @@ struct cli_priv {
     uint64_t last_rx_ms;
     uint64_t ping_seq;
     bool logged_failure;        /* connect failures are logged once per outage */
+    struct pm_query *pm;        /* the port map question in flight */
+    bool pm_logged;             /* port map failures are logged once per outage */
 };
 
 /* client-conn.c */
@@ -143,6 +154,10 @@ void cli_on_close(struct bfs_conn *c, int reason, void *arg);
  * whoever owns it (on_close), and 0 is returned. requires_up: only in UP. */
 int cli_submit(struct cli_priv *priv, struct cli_call *call, void *body, size_t len,
                bool requires_up);
+/* The same with a body gathered from iov, which is not used once this
+ * returns (bfs_conn_send: no copy when the socket takes it at once). */
+int cli_submit_iov(struct cli_priv *priv, struct cli_call *call, const struct iovec *iov,
+                   int iovcnt, bool requires_up);
 /* Back to UP after the handshake and re-opens: announces CHILD_UP. */
 void cli_set_up(struct cli_priv *priv);
 const char *cli_state_name(enum cli_state s);
@@ -163,6 +178,18 @@ void cli_release(struct bfs_xl *xl, struct bfs_fd *fd);
 /* Records the effect of a granted SETLK/SETLKW (priv->lock held). 0 / -ENOMEM. */
 int cli_lock_apply(struct cli_fd *cf, const struct cli_lock *lk, uint64_t len);
 void cli_detach_fds(struct cli_priv *priv); /* fini */
+
+/* client-portmap.c */
+/* "HOST:PORT" or "[V6]:PORT" of option mgmt-server. 0 / -EINVAL. */
+int cli_pm_parse_server(const char *spec, char *host, size_t hostlen, uint16_t *port);
+/* Loop thread: asks brickfsd for our brick's port on a worker; its answer
+ * (cli_pm_answer, on the loop) calls cli_pm_connect. 0 or -ENOMEM. */
+int cli_pm_ask(struct cli_priv *priv);
+void cli_pm_answer(void *arg);
+void cli_pm_cancel(struct cli_priv *priv); /* loop thread: the answer is dropped */
+/* client-conn.c: connects to priv->port after a port map answer (result:
+ * the port, or why there is none). */
+void cli_pm_connect(struct cli_priv *priv, int result);
 
 /* client-dump.c */
 char *cli_dump(struct bfs_xl *xl);

@@ -24,7 +24,9 @@
  *     answered EINVAL / ENAMETOOLONG (storage/posix checks again).
  *   - xdata key "brickfs-internal", which server-side translators read as
  *     "this request comes from brickfs itself" (it opens trusted.brickfs.*),
- *     is removed from every request: no client may claim it.
+ *     is removed from every request, except the xattr calls of a root
+ *     caller that name only trusted.brickfs.dht.* keys: cluster/distribute
+ *     runs in clients and keeps its link files there (srv_internal_allowed).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -263,7 +265,9 @@ static int srv_decode(struct srv_req *r, size_t len)
         return rc;
     }
     struct bfs_dict *xd = *req_xdata(r);
-    if (xd && bfs_dict_del(xd, SRV_INTERNAL_KEY) == 0)
+    if (xd && bfs_dict_has(xd, SRV_INTERNAL_KEY) &&
+        !srv_internal_allowed(r->fop, r->req, r->stack) &&
+        bfs_dict_del(xd, SRV_INTERNAL_KEY) == 0)
         XL_DBG(sc->priv->xl, "peer %s: removed '%s' from a %s request", sc->peer,
                SRV_INTERNAL_KEY, bfs_fop_name(r->fop));
     return 0;

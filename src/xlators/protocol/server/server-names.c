@@ -10,9 +10,13 @@
  * is fine. The table lists each request member that holds a loc or a
  * basename; the generated code describes types, not members, hence the
  * table (fops.def grows rarely, and posix's check remains behind it).
+ *
+ * Also here: which xattr names a client may touch with "brickfs-internal"
+ * (srv_internal_allowed), the one exception to stripping that key.
  */
 #include <errno.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "server.h"
 
@@ -58,4 +62,39 @@ int srv_check_names(int fop, const void *req)
             return rc;
     }
     return 0;
+}
+
+/* ---- internal xattrs a client may reach: cluster/distribute's ---- */
+
+#define SRV_DHT_PREFIX "trusted.brickfs.dht."
+
+static bool dht_key(const char *key)
+{
+    return key && strncmp(key, SRV_DHT_PREFIX, sizeof(SRV_DHT_PREFIX) - 1) == 0;
+}
+
+static int not_dht_key(const char *key, enum bfs_val_type t, const void *v, size_t len, void *a)
+{
+    (void)t, (void)v, (void)len, (void)a;
+    return dht_key(key) ? 0 : 1;
+}
+
+static bool dht_keys_only(const struct bfs_dict *d)
+{
+    return d && bfs_dict_count(d) > 0 && bfs_dict_foreach(d, not_dht_key, NULL) == 0;
+}
+
+bool srv_internal_allowed(int fop, const void *req, const struct bfs_stack *st)
+{
+    if (st->uid != 0)
+        return false;
+    switch (fop) {
+    case BFS_FOP_GETXATTR: return dht_key(((const struct bfs_getxattr_req *)req)->name);
+    case BFS_FOP_FGETXATTR: return dht_key(((const struct bfs_fgetxattr_req *)req)->name);
+    case BFS_FOP_REMOVEXATTR: return dht_key(((const struct bfs_removexattr_req *)req)->name);
+    case BFS_FOP_FREMOVEXATTR: return dht_key(((const struct bfs_fremovexattr_req *)req)->name);
+    case BFS_FOP_SETXATTR: return dht_keys_only(((const struct bfs_setxattr_req *)req)->xattrs);
+    case BFS_FOP_FSETXATTR: return dht_keys_only(((const struct bfs_fsetxattr_req *)req)->xattrs);
+    }
+    return false;
 }

@@ -107,6 +107,11 @@ void srv_handle_fop(struct srv_conn *sc, const struct bfs_wire_hdr *h, void *bod
 
 /* server-names.c: 0, or -EINVAL/-ENAMETOOLONG for a name in a request. */
 int srv_check_names(int fop, const void *req);
+/* server-names.c: whether a request may keep xdata "brickfs-internal": only
+ * a root caller's get/set/removexattr (path or fd) naming nothing but
+ * trusted.brickfs.dht.* keys (cluster/distribute's link files, which it
+ * keeps from the client side). Everything else loses the key. */
+bool srv_internal_allowed(int fop, const void *req, const struct bfs_stack *st);
 
 /* server-auth.c */
 /* "1.2.3.4:5678" / "[::1]:5678" -> "1.2.3.4" / "::1" (IPv4-mapped IPv6 as IPv4). */

@@ -14,7 +14,13 @@
  *   rename        re-points a moved directory's handle, drops the handle of
  *                 a replaced victim when that was its last name;
  *   lookup        adopts an entry that has no GFID yet (made behind our back)
- *                 and repairs a missing or stale handle.
+ *                 and repairs a missing or stale handle; with xdata
+ *                 "xattr-req" (STR, comma-separated xattr names) it also
+ *                 answers each of those xattrs that is present, in the reply
+ *                 xdata (BIN under its own name): the keys the caller could
+ *                 getxattr, plus trusted.brickfs.afr.* for anyone (cluster
+ *                 counters that xattrop already lets clients read and
+ *                 change; replicate reads them with every lookup).
  * Locking (striped mutexes, posix.h): an entry fop holds the entry lock of
  * its parent directory (both, for rename) from resolving the name until the
  * handles are fixed, so the object it resolved is the one its syscall
@@ -30,6 +36,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,6 +44,52 @@
 #include "posix.h"
 
 /* ---- lookup ---- */
+
+#define PX_XATTR_REQ "xattr-req"
+#define PX_CLUSTER_PREFIX "trusted.brickfs.afr."
+
+/* May a lookup answer this xattr? As getxattr would (posix-xattr.c), plus
+ * the cluster counters, which are no secret to a client (xattrop). */
+static bool lookup_may_read(const char *key, bool internal, bool root)
+{
+    if (strncmp(key, PX_CLUSTER_PREFIX, sizeof(PX_CLUSTER_PREFIX) - 1) == 0)
+        return true;
+    if (bfs__px_key_internal(key))
+        return internal;
+    if (strncmp(key, "trusted.", 8) == 0)
+        return internal || root;
+    return true;
+}
+
+/* Adds the xattrs named by xdata "xattr-req" that o carries to rep->xdata.
+ * Failures to read one are not the lookup's failures: the key is left out. */
+static void lookup_xattrs(struct px_job *j, const struct bfs_lookup_req *req, int fd,
+                          struct bfs_lookup_rep *rep)
+{
+    const char *list;
+    int64_t v = 0;
+    if (bfs_dict_get_str(req->xdata, PX_XATTR_REQ, &list) < 0 || !list)
+        return;
+    bool internal = bfs_dict_get_int(req->xdata, PX_INTERNAL_KEY, &v) == 0 && v == 1;
+    bool root = j->frame->stack->uid == 0;
+    char path[PX_PROC_FD_LEN], *copy = strdup(list), *save = NULL;
+    char *buf = malloc(65536);
+    bfs__px_proc_path(fd, path);
+    for (char *k = copy && buf ? strtok_r(copy, ",", &save) : NULL; k;
+         k = strtok_r(NULL, ",", &save)) {
+        if (!*k || !lookup_may_read(k, internal, root))
+            continue;
+        ssize_t n = SYS.getxattr(path, k, buf, 65536);
+        if (n < 0)
+            continue;
+        if (!rep->xdata && !(rep->xdata = bfs_dict_new()))
+            break;
+        if (bfs_dict_set_bin(rep->xdata, k, buf, (size_t)n) < 0)
+            break;
+    }
+    free(buf);
+    free(copy);
+}
 
 static int adopt(struct px_job *j, const struct bfs_lookup_req *req, struct px_obj *o)
 {
@@ -60,7 +113,12 @@ static int adopt_or_heal(struct px_job *j, const struct bfs_lookup_req *req,
                          const struct px_obj *par, struct px_obj *o)
 {
     const struct bfs_loc *loc = &req->loc;
-    if (!bfs_gfid_is_null(&o->gfid) && bfs__px_handle_ok(j->priv, o, &loc->pargfid, loc->name))
+    if (bfs_gfid_is_null(&o->gfid))
+        ; /* adopt it below */
+    else if (!S_ISDIR(o->st.st_mode) && o->st.st_nlink > 1 &&
+             bfs__px_cache_knows(j->priv->cache, &o->gfid, &o->st))
+        return 0; /* checked before, and the link count still counts a handle */
+    else if (bfs__px_handle_ok(j->priv, o, &loc->pargfid, loc->name))
         return 0;
     pthread_mutex_t *el = bfs__px_elock_for(j->priv, &loc->pargfid);
     pthread_mutex_lock(el);
@@ -89,6 +147,8 @@ static int do_lookup(struct px_job *j, const struct bfs_lookup_req *req,
         if (rc == 0)
             rc = adopt_or_heal(j, req, &par, &o);
         if (rc == 0)
+            bfs__px_cache_put(p->cache, &o); /* an open by GFID often follows */
+        if (rc == 0)
             rc = bfs__px_fstat_iatt(par.fd, &loc->pargfid, &rep->parent);
     } else if (!bfs_gfid_is_null(&loc->gfid)) {
         rc = bfs__px_resolve_gfid(p, &loc->gfid, &o);
@@ -97,6 +157,8 @@ static int do_lookup(struct px_job *j, const struct bfs_lookup_req *req,
     }
     if (rc == 0)
         bfs__px_iatt(&o.st, &o.gfid, &rep->attr);
+    if (rc == 0 && req->xdata)
+        lookup_xattrs(j, req, o.fd, rep);
     bfs__px_obj_close(&o);
     bfs__px_obj_close(&par);
     return rc;
@@ -169,6 +231,8 @@ static int make_entry(struct px_job *j, const struct bfs_loc *loc, const struct 
             rc = mk_finish(j, &par, loc, mk, &g, &o);
         pthread_mutex_unlock(el);
     }
+    if (rc == 0)
+        bfs__px_cache_put(j->priv->cache, &o); /* remembered as checked */
     if (rc == 0)
         rc = bfs__px_fstat_iatt(o.fd, &o.gfid, attr);
     if (rc == 0)

@@ -282,10 +282,12 @@ static int walk_dir(struct px_priv *p, const struct bfs_gfid *g, struct px_obj *
     struct name_stack names = {0};
     struct px_obj cur = PX_OBJ_INIT;
     int rc = read_chain(p, g, &names);
-    if (rc == 0)
+    if (rc == 0 && names.n == 0)
         rc = open_root(p, &cur);
+    /* the first name is opened below the brick root's own fd */
     for (size_t i = names.n; rc == 0 && i-- > 0;) {
-        int fd = SYS.openat(cur.fd, names.v[i], O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC, 0);
+        int fd = SYS.openat(cur.fd >= 0 ? cur.fd : p->root_fd, names.v[i],
+                            O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC, 0);
         if (fd < 0)
             rc = errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? -ESTALE : -errno;
         bfs__px_obj_close(&cur);
@@ -307,6 +309,10 @@ static int walk_dir(struct px_priv *p, const struct bfs_gfid *g, struct px_obj *
 static int resolve_handle(struct px_priv *p, const struct bfs_gfid *g, struct px_obj *o)
 {
     char hp[PX_HPATH_LEN];
+    /* A GFID known to be a directory: straight to the walk, which checks
+     * everything the probe below would (a failure takes the long way). */
+    if (bfs__px_cache_is_dir(p->cache, g) && walk_dir(p, g, o) == 0)
+        return 0;
     bfs__px_handle_path(g, hp);
     int fd = SYS.openat(p->handles_fd, hp, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0)
@@ -349,9 +355,13 @@ int bfs__px_resolve_gfid(struct px_priv *p, const struct bfs_gfid *g, struct px_
         return -EINVAL;
     if (bfs_gfid_is_root(g))
         return open_root(p, o);
+    if (bfs__px_cache_get(p->cache, g, o) == 0)
+        return 0;
     bfs__px_root_begin();
     int rc = resolve_handle(p, g, o);
     bfs__px_root_end();
+    if (rc == 0)
+        bfs__px_cache_put(p->cache, o);
     return rc;
 }
 
@@ -507,8 +517,10 @@ int bfs__px_assign(struct px_priv *p, struct px_obj *o, const struct bfs_gfid *g
             gfid_unset(o->fd);
     }
     bfs__px_root_end();
-    if (rc == 0)
+    if (rc == 0) {
         o->gfid = *g;
+        bfs__px_cache_note(p->cache, g, &o->st);
+    }
     return rc;
 }
 
@@ -517,6 +529,9 @@ void bfs__px_handle_drop(struct px_priv *p, const struct px_obj *o)
     char hp[PX_HPATH_LEN];
     if (bfs_gfid_is_null(&o->gfid) || bfs_gfid_is_root(&o->gfid))
         return;
+    /* Forgotten even when the handle stays (another name is left): the next
+     * resolution checks the store, and no cached fd pins a dying inode. */
+    bfs__px_cache_drop(p->cache, &o->gfid);
     bfs__px_handle_path(&o->gfid, hp);
     bfs__px_root_begin();
     struct stat st, hst;

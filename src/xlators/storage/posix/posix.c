@@ -7,13 +7,19 @@
  * the lock family (lk, inodelk, finodelk, entrylk, fentrylk) and lease,
  * which belong to features/locks above it and answer -ENOSYS here.
  *
- * A fop never blocks the calling (event) thread: bfs__px_submit() deep
- * copies the request and queues a job on the process's worker pool
- * (xl->graph->proc->workers); the job runs the fop's do_FOP() with the
- * caller's credentials (posix-creds.c), answers with bfs_unwind_FOP from the
- * worker thread, then frees its copy and whatever the reply owned. Errors
- * reach the caller through the callback: only -ENOMEM while queueing is
- * returned directly.
+ * Every fop goes through bfs__px_submit(), which runs the fop's do_FOP()
+ * with the caller's credentials (posix-creds.c) either
+ *   - inline, when called on the process's event-loop thread (a brick:
+ *     protocol/server winds there), for fops that are a few system calls on
+ *     metadata or on a little data (px_inline(): lookup, stat, open,
+ *     create, small reads and writes...): a hand-off to another thread
+ *     costs more than the fop itself; or
+ *   - on the process's worker pool (xl->graph->proc->workers) for whatever
+ *     may block for long (fsync, unlink and truncate that free blocks, big
+ *     transfers, readdir): the request is deep copied, the worker answers
+ *     with bfs_unwind_FOP and then frees its copy.
+ * Either way the answer comes through the callback (possibly before the
+ * wind returns); only -ENOMEM while queueing is returned directly.
  *
  * Lifetimes: priv from init to fini. A struct px_fd is attached to a bfs_fd
  * by open/create/opendir and freed by release/releasedir (the fd's last
@@ -41,9 +47,10 @@ static void job_free(struct px_job *j)
     free(j);
 }
 
-static void job_run(void *arg)
+/* Runs the fop of j as its caller and answers. j->req is not touched after
+ * the answer: an inline job's request belongs to the caller. */
+static void job_exec(struct px_job *j)
 {
-    struct px_job *j = arg;
     const struct bfs_fop_info *fi = &bfs_fop_info[j->fop];
     void *rep = calloc(1, fi->rep_size);
     int rc = -ENOMEM;
@@ -67,13 +74,100 @@ static void job_run(void *arg)
         fi->rep_clear_dup(rep);
         free(rep);
     }
+}
+
+static void job_run(void *arg)
+{
+    struct px_job *j = arg;
+    job_exec(j);
     job_free(j);
+}
+
+/*
+ * Whether a fop runs on the calling thread instead of a worker. A hand-off
+ * to a worker costs a thread wake-up, often on another CPU (tens of
+ * microseconds on a virtual machine), which is more than the whole fop for
+ * a lookup or a small read. So fops that are a handful of system calls on
+ * metadata, small reads and buffered writes run inline; what can take long
+ * stays on the workers: freeing blocks (unlink, rmdir, rename over a file,
+ * truncate, O_TRUNC), waiting for the disk (fsync, O_SYNC/O_DSYNC writes,
+ * reads over 128 KiB), whole-directory work (readdir) and copy_file_range,
+ * fallocate and friends. The price: while the loop thread runs a fop, the
+ * brick reads no other request (at worst one 1 MiB copy into the page
+ * cache, or a metadata read from a cold disk). See
+ * docs/design/performance-notes.md.
+ */
+#define PX_INLINE_READ (128u * 1024)
+#define PX_INLINE_WRITE (1u << 20)
+
+static bool fd_syncs(const struct bfs_fd *fd)
+{
+    return fd && (fd->flags & (O_SYNC | O_DSYNC));
+}
+
+static bool px_inline(const struct px_priv *p, int fop, const void *req)
+{
+    /* Only the event loop's own thread: it is about to sleep in epoll_wait
+     * anyway. Other callers (a FUSE thread, an application thread of
+     * libbrickfs) keep their thread's identity and umask untouched. */
+    if (!p->loop || !bfs_loop_on_loop_thread(p->loop))
+        return false;
+    switch (fop) {
+    case BFS_FOP_LOOKUP:
+    case BFS_FOP_STAT:
+    case BFS_FOP_FSTAT:
+    case BFS_FOP_ACCESS:
+    case BFS_FOP_READLINK:
+    case BFS_FOP_STATFS:
+    case BFS_FOP_OPENDIR:
+    case BFS_FOP_MKNOD:
+    case BFS_FOP_MKDIR:
+    case BFS_FOP_SYMLINK:
+    case BFS_FOP_LINK:
+    case BFS_FOP_GETXATTR:
+    case BFS_FOP_FGETXATTR:
+    case BFS_FOP_SETXATTR:
+    case BFS_FOP_FSETXATTR:
+    case BFS_FOP_REMOVEXATTR:
+    case BFS_FOP_FREMOVEXATTR:
+    case BFS_FOP_XATTROP:
+    case BFS_FOP_FXATTROP:
+    case BFS_FOP_SETATTR:
+    case BFS_FOP_FSETATTR:
+    case BFS_FOP_SEEK:
+        return true;
+    case BFS_FOP_OPEN:
+        return !(((const struct bfs_open_req *)req)->flags & O_TRUNC);
+    case BFS_FOP_CREATE:
+        return !(((const struct bfs_create_req *)req)->flags & O_TRUNC);
+    case BFS_FOP_READ: {
+        /* a read may wait for the disk; the kernel's read-ahead sends
+         * several at once, which workers serve in parallel */
+        const struct bfs_read_req *r = req;
+        return r->size <= PX_INLINE_READ;
+    }
+    case BFS_FOP_WRITE: {
+        /* a write only copies into the page cache (unless O_SYNC): inline
+         * it saves the copy of the payload a worker would need, up to the
+         * 1 MiB a FUSE client sends at most */
+        const struct bfs_write_req *w = req;
+        return w->data.len <= PX_INLINE_WRITE && !fd_syncs(w->fd);
+    }
+    default:
+        return false;
+    }
 }
 
 int bfs__px_submit(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req,
                    px_work_fn fn)
 {
     const struct bfs_fop_info *fi = &bfs_fop_info[fop];
+    if (px_inline(xl->private, fop, req)) {
+        struct px_job j = {.frame = frame, .xl = xl, .priv = xl->private, .fop = fop,
+                           .fn = fn, .req = (void *)req};
+        job_exec(&j);
+        return 0;
+    }
     struct px_job *j = calloc(1, sizeof(*j));
     void *copy = calloc(1, fi->req_size);
 
@@ -183,6 +277,20 @@ static const struct bfs_option_desc px_options[] = {
     {.key = "brick-name",
      .type = BFS_OPT_STR,
      .description = "name of the brick in log lines (default: the directory)"},
+    {.key = "gfid-cache-size",
+     .type = BFS_OPT_INT,
+     .def = "65536",
+     .min = 0,
+     .max = 16777216,
+     .description = "GFIDs whose handle is remembered as checked (about 100 bytes each; "
+                    "0 turns the cache and its fds off)"},
+    {.key = "gfid-cache-fds",
+     .type = BFS_OPT_INT,
+     .def = "1024",
+     .min = 0,
+     .max = 1048576,
+     .description = "of those, how many most recently used keep an O_PATH fd for a quick "
+                    "resolution (bounded by half the fd limit)"},
     {.key = NULL},
 };
 
@@ -222,6 +330,7 @@ static void px_fini(struct bfs_xl *xl)
         close(p->handles_fd);
     if (p->root_fd >= 0)
         close(p->root_fd);
+    bfs__px_cache_free(p->cache);
     for (int i = 0; i < PX_NLOCKS; i++) {
         pthread_mutex_destroy(&p->elocks[i]);
         pthread_mutex_destroy(&p->ilocks[i]);
@@ -253,12 +362,17 @@ static int px_init(struct bfs_xl *xl)
     }
     p->root_fd = p->handles_fd = -1;
     p->workers = xl->graph->proc->workers;
+    p->loop = xl->graph->proc->loop;
     const char *bn = bfs_xl_opt_str(xl, "brick-name");
     p->brick = bn && *bn ? bn : p->dir;
     for (int i = 0; i < PX_NLOCKS; i++) {
         pthread_mutex_init(&p->elocks[i], NULL);
         pthread_mutex_init(&p->ilocks[i], NULL);
     }
+    int64_t cache_size = bfs_xl_opt_int(xl, "gfid-cache-size");
+    int64_t cache_fds = bfs_xl_opt_int(xl, "gfid-cache-fds");
+    p->cache = bfs__px_cache_new(cache_size > 0 ? (size_t)cache_size : 0,
+                                 cache_fds > 0 ? (size_t)cache_fds : 0);
     xl->private = p;
     bfs__px_creds_init();
     if (geteuid() != 0)
@@ -277,11 +391,19 @@ static char *px_dump(struct bfs_xl *xl)
     struct px_priv *p = xl->private;
     if (!p)
         return NULL;
-    size_t cap = 64 + strlen(p->dir) + BFS_FOP_COUNT * 80, len = 0;
+    size_t cap = 256 + strlen(p->dir) + BFS_FOP_COUNT * 80, len = 0;
     char *s = malloc(cap);
     if (!s)
         return NULL;
-    len += (size_t)snprintf(s + len, cap - len, "{\"directory\":\"%s\",\"fops\":{", p->dir);
+    struct px_cache_stats cs;
+    bfs__px_cache_stats(p->cache, &cs);
+    len += (size_t)snprintf(s + len, cap - len,
+                            "{\"directory\":\"%s\",\"gfid_cache\":{\"entries\":%llu,\"cap\":%llu,"
+                            "\"fds\":%llu,\"fd_cap\":%llu,\"hits\":%llu,\"misses\":%llu},"
+                            "\"fops\":{",
+                            p->dir, (unsigned long long)cs.entries, (unsigned long long)cs.cap,
+                            (unsigned long long)cs.fds, (unsigned long long)cs.fdcap,
+                            (unsigned long long)cs.hits, (unsigned long long)cs.misses);
     bool first = true;
     for (int f = 0; f < BFS_FOP_COUNT && len < cap; f++) {
         uint64_t c = __atomic_load_n(&p->calls[f], __ATOMIC_RELAXED);

@@ -8,15 +8,17 @@
  *   symlinks and special files, a symlink "../../PP/QQ/<pgfid>/<name>" for
  *   directories (GlusterFS's scheme).
  *
- * Threads: every fop is copied (bfs_FOP_req_dup) and run as a job on the
- * process's worker pool; the job answers with bfs_unwind_FOP from the worker.
- * While a job runs, its worker thread carries the caller's fsuid/fsgid/groups
- * (posix-creds.c); handle maintenance switches back to root for a moment.
+ * Threads: every fop is a job (bfs__px_submit, posix.c): cheap ones called
+ * on the event-loop thread run inline there, the others are copied
+ * (bfs_FOP_req_dup) and run on the process's worker pool, answering from
+ * the worker. While a job runs, its thread carries the caller's
+ * fsuid/fsgid/groups (posix-creds.c); handle maintenance switches back to
+ * root for a moment.
  *
  * Objects and lifetimes:
  *   struct px_priv  one per translator instance (xl->private), init..fini.
  *   struct px_fd    one per open fd (bfs_fd ctx slot), open..release.
- *   struct px_job   one per fop call, submit..answer.
+ *   struct px_job   one per fop call, submit..answer (on the stack when inline).
  *   struct px_obj   what a fop resolved: an O_PATH fd, its stat and GFID;
  *                   on the worker's stack, closed before the job answers.
  */
@@ -52,6 +54,8 @@ struct px_priv {
     int handles_fd;             /* O_RDONLY|O_DIRECTORY on <brick>/.brickfs */
     dev_t dev;                  /* st_dev of the brick root */
     struct bfs_workers *workers; /* borrowed: xl->graph->proc->workers */
+    struct bfs_loop *loop;      /* borrowed: xl->graph->proc->loop (may be NULL) */
+    struct px_cache *cache;     /* GFID -> checked handle, recent O_PATH fds; NULL: off */
     /* Striped mutexes. Entry locks (by parent GFID) make "resolve a name,
      * change it, fix the handles" atomic among fops on one directory, as the
      * kernel's directory lock does for one syscall; inode locks (by GFID)
@@ -85,7 +89,8 @@ struct px_job {
     struct px_priv *priv;
     int fop;
     px_work_fn fn;
-    void *req;                  /* our deep copy (bfs_fop_info[fop].req_copy_into) */
+    void *req;                  /* worker job: our deep copy (bfs_fop_info[fop].req_copy_into);
+                                 * inline job: the caller's request */
     bool internal;              /* xdata carries brickfs-internal = 1 */
 };
 
@@ -245,6 +250,31 @@ bool bfs__px_handle_ok(struct px_priv *p, const struct px_obj *o, const struct b
 void bfs__px_handle_heal(struct px_priv *p, struct px_obj *o, const struct bfs_gfid *pargfid,
                          const char *name);
 int bfs__px_handles_init(struct px_priv *p); /* .brickfs, root GFID and root handle */
+
+/* ---- what the brick remembers about recent GFIDs (posix-cache.c) ----
+ * Every function accepts a NULL cache (disabled) and then does nothing. */
+struct px_cache;
+struct px_cache_stats {
+    uint64_t entries, cap, fds, fdcap, hits, misses;
+};
+/* cap entries, fdcap of them with an O_PATH fd (fewer if RLIMIT_NOFILE is
+ * low). NULL when cap is 0 or memory is short. */
+struct px_cache *bfs__px_cache_new(size_t cap, size_t fdcap);
+void bfs__px_cache_free(struct px_cache *c);
+/* A live object by GFID (o gets a dup'd fd, its stat and g): 0, or
+ * -ENOENT when the caller must take the handle path. */
+int bfs__px_cache_get(struct px_cache *c, const struct bfs_gfid *g, struct px_obj *o);
+/* o's handle is good: remember it, with a dup of its (O_PATH) fd. */
+void bfs__px_cache_put(struct px_cache *c, const struct px_obj *o);
+/* g's handle names the inode of st: remember that, without an fd. */
+void bfs__px_cache_note(struct px_cache *c, const struct bfs_gfid *g, const struct stat *st);
+/* Forget g (its handle was dropped). */
+void bfs__px_cache_drop(struct px_cache *c, const struct bfs_gfid *g);
+/* Whether g is known to have a good handle naming the inode of st. */
+bool bfs__px_cache_knows(struct px_cache *c, const struct bfs_gfid *g, const struct stat *st);
+/* Whether g is known as a directory (a hint: the walk still checks). */
+bool bfs__px_cache_is_dir(struct px_cache *c, const struct bfs_gfid *g);
+void bfs__px_cache_stats(struct px_cache *c, struct px_cache_stats *s);
 
 /* iatt of an object as clients see it (GFID, inode number from the GFID,
  * link count without the handle). */

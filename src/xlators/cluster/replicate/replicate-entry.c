@@ -1,0 +1,181 @@
+/*
+ * replicate-entry.c — changes of names as transactions: create, mknod,
+ * mkdir, symlink, link, unlink, rmdir, rename.
+ *
+ * Each locks the name(s) it changes with entrylk in the parent directory
+ * (rename: both names, in a global order so two renames cannot deadlock),
+ * keeps its changelog (the entry counter) on the parent(s), and is a one-shot
+ * transaction (lib/txn.c) that answers as soon as the change is made and
+ * blame is recorded, then post-ops and unlocks behind the answer. New
+ * entries carry gfid-req so that every copy gets the same GFID; the new
+ * inode's context starts out with the children that made it as its good
+ * copies.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "replicate.h"
+
+/* Gives a new entry's request a GFID (the caller's, or a fresh one). */
+static int with_gfid_req(struct bfs_dict **xdata)
+{
+    const void *v;
+    size_t len;
+    if (bfs_dict_get_bin(*xdata, AFR_GFID_REQ, &v, &len) == 0 && len == 16)
+        return 0;
+    struct bfs_dict *d = *xdata ? bfs_dict_copy(*xdata) : bfs_dict_new();
+    struct bfs_gfid g;
+    bfs_gfid_generate(&g);
+    if (!d || bfs_dict_set_bin(d, AFR_GFID_REQ, g.b, sizeof(g.b)) < 0) {
+        bfs_dict_unref(d);
+        return -ENOMEM;
+    }
+    bfs_dict_unref(*xdata);
+    *xdata = d;
+    return 0;
+}
+
+/* The attributes of a new entry in the reply of child i (NULL if none). */
+static const struct bfs_iatt *new_attr(const struct afr_txn *a, int i)
+{
+    const struct bfs_op_reply *r = &a->t.op.replies[i];
+    if (i < 0 || !r->valid || r->rc < 0 || !r->rep)
+        return NULL;
+    switch (a->fop) {
+    case BFS_FOP_CREATE: return &((const struct bfs_create_rep *)r->rep)->attr;
+    case BFS_FOP_MKNOD: return &((const struct bfs_mknod_rep *)r->rep)->attr;
+    case BFS_FOP_MKDIR: return &((const struct bfs_mkdir_rep *)r->rep)->attr;
+    case BFS_FOP_SYMLINK: return &((const struct bfs_symlink_rep *)r->rep)->attr;
+    }
+    return NULL;
+}
+
+/* The new inode starts with the copies that made it as its good ones. */
+static void remember_new(struct afr_txn *a)
+{
+    const struct bfs_iatt *attr = new_attr(a, a->chosen);
+    if (!attr)
+        return;
+    struct afr_priv *p = a->p;
+    struct bfs_inode *inode = afr_inode_of_gfid(p->xl, &attr->gfid, attr->mode & S_IFMT);
+    struct afr_inode *c = afr_ictx(p->xl, inode);
+    if (c) {
+        struct afr_lookup_out o = {.child = a->chosen};
+        uint32_t types = afr_types_of(attr->mode);
+        for (int t = 0; t < AFR_NTYPES; t++)
+            if (types & BFS_BIT(t))
+                o.readable[t] = t == AFR_DATA ? afr_data_mask(p, a->t.ok) : a->t.ok;
+        afr_ictx_update(p, c, attr->mode, &o);
+    }
+    if (inode)
+        bfs_inode_unref(inode);
+}
+
+static void entry_done(struct afr_txn *a, int rc)
+{
+    uint64_t v;
+    if (a->inode && bfs_inode_ctx_get(a->inode, a->p->xl, &v) == 0 && v)
+        afr_ictx_failed((struct afr_inode *)(uintptr_t)v, AFR_ENTRY, a->t.failed);
+    if (rc < 0)
+        return;
+    remember_new(a);
+    const struct bfs_iatt *attr = new_attr(a, a->chosen);
+    if (a->fop == BFS_FOP_CREATE)
+        afr_fd_set_opened(a->p->xl, ((struct bfs_create_req *)a->req)->fd, a->t.ok,
+                          attr ? &attr->gfid : NULL, ((struct bfs_create_req *)a->req)->flags);
+}
+
+/* a->req is set; l1 (and l2 for rename) point into it. */
+static int entry_txn(struct afr_txn *a, struct bfs_frame *frame, const struct bfs_loc *l1,
+                     const struct bfs_loc *l2)
+{
+    struct afr_priv *p = a->p;
+    if (!l1->name || bfs_gfid_is_null(&l1->pargfid) ||
+        (l2 && (!l2->name || bfs_gfid_is_null(&l2->pargfid)))) {
+        afr_txn_free(a);
+        return -EINVAL; /* names are changed by (parent GFID, name) */
+    }
+    struct bfs_txn_target tg = {.nsets = 1, .nobj = 1};
+    const struct bfs_loc *first = l1, *second = l2;
+    if (l2 && bfs_lkset_entry_cmp(&l2->pargfid, l2->name, &l1->pargfid, l1->name) < 0) {
+        first = l2;
+        second = l1;
+    }
+    tg.lk[0].kind = BFS_LKSET_ENTRY;
+    tg.lk[0].gfid = first->pargfid;
+    tg.lk[0].name = first->name;
+    tg.obj[0] = l1->pargfid;
+    if (second) {
+        tg.nsets = 2;
+        tg.lk[1].kind = BFS_LKSET_ENTRY;
+        tg.lk[1].gfid = second->pargfid;
+        tg.lk[1].name = second->name;
+        if (!bfs_gfid_eq(&l1->pargfid, &l2->pargfid))
+            tg.obj[tg.nobj++] = l2->pargfid;
+    }
+    a->inode = afr_inode_of_gfid(p->xl, &l1->pargfid, S_IFDIR);
+    a->done = entry_done;
+    if (bfs_txn_init(&a->t, &p->cl, &afr_txn_fop, frame, BFS_TXN_ENTRY, NULL, &tg) < 0) {
+        afr_txn_free(a);
+        return -ENOMEM;
+    }
+    bfs_txn_start(&a->t);
+    return 0;
+}
+
+#define ENTRY_NEW(fop, FOP)                                                                  \
+    int afr_##fop(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_##fop##_req *req)  \
+    {                                                                                        \
+        struct afr_txn *a = afr_txn_new(xl, FOP, req, sizeof(*a));                           \
+        if (!a)                                                                              \
+            return -ENOMEM;                                                                  \
+        struct bfs_##fop##_req *q = a->req;                                                  \
+        if (with_gfid_req(&q->xdata) < 0) {                                                  \
+            afr_txn_free(a);                                                                 \
+            return -ENOMEM;                                                                  \
+        }                                                                                    \
+        return entry_txn(a, f, &q->loc, NULL);                                               \
+    }
+
+ENTRY_NEW(create, BFS_FOP_CREATE)
+ENTRY_NEW(mknod, BFS_FOP_MKNOD)
+ENTRY_NEW(mkdir, BFS_FOP_MKDIR)
+ENTRY_NEW(symlink, BFS_FOP_SYMLINK)
+
+int afr_link(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_link_req *req)
+{
+    struct afr_txn *a = afr_txn_new(xl, BFS_FOP_LINK, req, sizeof(*a));
+    if (!a)
+        return -ENOMEM;
+    struct bfs_link_req *q = a->req;
+    return entry_txn(a, f, &q->newloc, NULL);
+}
+
+int afr_unlink(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_unlink_req *req)
+{
+    struct afr_txn *a = afr_txn_new(xl, BFS_FOP_UNLINK, req, sizeof(*a));
+    if (!a)
+        return -ENOMEM;
+    struct bfs_unlink_req *q = a->req;
+    return entry_txn(a, f, &q->loc, NULL);
+}
+
+int afr_rmdir(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_rmdir_req *req)
+{
+    struct afr_txn *a = afr_txn_new(xl, BFS_FOP_RMDIR, req, sizeof(*a));
+    if (!a)
+        return -ENOMEM;
+    struct bfs_rmdir_req *q = a->req;
+    return entry_txn(a, f, &q->loc, NULL);
+}
+
+int afr_rename(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_rename_req *req)
+{
+    struct afr_txn *a = afr_txn_new(xl, BFS_FOP_RENAME, req, sizeof(*a));
+    if (!a)
+        return -ENOMEM;
+    struct bfs_rename_req *q = a->req;
+    return entry_txn(a, f, &q->oldloc, &q->newloc);
+}

@@ -1,0 +1,498 @@
+/*
+ * replicate-fd.c — fops that go to every copy without a transaction: open,
+ * opendir, flush, fsync, fsyncdir, statfs, POSIX locks (lk), and the
+ * cluster-internal fops a translator above may send (inodelk, entrylk,
+ * xattrop and their fd forms).
+ *
+ * One generic "fan" op winds the fop to every up child (where the fd is
+ * open, for fd fops) and combines by kind:
+ *   FAN_OPEN    success if any child opened it; the fd remembers where
+ *               (open with O_TRUNC goes on as an ftruncate transaction);
+ *   FAN_ANY     success if any child succeeded (flush, fsync);
+ *   FAN_ALL     success only if every child that is reachable succeeded
+ *               (xattrop: callers count on all copies);
+ *   FAN_STATFS  the answer with the least space available;
+ *   FAN_LK      locks (lk, inodelk, entrylk and fd forms): likewise, and a
+ *               lock granted on some copies but refused on others is
+ *               released again on those that granted it (second stage);
+ *   FAN_REOPEN  "fix-open": an open fd opened on the children it missed;
+ *               answers nobody, runs a continuation (afr_fix_open).
+ * flush first waits for the file's eager lock to be released (post-op
+ * done), so that close() returns with clean counters.
+ *
+ * Lifetime: struct afr_fan lives from the fop call to its answer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/event.h"
+#include "replicate.h"
+
+enum { FAN_OPEN = 1, FAN_ANY, FAN_ALL, FAN_STATFS, FAN_LK, FAN_REOPEN };
+enum { F_WIND = 1, F_DONE, F_UNDONE };
+
+struct afr_fan {
+    struct bfs_op op; /* first */
+    struct afr_priv *p;
+    int fop;
+    int kind;
+    void *req;               /* our copy */
+    struct bfs_fd *fd;       /* fd fops: the fd (in req); open/opendir: the new fd */
+    bool new_fd;             /* open, opendir: the fd is being opened */
+    bool trunc;              /* open with O_TRUNC (sent without it) */
+    uint32_t asked;
+    int rc;
+    int chosen;
+    bfs_task_fn then;        /* FAN_REOPEN: continuation */
+    void *then_arg;
+};
+
+static void fan_destroy(struct bfs_op *op)
+{
+    struct afr_fan *f = (struct afr_fan *)op;
+    bfs_fop_info[f->fop].req_clear_dup(f->req);
+    free(f->req);
+    free(f);
+}
+
+static int fan_answer(struct afr_fan *f, int rc, int child)
+{
+    const void *rep = rc >= 0 && child >= 0 ? f->op.replies[child].rep : NULL;
+    bfs_unwind_any(f->fop, f->op.frame, rc, rep);
+    return BFS_OP_DONE;
+}
+
+/* First child of mask that succeeded, a data copy if there is one. */
+static int first_ok(const struct afr_fan *f, uint32_t mask)
+{
+    int any = -1;
+    for (int i = 0; i < f->p->n; i++) {
+        const struct bfs_op_reply *r = &f->op.replies[i];
+        if (!bfs_mask_has(mask, i) || !r->valid || r->rc < 0)
+            continue;
+        if (i != f->p->arbiter)
+            return i;
+        any = i;
+    }
+    return any;
+}
+
+/* The error to report: the first that is not "down", else ENOTCONN. */
+static int fan_error(const struct afr_fan *f)
+{
+    int err = 0;
+    for (int i = 0; i < f->p->n; i++) {
+        const struct bfs_op_reply *r = &f->op.replies[i];
+        if (!bfs_mask_has(f->asked, i) || !r->valid || r->rc >= 0)
+            continue;
+        if (!err || err == -ENOTCONN)
+            err = r->rc;
+    }
+    return err ? err : -ENOTCONN;
+}
+
+static uint32_t ok_mask(const struct afr_fan *f)
+{
+    uint32_t ok = 0;
+    for (int i = 0; i < f->p->n; i++)
+        if (bfs_mask_has(f->asked, i) && f->op.replies[i].valid && f->op.replies[i].rc >= 0)
+            ok |= BFS_BIT(i);
+    return ok;
+}
+
+static int statfs_pick(const struct afr_fan *f, uint32_t ok)
+{
+    int best = -1;
+    for (int i = 0; i < f->p->n; i++) {
+        if (!bfs_mask_has(ok, i) || !f->op.replies[i].rep)
+            continue;
+        const struct bfs_statfs_rep *r = f->op.replies[i].rep;
+        const struct bfs_statfs_rep *b = best >= 0 ? f->op.replies[best].rep : NULL;
+        if (!b || r->buf.bavail * r->buf.frsize < b->buf.bavail * b->buf.frsize)
+            best = i;
+    }
+    return best;
+}
+
+/* Is this lock request an unlock, or a query (nothing to roll back)? */
+static bool lock_is_release(const struct afr_fan *f)
+{
+    switch (f->fop) {
+    case BFS_FOP_LK: {
+        const struct bfs_lk_req *q = f->req;
+        return q->lock.type == F_UNLCK || (q->cmd & ~BFS_LK_FLOCK) == BFS_LK_GETLK;
+    }
+    case BFS_FOP_INODELK: {
+        const struct bfs_inodelk_req *q = f->req;
+        return q->lock.type == F_UNLCK || q->cmd == BFS_LK_GETLK;
+    }
+    case BFS_FOP_FINODELK: {
+        const struct bfs_finodelk_req *q = f->req;
+        return q->lock.type == F_UNLCK || q->cmd == BFS_LK_GETLK;
+    }
+    case BFS_FOP_ENTRYLK:
+        return ((const struct bfs_entrylk_req *)f->req)->cmd == BFS_ENTRYLK_UNLOCK;
+    case BFS_FOP_FENTRYLK:
+        return ((const struct bfs_fentrylk_req *)f->req)->cmd == BFS_ENTRYLK_UNLOCK;
+    }
+    return true;
+}
+
+/* The request that releases what f's request took (in a union big enough
+ * for any of them). */
+union lock_req {
+    struct bfs_lk_req lk;
+    struct bfs_inodelk_req inodelk;
+    struct bfs_finodelk_req finodelk;
+    struct bfs_entrylk_req entrylk;
+    struct bfs_fentrylk_req fentrylk;
+};
+
+static void release_req(const struct afr_fan *f, union lock_req *u)
+{
+    switch (f->fop) {
+    case BFS_FOP_LK:
+        u->lk = *(const struct bfs_lk_req *)f->req;
+        u->lk.cmd = BFS_LK_SETLK | (u->lk.cmd & BFS_LK_FLOCK);
+        u->lk.lock.type = F_UNLCK;
+        break;
+    case BFS_FOP_INODELK:
+        u->inodelk = *(const struct bfs_inodelk_req *)f->req;
+        u->inodelk.cmd = BFS_LK_SETLK;
+        u->inodelk.lock.type = F_UNLCK;
+        break;
+    case BFS_FOP_FINODELK:
+        u->finodelk = *(const struct bfs_finodelk_req *)f->req;
+        u->finodelk.cmd = BFS_LK_SETLK;
+        u->finodelk.lock.type = F_UNLCK;
+        break;
+    case BFS_FOP_ENTRYLK:
+        u->entrylk = *(const struct bfs_entrylk_req *)f->req;
+        u->entrylk.cmd = BFS_ENTRYLK_UNLOCK;
+        break;
+    case BFS_FOP_FENTRYLK:
+        u->fentrylk = *(const struct bfs_fentrylk_req *)f->req;
+        u->fentrylk.cmd = BFS_ENTRYLK_UNLOCK;
+        break;
+    }
+}
+
+/* A lock granted on some copies only: release it there, answer the error. */
+static int lock_undo(struct afr_fan *f, uint32_t ok)
+{
+    union lock_req u;
+    release_req(f, &u);
+    f->rc = fan_error(f);
+    bfs_op_reset_replies(&f->op);
+    bfs_op_expect(&f->op, bfs_mask_count(ok));
+    f->op.state = F_UNDONE;
+    for (int i = 0; i < f->p->n; i++)
+        if (bfs_mask_has(ok, i))
+            bfs_op_wind(&f->op, i, f->fop, f->p->xl->children[i], &u);
+    return BFS_OP_WAIT;
+}
+
+/* Children that failed for another reason than being unreachable. */
+static uint32_t refused(const struct afr_fan *f)
+{
+    uint32_t m = 0;
+    for (int i = 0; i < f->p->n; i++) {
+        const struct bfs_op_reply *r = &f->op.replies[i];
+        if (bfs_mask_has(f->asked, i) && r->valid && r->rc < 0 && r->rc != -ENOTCONN)
+            m |= BFS_BIT(i);
+    }
+    return m;
+}
+
+/* The GFID of what open/opendir opened (from the request or a reply). */
+static const struct bfs_gfid *opened_gfid(const struct afr_fan *f, uint32_t ok)
+{
+    if (f->fop == BFS_FOP_OPENDIR)
+        return &((const struct bfs_opendir_req *)f->req)->loc.gfid;
+    int c = first_ok(f, ok);
+    const struct bfs_open_rep *rep = c >= 0 ? f->op.replies[c].rep : NULL;
+    return rep ? &rep->attr.gfid : &((const struct bfs_open_req *)f->req)->loc.gfid;
+}
+
+static void post_then(struct afr_fan *f)
+{
+    struct bfs_loop *loop = f->p->cl.loop;
+    if (!loop || bfs_loop_post(loop, f->then, f->then_arg) < 0)
+        f->then(f->then_arg);
+}
+
+static int reopened(struct afr_fan *f, uint32_t ok)
+{
+    struct afr_fd *c = afr_fdctx(f->p->xl, f->fd, false);
+    if (c) {
+        pthread_mutex_lock(&c->lock);
+        c->opened |= ok;
+        c->reopening = false;
+        pthread_mutex_unlock(&c->lock);
+    }
+    if (ok)
+        XL_INFO(f->p->xl, "fd re-opened on %d child(ren) that missed its open",
+                bfs_mask_count(ok));
+    post_then(f);
+    return BFS_OP_DONE;
+}
+
+static int fan_done(struct afr_fan *f)
+{
+    uint32_t ok = ok_mask(f);
+    switch (f->kind) {
+    case FAN_OPEN:
+        if (!ok)
+            return fan_answer(f, fan_error(f), -1);
+        afr_fd_set_opened(f->p->xl, f->fd, ok, opened_gfid(f, ok),
+                          f->fop == BFS_FOP_OPEN ? ((const struct bfs_open_req *)f->req)->flags
+                                                 : 0);
+        if (f->trunc) {
+            int c = first_ok(f, ok);
+            int rc = afr_open_trunc(f->op.frame, f->p->xl, f->fd, f->op.replies[c].rep);
+            if (rc == 0)
+                return BFS_OP_DONE; /* the transaction answers */
+            return fan_answer(f, rc, -1);
+        }
+        return fan_answer(f, 0, first_ok(f, ok));
+    case FAN_ANY:
+        return ok ? fan_answer(f, 0, first_ok(f, ok)) : fan_answer(f, fan_error(f), -1);
+    case FAN_ALL:
+        return ok && !refused(f) ? fan_answer(f, 0, first_ok(f, ok))
+                                 : fan_answer(f, fan_error(f), -1);
+    case FAN_STATFS:
+        return ok ? fan_answer(f, 0, statfs_pick(f, ok)) : fan_answer(f, fan_error(f), -1);
+    case FAN_REOPEN:
+        return reopened(f, ok);
+    case FAN_LK:
+        if (ok && (!refused(f) || lock_is_release(f)))
+            return fan_answer(f, 0, first_ok(f, ok));
+        if (!ok)
+            return fan_answer(f, fan_error(f), -1);
+        return lock_undo(f, ok);
+    }
+    return fan_answer(f, -EINVAL, -1);
+}
+
+static int fan_step(struct bfs_op *op)
+{
+    struct afr_fan *f = (struct afr_fan *)op;
+    struct afr_priv *p = f->p;
+    switch (op->state) {
+    case F_WIND:
+        f->asked = afr_up(p);
+        if (f->kind == FAN_REOPEN)
+            f->asked &= f->chosen; /* the children it missed (set by afr_fix_open) */
+        else if (f->fd && !f->new_fd)
+            f->asked &= afr_fd_opened(p->xl, f->fd);
+        if (f->fop == BFS_FOP_LK && (((const struct bfs_lk_req *)f->req)->cmd & ~BFS_LK_FLOCK) ==
+                                        BFS_LK_GETLK)
+            f->asked = afr_data_mask(p, f->asked) & -afr_data_mask(p, f->asked); /* one copy */
+        if (!f->asked)
+            return f->kind == FAN_REOPEN ? reopened(f, 0) : fan_answer(f, -ENOTCONN, -1);
+        bfs_op_expect(op, bfs_mask_count(f->asked));
+        op->state = F_DONE;
+        for (int i = 0; i < p->n; i++)
+            if (bfs_mask_has(f->asked, i))
+                bfs_op_wind(op, i, f->fop, p->xl->children[i], f->req);
+        return BFS_OP_WAIT;
+    case F_DONE:
+        return fan_done(f);
+    case F_UNDONE:
+        return fan_answer(f, f->rc, -1);
+    }
+    return BFS_OP_DONE;
+}
+
+static struct afr_fan *fan_new(struct bfs_frame *frame, struct bfs_xl *xl, int fop, int kind,
+                               const void *req, struct bfs_fd *fd)
+{
+    struct afr_priv *p = afr_priv(xl);
+    const struct bfs_fop_info *fi = &bfs_fop_info[fop];
+    struct afr_fan *f = calloc(1, sizeof(*f));
+    void *copy = calloc(1, fi->req_size);
+    if (!f || !copy || fi->req_copy_into(copy, req) < 0) {
+        free(copy);
+        free(f);
+        return NULL;
+    }
+    if (bfs_op_init(&f->op, frame, xl, p->n, fan_step, fan_destroy) < 0) {
+        fi->req_clear_dup(copy);
+        free(copy);
+        free(f);
+        return NULL;
+    }
+    f->p = p;
+    f->fop = fop;
+    f->kind = kind;
+    f->req = copy;
+    f->fd = fd;
+    f->op.state = F_WIND;
+    return f;
+}
+
+static int fan(struct bfs_frame *frame, struct bfs_xl *xl, int fop, int kind, const void *req,
+               struct bfs_fd *fd)
+{
+    struct afr_fan *f = fan_new(frame, xl, fop, kind, req, fd);
+    if (!f)
+        return -ENOMEM;
+    bfs_op_run(&f->op);
+    return 0;
+}
+
+int afr_open(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_open_req *req)
+{
+    struct afr_fan *f = fan_new(frame, xl, BFS_FOP_OPEN, FAN_OPEN, req, req->fd);
+    if (!f)
+        return -ENOMEM;
+    struct bfs_open_req *q = f->req;
+    f->new_fd = true;
+    if ((q->flags & O_TRUNC) && (q->flags & O_ACCMODE) != O_RDONLY) {
+        f->trunc = true; /* a change of data: done as a transaction after the open */
+        q->flags &= ~(uint32_t)O_TRUNC;
+    }
+    bfs_op_run(&f->op);
+    return 0;
+}
+
+int afr_opendir(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_opendir_req *req)
+{
+    struct afr_fan *f = fan_new(frame, xl, BFS_FOP_OPENDIR, FAN_OPEN, req, req->fd);
+    if (!f)
+        return -ENOMEM;
+    f->new_fd = true;
+    bfs_op_run(&f->op);
+    return 0;
+}
+
+int afr_fix_open(struct bfs_frame *frame, struct bfs_xl *xl, struct bfs_fd *fd,
+                 bfs_task_fn then, void *arg)
+{
+    struct afr_priv *p = afr_priv(xl);
+    struct afr_fd *c = afr_fdctx(xl, fd, false);
+    if (!c || fd->is_dir)
+        return 0;
+    uint64_t gen = __atomic_load_n(&p->gen, __ATOMIC_ACQUIRE);
+    pthread_mutex_lock(&c->lock);
+    uint32_t missing = afr_up(p) & ~c->opened;
+    struct bfs_open_req req = {.fd = fd, .flags = c->flags};
+    req.loc.gfid = c->gfid;
+    bool go = missing && !c->reopening && c->reopen_gen != gen && !bfs_gfid_is_null(&c->gfid);
+    if (go) {
+        c->reopening = true;
+        c->reopen_gen = gen; /* one attempt per child event */
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (!go)
+        return 0;
+    struct afr_fan *f = fan_new(frame, xl, BFS_FOP_OPEN, FAN_REOPEN, &req, fd);
+    if (!f) {
+        pthread_mutex_lock(&c->lock);
+        c->reopening = false;
+        pthread_mutex_unlock(&c->lock);
+        return 0;
+    }
+    f->new_fd = true; /* re-opens the same fd object on other children */
+    f->chosen = (int)missing;
+    f->then = then;
+    f->then_arg = arg;
+    bfs_op_run(&f->op);
+    return 1;
+}
+
+static void flush_resume(void *arg)
+{
+    struct afr_fan *f = arg;
+    bfs_op_run(&f->op);
+}
+
+/* close(): the eager lock of the file is released (post-op) first. */
+int afr_flush(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_flush_req *req)
+{
+    struct afr_fan *f = fan_new(frame, xl, BFS_FOP_FLUSH, FAN_ANY, req, req->fd);
+    if (!f)
+        return -ENOMEM;
+    struct bfs_inode *inode = afr_inode_of_fd(xl, req->fd);
+    uint64_t v;
+    int later = 0;
+    if (inode && bfs_inode_ctx_get(inode, xl, &v) == 0 && v)
+        later = bfs_txn_lock_flush(&((struct afr_inode *)(uintptr_t)v)->dlock, flush_resume, f);
+    if (inode)
+        bfs_inode_unref(inode);
+    if (later != 1)
+        bfs_op_run(&f->op);
+    return 0;
+}
+
+int afr_fsync(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_fsync_req *req)
+{
+    return fan(frame, xl, BFS_FOP_FSYNC, FAN_ANY, req, req->fd);
+}
+
+int afr_fsyncdir(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_fsyncdir_req *req)
+{
+    return fan(frame, xl, BFS_FOP_FSYNCDIR, FAN_ANY, req, req->fd);
+}
+
+int afr_statfs(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_statfs_req *req)
+{
+    return fan(frame, xl, BFS_FOP_STATFS, FAN_STATFS, req, NULL);
+}
+
+int afr_lk(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_lk_req *req)
+{
+    return fan(frame, xl, BFS_FOP_LK, FAN_LK, req, req->fd);
+}
+
+int afr_inodelk(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_inodelk_req *req)
+{
+    return fan(frame, xl, BFS_FOP_INODELK, FAN_LK, req, NULL);
+}
+
+int afr_finodelk(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_finodelk_req *req)
+{
+    return fan(frame, xl, BFS_FOP_FINODELK, FAN_LK, req, req->fd);
+}
+
+int afr_entrylk(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_entrylk_req *req)
+{
+    return fan(frame, xl, BFS_FOP_ENTRYLK, FAN_LK, req, NULL);
+}
+
+int afr_fentrylk(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_fentrylk_req *req)
+{
+    return fan(frame, xl, BFS_FOP_FENTRYLK, FAN_LK, req, req->fd);
+}
+
+int afr_xattrop(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_xattrop_req *req)
+{
+    return fan(frame, xl, BFS_FOP_XATTROP, FAN_ALL, req, NULL);
+}
+
+int afr_fxattrop(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_fxattrop_req *req)
+{
+    return fan(frame, xl, BFS_FOP_FXATTROP, FAN_ALL, req, req->fd);
+}
+
+/* Leases over several copies need a protocol of their own: not offered. */
+int afr_lease(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_lease_req *req)
+{
+    (void)frame;
+    (void)xl;
+    (void)req;
+    return -EOPNOTSUPP;
+}
+
+/* Each copy would copy from its own (possibly stale) source: refused, so
+ * the kernel falls back to read + write, which go through transactions. */
+int afr_copy_file_range(struct bfs_frame *frame, struct bfs_xl *xl,
+                        const struct bfs_copy_file_range_req *req)
+{
+    (void)frame;
+    (void)xl;
+    (void)req;
+    return -EOPNOTSUPP;
+}

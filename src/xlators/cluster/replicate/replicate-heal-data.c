@@ -1,0 +1,167 @@
+/*
+ * replicate-heal-data.c — data heal of one regular file: make every sink's
+ * content, size and times those of the source, under the data lock (so no
+ * writer, ours or another client's, changes the file meanwhile).
+ *
+ *   diff (default)  the sink is first cut or extended to the source's size,
+ *                   then each 128 KiB block is read on both and written
+ *                   only where it differs: an almost equal copy costs reads
+ *                   only, and holes stay holes;
+ *   full            the sink is emptied, every block of the source that is
+ *                   not all zeros is written, then the size is set.
+ * The arbiter is never a data sink. Runs on the heal thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/graph.h"
+#include "replicate.h"
+
+#define HEAL_BLOCK (128u << 10)
+
+static bool all_zero(const void *buf, size_t len)
+{
+    const uint8_t *b = buf;
+    for (size_t i = 0; i < len; i++)
+        if (b[i])
+            return false;
+    return true;
+}
+
+static int open_on(struct afr_hctx *h, int i, struct bfs_fd *fd, uint32_t flags)
+{
+    struct bfs_open_req req = {.fd = fd, .flags = flags};
+    req.loc.gfid = h->gfid;
+    return afr_hsync(h, i, BFS_FOP_OPEN, &req, NULL);
+}
+
+static int truncate_on(struct afr_hctx *h, int i, struct bfs_fd *fd, uint64_t size)
+{
+    struct bfs_ftruncate_req req = {.fd = fd, .offset = size};
+    return afr_hsync(h, i, BFS_FOP_FTRUNCATE, &req, NULL);
+}
+
+/* Reads up to HEAL_BLOCK at off on child i into buf; the length read, or -errno. */
+static ssize_t read_on(struct afr_hctx *h, int i, struct bfs_fd *fd, uint64_t off, void *buf)
+{
+    struct bfs_read_req req = {.fd = fd, .size = HEAL_BLOCK, .offset = off};
+    struct bfs_read_rep rep;
+    int rc = afr_hsync(h, i, BFS_FOP_READ, &req, &rep);
+    ssize_t n = rc;
+    if (rc >= 0) {
+        n = (ssize_t)(rep.data.len < HEAL_BLOCK ? rep.data.len : HEAL_BLOCK);
+        if (n)
+            memcpy(buf, rep.data.data, (size_t)n);
+    }
+    bfs_read_rep_clear_dup(&rep);
+    return n;
+}
+
+static int write_on(struct afr_hctx *h, int i, struct bfs_fd *fd, uint64_t off, const void *buf,
+                    size_t len)
+{
+    struct bfs_write_req req = {.fd = fd, .offset = off};
+    req.data.data = buf;
+    req.data.len = len;
+    return afr_hsync(h, i, BFS_FOP_WRITE, &req, NULL);
+}
+
+/* Copies block at off to every sink of *sinks that needs it; a sink that
+ * fails leaves *sinks. */
+static void copy_block(struct afr_hctx *h, struct bfs_fd *fd, int src, uint32_t *sinks,
+                       uint64_t off, uint8_t *sbuf, uint8_t *kbuf, bool diff)
+{
+    ssize_t n = read_on(h, src, fd, off, sbuf);
+    if (n < 0) {
+        *sinks = 0; /* the source failed: nothing can be healed */
+        return;
+    }
+    bool zero = all_zero(sbuf, (size_t)n);
+    for (int k = 0; k < h->p->n; k++) {
+        if (!bfs_mask_has(*sinks, k))
+            continue;
+        if (diff) {
+            ssize_t m = read_on(h, k, fd, off, kbuf);
+            if (m == n && memcmp(sbuf, kbuf, (size_t)n) == 0)
+                continue;
+        } else if (zero) {
+            continue; /* the sink was emptied: a hole reads as zeros */
+        }
+        if (n && write_on(h, k, fd, off, sbuf, (size_t)n) < 0)
+            *sinks &= ~BFS_BIT(k);
+    }
+}
+
+/* The heal proper: returns the sinks that were healed. */
+static uint32_t copy_file(struct afr_hctx *h, int src, uint32_t sinks)
+{
+    struct afr_priv *p = h->p;
+    struct bfs_xl *xl = p->xl;
+    const struct bfs_iatt *sa = &h->s.attr[src];
+    bool diff = __atomic_load_n(&p->heal_diff, __ATOMIC_RELAXED);
+    struct bfs_inode *inode = afr_inode_of_gfid(xl, &h->gfid, S_IFREG);
+    struct bfs_fd *fd = bfs_fd_new(xl->graph, inode, O_RDWR, 0);
+    uint8_t *sbuf = malloc(HEAL_BLOCK), *kbuf = malloc(HEAL_BLOCK);
+    if (!fd || !sbuf || !kbuf || open_on(h, src, fd, O_RDONLY) < 0)
+        sinks = 0;
+    for (int k = 0; k < p->n; k++)
+        if (bfs_mask_has(sinks, k) &&
+            (open_on(h, k, fd, O_RDWR) < 0 || truncate_on(h, k, fd, diff ? sa->size : 0) < 0))
+            sinks &= ~BFS_BIT(k);
+    for (uint64_t off = 0; off < sa->size && sinks; off += HEAL_BLOCK)
+        copy_block(h, fd, src, &sinks, off, sbuf, kbuf, diff);
+    for (int k = 0; k < p->n; k++) {
+        if (!bfs_mask_has(sinks, k))
+            continue;
+        struct bfs_fsetattr_req req = {.fd = fd, .attr = *sa,
+                                       .valid = BFS_SET_ATIME | BFS_SET_MTIME};
+        if ((!diff && truncate_on(h, k, fd, sa->size) < 0) ||
+            afr_hsync(h, k, BFS_FOP_FSETATTR, &req, NULL) < 0)
+            sinks &= ~BFS_BIT(k);
+    }
+    free(sbuf);
+    free(kbuf);
+    if (fd)
+        bfs_fd_unref(fd); /* release on every child it was opened on */
+    if (inode)
+        bfs_inode_unref(inode);
+    return sinks;
+}
+
+int afr_heal_data(struct afr_priv *p, const struct bfs_gfid *g)
+{
+    struct afr_hctx h;
+    int rc = afr_heal_begin(&h, p, g, AFR_DATA);
+    if (rc < 0)
+        return rc;
+    int ref = bfs_mask_first(h.s.valid);
+    if (ref < 0 || !S_ISREG(h.s.attr[ref].mode)) {
+        afr_heal_end(&h, 0, false);
+        return 0;
+    }
+    if (h.d.split_brain) {
+        XL_WARN(p->xl, "data split-brain: the copies blame each other");
+        afr_heal_end(&h, 0, true);
+        return -EIO;
+    }
+    if (!h.d.needs_heal) {
+        afr_heal_end(&h, 0, false);
+        return 0;
+    }
+    int src = bfs_mask_first(h.d.sources);
+    uint32_t healed = src >= 0 && h.d.sinks ? copy_file(&h, src, h.d.sinks) : 0;
+    bool all = healed == h.d.sinks;
+    if (!all)
+        XL_WARN(p->xl, "data heal from %s: %d of %d copies healed",
+                src >= 0 ? p->xl->children[src]->name : "?", bfs_mask_count(healed),
+                bfs_mask_count(h.d.sinks));
+    /* the arbiter holds no data: its blame goes with the sources' */
+    uint32_t good = h.d.sources | healed;
+    if (p->arbiter >= 0 && bfs_mask_has(h.s.valid, p->arbiter))
+        good |= BFS_BIT(p->arbiter);
+    afr_heal_end(&h, src >= 0 ? good : 0, false);
+    return all ? 0 : -EIO;
+}

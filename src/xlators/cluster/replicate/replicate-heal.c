@@ -1,0 +1,355 @@
+/*
+ * replicate-heal.c — when and where heals run, and what every heal does
+ * around its own work: lock, inspect the pending matrix under the lock,
+ * decide, and afterwards reset the counters, update the inode context and
+ * unlock (docs/design/replicate.md, "Heal").
+ *
+ * Heals are the cold path: they run on one heal thread per translator as
+ * straight-line code over the blocking bfs_sync_* wrappers (the self-heal
+ * daemon will call afr_heal_{data,meta,entry} the same way). A lookup asks
+ * for a heal with afr_heal_request():
+ *   background  queued (at most cluster.background-self-heal-count, same
+ *               inode merged); the lookup has answered already;
+ *   foreground  the job carries the lookup's frame and request and answers
+ *               it with a fresh lookup once the heal is done.
+ *
+ * Lifetimes: a job from request to the end of its run (or to fini, where a
+ * foreground job's frame is answered ENOTCONN). A struct afr_hctx lives on
+ * the heal thread's stack for one heal of one type on one inode; its stack
+ * (uid 0, its own lock owner) is freed by afr_heal_end().
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/graph.h"
+#include "replicate.h"
+
+struct afr_heal_job {
+    struct afr_heal_job *next;
+    struct afr_heal_req r;
+};
+
+struct afr_healer {
+    struct afr_priv *p;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct afr_heal_job *head, *tail;
+    size_t queued;
+    bool stop;
+};
+
+static uint64_t heal_owner_seq;
+
+/* ---- building blocks ---- */
+
+int afr_hsync(struct afr_hctx *h, int i, int fop, const void *req, void *rep)
+{
+    return bfs_sync_any(fop, h->p->xl->children[i], h->st, req, rep);
+}
+
+static int lock_one(struct afr_hctx *h, int i, bool lock)
+{
+    if (h->lk.kind == BFS_LKSET_INODE) {
+        struct bfs_inodelk_req req;
+        bfs_lkset_inodelk_req(&h->lk, h->st->lk_owner, lock ? BFS_LK_SETLKW : 0, &req);
+        return afr_hsync(h, i, BFS_FOP_INODELK, &req, NULL);
+    }
+    struct bfs_entrylk_req req;
+    bfs_lkset_entrylk_req(&h->lk, lock ? BFS_LK_SETLKW : 0, &req);
+    return afr_hsync(h, i, BFS_FOP_ENTRYLK, &req, NULL);
+}
+
+static void unlock_all(struct afr_hctx *h)
+{
+    for (int i = h->p->n - 1; i >= 0; i--)
+        if (bfs_mask_has(h->locked, i))
+            (void)lock_one(h, i, false);
+    h->locked = 0;
+}
+
+static void hctx_free(struct afr_hctx *h)
+{
+    bfs_lkset_clear(&h->lk);
+    bfs_stack_unref(h->st);
+    h->st = NULL;
+}
+
+/* Looks the inode up on every locked child, counters included. */
+static void inspect(struct afr_hctx *h)
+{
+    struct afr_priv *p = h->p;
+    struct bfs_lookup_req req = {.xdata = afr_lookup_xdata(p, NULL)};
+    req.loc.gfid = h->gfid;
+    memset(&h->s, 0, sizeof(h->s));
+    h->s.n = p->n;
+    h->s.arbiter = p->arbiter;
+    for (int i = 0; i < p->n; i++) {
+        h->rc[i] = -ENOTCONN;
+        if (!bfs_mask_has(h->locked, i) || !req.xdata)
+            continue;
+        struct bfs_lookup_rep rep;
+        h->rc[i] = afr_hsync(h, i, BFS_FOP_LOOKUP, &req, &rep);
+        if (h->rc[i] >= 0) {
+            h->s.attr[i] = rep.attr;
+            afr_state_add_row(p, &h->s, i, rep.xdata);
+        }
+        bfs_lookup_rep_clear_dup(&rep);
+    }
+    bfs_dict_unref(req.xdata);
+}
+
+int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid *g, int t)
+{
+    memset(h, 0, sizeof(*h));
+    h->p = p;
+    h->gfid = *g;
+    h->type = t;
+    if (!(h->st = bfs_stack_new()))
+        return -ENOMEM;
+    h->st->lk_owner = __atomic_add_fetch(&heal_owner_seq, 1, __ATOMIC_RELAXED) |
+                      (1ull << 63); /* never equal to a transaction's */
+    if (bfs_lkset_init(&h->lk, t == AFR_ENTRY ? BFS_LKSET_ENTRY : BFS_LKSET_INODE,
+                       p->cl.domain[t], g, NULL) < 0) {
+        bfs_stack_unref(h->st);
+        return -ENOMEM;
+    }
+    uint32_t up = afr_up(p);
+    for (int i = 0; i < p->n; i++) /* blocking, in child order */
+        if (bfs_mask_has(up, i) && lock_one(h, i, true) == 0)
+            h->locked |= BFS_BIT(i);
+    if (!h->locked) {
+        hctx_free(h);
+        return -ENOTCONN;
+    }
+    inspect(h);
+    if (!h->s.valid) {
+        unlock_all(h);
+        hctx_free(h);
+        return -ENOENT;
+    }
+    afr_decide(&h->s, t, __atomic_load_n(&p->fav_policy, __ATOMIC_RELAXED), -1, &h->d);
+    return 0;
+}
+
+/* Subtracts, on child i, the counters read under the lock that concern
+ * the children of `good`. */
+static void reset_row(struct afr_hctx *h, int i, uint32_t good)
+{
+    struct afr_priv *p = h->p;
+    int t = h->type;
+    struct bfs_dict *d = bfs_dict_new();
+    if (!d)
+        return;
+    for (int j = 0; j < p->n; j++) {
+        int64_t v = h->s.pending[i][j][t];
+        if (!v || !bfs_mask_has(good, j))
+            continue;
+        int64_t row[AFR_NTYPES] = {0};
+        row[t] = -v;
+        (void)afr_dict_add_row(p, d, j, row);
+    }
+    if (h->s.dirty[i][t] && bfs_mask_has(good, i)) {
+        int64_t row[AFR_NTYPES] = {0};
+        row[t] = -h->s.dirty[i][t];
+        (void)afr_dict_add_row(p, d, -1, row);
+    }
+    if (bfs_dict_count(d)) {
+        struct bfs_xattrop_req req = {.optype = BFS_XATTROP_ADD64, .xattrs = d};
+        req.loc.gfid = h->gfid;
+        int rc = afr_hsync(h, i, BFS_FOP_XATTROP, &req, NULL);
+        if (rc < 0)
+            XL_WARN(p->xl, "heal: cannot reset the counters on %s: %s",
+                    p->xl->children[i]->name, strerror(-rc));
+    }
+    bfs_dict_unref(d);
+}
+
+void afr_heal_end(struct afr_hctx *h, uint32_t healed, bool split)
+{
+    struct afr_priv *p = h->p;
+    struct bfs_xl *xl = p->xl;
+    if (!split && healed)
+        for (int i = 0; i < p->n; i++)
+            if (bfs_mask_has(h->s.valid, i))
+                reset_row(h, i, healed);
+    struct bfs_inode *inode =
+        xl->graph && xl->graph->itable ? bfs_inode_find(xl->graph->itable, &h->gfid) : NULL;
+    uint64_t v;
+    if (inode && bfs_inode_ctx_get(inode, xl, &v) == 0 && v) {
+        uint32_t readable = h->type == AFR_DATA ? afr_data_mask(p, healed) : healed;
+        afr_ictx_healed(p, (struct afr_inode *)(uintptr_t)v, h->type, readable, split);
+    }
+    if (inode)
+        bfs_inode_unref(inode);
+    unlock_all(h);
+    hctx_free(h);
+    if (split)
+        __atomic_add_fetch(&p->n_split, 1, __ATOMIC_RELAXED);
+}
+
+int afr_heal_mark_new(struct afr_hctx *h, int src, const struct bfs_gfid *g, uint32_t mode,
+                      uint32_t sinks)
+{
+    struct afr_priv *p = h->p;
+    struct bfs_dict *d = bfs_dict_new();
+    if (!d)
+        return -ENOMEM;
+    for (int j = 0; j < p->n; j++) {
+        if (!bfs_mask_has(sinks, j))
+            continue;
+        int64_t row[AFR_NTYPES] = {0};
+        row[AFR_DATA] = S_ISREG(mode) && j != p->arbiter;
+        row[AFR_METADATA] = 1;
+        row[AFR_ENTRY] = S_ISDIR(mode);
+        (void)afr_dict_add_row(p, d, j, row);
+    }
+    struct bfs_xattrop_req req = {.optype = BFS_XATTROP_ADD64, .xattrs = d};
+    req.loc.gfid = *g;
+    int rc = afr_hsync(h, src, BFS_FOP_XATTROP, &req, NULL);
+    bfs_dict_unref(d);
+    return rc;
+}
+
+/* ---- the heal thread ---- */
+
+static void run_job(struct afr_priv *p, struct afr_heal_job *j)
+{
+    int rc = 0;
+    if (!bfs_gfid_is_null(&j->r.pargfid))
+        rc = afr_heal_entry(p, &j->r.pargfid);
+    if (j->r.types & BFS_BIT(AFR_ENTRY))
+        rc = afr_heal_entry(p, &j->r.gfid) < 0 ? -1 : rc;
+    if (j->r.types & BFS_BIT(AFR_METADATA))
+        rc = afr_heal_meta(p, &j->r.gfid) < 0 ? -1 : rc;
+    if (j->r.types & BFS_BIT(AFR_DATA))
+        rc = afr_heal_data(p, &j->r.gfid) < 0 ? -1 : rc;
+    __atomic_add_fetch(rc < 0 ? &p->n_heal_fail : &p->n_heal_ok, 1, __ATOMIC_RELAXED);
+    if (j->r.frame)
+        afr_lookup_resume(p->xl, j->r.frame, j->r.req);
+}
+
+static void *heal_main(void *arg)
+{
+    struct afr_healer *hr = arg;
+    pthread_mutex_lock(&hr->lock);
+    for (;;) {
+        while (!hr->head && !hr->stop)
+            pthread_cond_wait(&hr->cond, &hr->lock);
+        if (hr->stop)
+            break;
+        struct afr_heal_job *j = hr->head;
+        hr->head = j->next;
+        if (!hr->head)
+            hr->tail = NULL;
+        pthread_mutex_unlock(&hr->lock);
+        run_job(hr->p, j);
+        free(j);
+        pthread_mutex_lock(&hr->lock);
+        hr->queued--;
+    }
+    pthread_mutex_unlock(&hr->lock);
+    return NULL;
+}
+
+int afr_heal_start(struct afr_priv *p)
+{
+    struct afr_healer *hr = calloc(1, sizeof(*hr));
+    if (!hr)
+        return -ENOMEM;
+    hr->p = p;
+    pthread_mutex_init(&hr->lock, NULL);
+    pthread_cond_init(&hr->cond, NULL);
+    int rc = pthread_create(&hr->thread, NULL, heal_main, hr);
+    if (rc) {
+        pthread_mutex_destroy(&hr->lock);
+        pthread_cond_destroy(&hr->cond);
+        free(hr);
+        return -rc;
+    }
+    p->healer = hr;
+    return 0;
+}
+
+void afr_heal_stop(struct afr_priv *p)
+{
+    struct afr_healer *hr = p->healer;
+    if (!hr)
+        return;
+    pthread_mutex_lock(&hr->lock);
+    hr->stop = true;
+    pthread_cond_broadcast(&hr->cond);
+    pthread_mutex_unlock(&hr->lock);
+    pthread_join(hr->thread, NULL);
+    while (hr->head) {
+        struct afr_heal_job *j = hr->head;
+        hr->head = j->next;
+        if (j->r.frame) {
+            bfs_unwind_lookup(j->r.frame, -ENOTCONN, NULL);
+            bfs_lookup_req_free(j->r.req);
+        }
+        free(j);
+    }
+    pthread_mutex_destroy(&hr->lock);
+    pthread_cond_destroy(&hr->cond);
+    free(hr);
+    p->healer = NULL;
+}
+
+/* A background job for the same inode and parent already waiting? */
+static struct afr_heal_job *find_same(struct afr_healer *hr, const struct afr_heal_req *r)
+{
+    for (struct afr_heal_job *j = hr->head; j; j = j->next)
+        if (!j->r.frame && bfs_gfid_eq(&j->r.gfid, &r->gfid) &&
+            bfs_gfid_eq(&j->r.pargfid, &r->pargfid))
+            return j;
+    return NULL;
+}
+
+int afr_heal_request(struct afr_priv *p, const struct afr_heal_req *r)
+{
+    struct afr_healer *hr = p->healer;
+    if (!hr)
+        return -ENOTCONN;
+    pthread_mutex_lock(&hr->lock);
+    struct afr_heal_job *same = r->frame ? NULL : find_same(hr, r);
+    if (same) {
+        same->r.types |= r->types;
+        pthread_mutex_unlock(&hr->lock);
+        return 0;
+    }
+    size_t limit = (size_t)__atomic_load_n(&p->heal_count, __ATOMIC_RELAXED);
+    if (!r->frame && hr->queued >= limit) {
+        pthread_mutex_unlock(&hr->lock);
+        return -EBUSY;
+    }
+    struct afr_heal_job *j = calloc(1, sizeof(*j));
+    if (!j || hr->stop) {
+        pthread_mutex_unlock(&hr->lock);
+        free(j);
+        return -ENOMEM;
+    }
+    j->r = *r;
+    if (hr->tail)
+        hr->tail->next = j;
+    else
+        hr->head = j;
+    hr->tail = j;
+    hr->queued++;
+    pthread_cond_signal(&hr->cond);
+    pthread_mutex_unlock(&hr->lock);
+    return 0;
+}
+
+size_t afr_heal_queued(struct afr_priv *p)
+{
+    struct afr_healer *hr = p->healer;
+    if (!hr)
+        return 0;
+    pthread_mutex_lock(&hr->lock);
+    size_t n = hr->queued;
+    pthread_mutex_unlock(&hr->lock);
+    return n;
+}

@@ -1,0 +1,273 @@
+/*
+ * replicate-read.c — fops that read one copy: stat, fstat, access,
+ * readlink, read, getxattr, fgetxattr, seek, readdir.
+ *
+ * One generic op serves them all (the fop number and a copy of the request
+ * travel in it): make sure the inode context is fresh (else refresh it: a
+ * lookup by GFID on every up child, as replicate-lookup.c does), refuse a
+ * split-brain with EIO, pick a readable child by cluster.read-policy, and
+ * on a child fault try the next one. readdir sticks to the child its first
+ * call used (offsets are that brick's).
+ *
+ * Lifetime: struct afr_read lives from the fop call to its answer.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "replicate.h"
+
+enum { RD_START = 1, RD_REFRESHED, RD_PICK, RD_ANSWERED };
+
+struct afr_read {
+    struct bfs_op op; /* first */
+    struct afr_priv *p;
+    int fop;
+    void *req;                 /* our copy */
+    struct bfs_gfid gfid;      /* null when the call names none */
+    struct bfs_inode *inode;   /* ref, may be NULL */
+    struct afr_inode *ictx;    /* NULL: no context (read blind from any up copy) */
+    struct bfs_fd *fd;         /* fd-based fops: only where it is open */
+    int type;                  /* AFR_DATA, ... */
+    uint32_t tried;
+    int child;
+    int last_rc;
+    bool refreshed;            /* at most one refresh per read */
+    bool refreshed_needed;     /* no candidate with a fresh context: look again */
+    uint64_t readdir_offset;
+};
+
+static void read_destroy(struct bfs_op *op)
+{
+    struct afr_read *r = (struct afr_read *)op;
+    bfs_fop_info[r->fop].req_clear_dup(r->req);
+    free(r->req);
+    if (r->inode)
+        bfs_inode_unref(r->inode);
+    free(r);
+}
+
+static int answer(struct afr_read *r, int rc, const void *rep)
+{
+    bfs_unwind_any(r->fop, r->op.frame, rc, rc >= 0 ? rep : NULL);
+    return BFS_OP_DONE;
+}
+
+/* The inode context must be refreshed first? */
+static int start(struct afr_read *r)
+{
+    struct afr_priv *p = r->p;
+    if (!r->ictx || (afr_ictx_fresh(p, r->ictx) && !r->refreshed_needed)) {
+        r->op.state = RD_PICK;
+        return BFS_OP_CONTINUE;
+    }
+    uint32_t up = afr_up(p);
+    if (!up)
+        return answer(r, -ENOTCONN, NULL);
+    if (afr_refresh_wind(&r->op, p, &r->gfid, up) < 0)
+        return answer(r, -ENOMEM, NULL);
+    r->tried = up; /* reused as "asked" until RD_REFRESHED */
+    r->refreshed = true;
+    r->op.state = RD_REFRESHED;
+    return BFS_OP_WAIT;
+}
+
+static int after_refresh(struct afr_read *r)
+{
+    struct afr_priv *p = r->p;
+    struct afr_state *s = malloc(sizeof(*s));
+    int rc[AFR_MAX];
+    struct afr_lookup_out o;
+    if (!s)
+        return answer(r, -ENOMEM, NULL);
+    afr_refresh_gather(p, &r->op, r->tried, s, rc);
+    afr_lookup_combine(s, r->tried, rc, __atomic_load_n(&p->fav_policy, __ATOMIC_RELAXED), 0,
+                       &o);
+    uint32_t mode = o.child >= 0 ? s->attr[o.child].mode : 0;
+    free(s);
+    bfs_op_reset_replies(&r->op);
+    r->tried = 0;
+    if (o.rc < 0)
+        return answer(r, o.rc, NULL);
+    afr_ictx_update(p, r->ictx, mode, &o);
+    r->op.state = RD_PICK;
+    return BFS_OP_CONTINUE;
+}
+
+/* The children this read may go to now. */
+static uint32_t candidates(struct afr_read *r, int *err)
+{
+    struct afr_priv *p = r->p;
+    uint32_t cand = afr_up(p) & ~r->tried;
+    uint32_t type = 0;
+    *err = 0;
+    if (r->ictx) {
+        bool split = false;
+        cand &= afr_ictx_readable(r->ictx, r->type, &split, &type);
+        if (split) {
+            *err = -EIO;
+            return 0;
+        }
+    }
+    if (r->fd)
+        cand &= afr_fd_opened(p->xl, r->fd);
+    if (r->type == AFR_DATA && (type == 0 || type == S_IFREG))
+        cand = afr_data_mask(p, cand);
+    if (r->fop == BFS_FOP_READDIR) {
+        struct afr_fd *f = afr_fdctx(p->xl, r->fd, true);
+        int sticky = -1;
+        if (f) {
+            pthread_mutex_lock(&f->lock);
+            sticky = f->readdir_child;
+            pthread_mutex_unlock(&f->lock);
+        }
+        if (r->readdir_offset != 0 && sticky >= 0) /* a listing cannot change copy midway */
+            cand &= BFS_BIT(sticky);
+    }
+    return cand;
+}
+
+static int pick(struct afr_read *r)
+{
+    struct afr_priv *p = r->p;
+    int err;
+    uint32_t cand = candidates(r, &err);
+    if (err)
+        return answer(r, err, NULL);
+    r->child = afr_pick_read(cand, __atomic_load_n(&p->read_policy, __ATOMIC_RELAXED), &r->gfid,
+                             p->load, p->n);
+    if (r->child < 0 && !r->refreshed && !r->tried && r->ictx && r->fop != BFS_FOP_READDIR) {
+        r->refreshed_needed = true; /* what we knew leaves no copy: ask the children */
+        r->op.state = RD_START;
+        return BFS_OP_CONTINUE;
+    }
+    if (r->child < 0)
+        return answer(r, r->last_rc ? r->last_rc : -ENOTCONN, NULL);
+    __atomic_add_fetch(&p->load[r->child], 1, __ATOMIC_RELAXED);
+    bfs_op_reset_replies(&r->op);
+    bfs_op_expect(&r->op, 1);
+    r->op.state = RD_ANSWERED;
+    bfs_op_wind(&r->op, r->child, r->fop, p->xl->children[r->child], r->req);
+    return BFS_OP_WAIT;
+}
+
+static int answered(struct afr_read *r)
+{
+    struct afr_priv *p = r->p;
+    const struct bfs_op_reply *rep = &r->op.replies[r->child];
+    __atomic_sub_fetch(&p->load[r->child], 1, __ATOMIC_RELAXED);
+    int rc = rep->valid ? rep->rc : -EIO;
+    if (rc < 0 && afr_child_fault(rc)) {
+        r->tried |= BFS_BIT(r->child);
+        r->last_rc = rc;
+        __atomic_add_fetch(&p->n_read_failover, 1, __ATOMIC_RELAXED);
+        r->op.state = RD_PICK;
+        return BFS_OP_CONTINUE;
+    }
+    if (rc >= 0 && r->fop == BFS_FOP_READDIR && r->readdir_offset == 0) {
+        struct afr_fd *f = afr_fdctx(p->xl, r->fd, true);
+        if (f) {
+            pthread_mutex_lock(&f->lock);
+            f->readdir_child = r->child;
+            pthread_mutex_unlock(&f->lock);
+        }
+    }
+    return answer(r, rc, rep->rep);
+}
+
+static int read_step(struct bfs_op *op)
+{
+    struct afr_read *r = (struct afr_read *)op;
+    switch (op->state) {
+    case RD_START:
+        return start(r);
+    case RD_REFRESHED:
+        return after_refresh(r);
+    case RD_PICK:
+        return pick(r);
+    case RD_ANSWERED:
+        return answered(r);
+    }
+    return BFS_OP_DONE;
+}
+
+/* Starts a read of `type` on the inode named by loc or fd. */
+static int read_start(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req,
+                      const struct bfs_loc *loc, struct bfs_fd *fd, int type, uint64_t off)
+{
+    struct afr_priv *p = afr_priv(xl);
+    const struct bfs_fop_info *fi = &bfs_fop_info[fop];
+    struct afr_read *r = calloc(1, sizeof(*r));
+    void *copy = calloc(1, fi->req_size);
+    if (!r || !copy || fi->req_copy_into(copy, req) < 0) {
+        free(copy);
+        free(r);
+        return -ENOMEM;
+    }
+    if (bfs_op_init(&r->op, frame, xl, p->n, read_step, read_destroy) < 0) {
+        fi->req_clear_dup(copy);
+        free(copy);
+        free(r);
+        return -ENOMEM;
+    }
+    r->p = p;
+    r->fop = fop;
+    r->req = copy;
+    r->fd = fd;
+    r->type = type;
+    r->readdir_offset = off;
+    r->inode = fd ? afr_inode_of_fd(xl, fd) : afr_inode_of_loc(xl, loc);
+    if (r->inode) {
+        r->gfid = r->inode->gfid;
+        r->ictx = afr_ictx(xl, r->inode);
+    }
+    r->op.state = RD_START;
+    bfs_op_run(&r->op);
+    return 0;
+}
+
+int afr_stat(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_stat_req *req)
+{
+    return read_start(f, xl, BFS_FOP_STAT, req, &req->loc, NULL, AFR_DATA, 0);
+}
+
+int afr_fstat(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_fstat_req *req)
+{
+    return read_start(f, xl, BFS_FOP_FSTAT, req, NULL, req->fd, AFR_DATA, 0);
+}
+
+int afr_access(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_access_req *req)
+{
+    return read_start(f, xl, BFS_FOP_ACCESS, req, &req->loc, NULL, AFR_METADATA, 0);
+}
+
+int afr_readlink(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_readlink_req *req)
+{
+    return read_start(f, xl, BFS_FOP_READLINK, req, &req->loc, NULL, AFR_METADATA, 0);
+}
+
+int afr_read(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_read_req *req)
+{
+    return read_start(f, xl, BFS_FOP_READ, req, NULL, req->fd, AFR_DATA, 0);
+}
+
+int afr_getxattr(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_getxattr_req *req)
+{
+    return read_start(f, xl, BFS_FOP_GETXATTR, req, &req->loc, NULL, AFR_METADATA, 0);
+}
+
+int afr_fgetxattr(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_fgetxattr_req *req)
+{
+    return read_start(f, xl, BFS_FOP_FGETXATTR, req, NULL, req->fd, AFR_METADATA, 0);
+}
+
+int afr_seek(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_seek_req *req)
+{
+    return read_start(f, xl, BFS_FOP_SEEK, req, NULL, req->fd, AFR_DATA, 0);
+}
+
+int afr_readdir(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_readdir_req *req)
+{
+    return read_start(f, xl, BFS_FOP_READDIR, req, NULL, req->fd, AFR_ENTRY, req->offset);
+}

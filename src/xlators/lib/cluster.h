@@ -1,0 +1,106 @@
+/*
+ * cluster.h — what the shared cluster code (lk.c, txn.c, quorum.c) knows
+ * about the translator it works for: its children, which of them are up,
+ * its quorum rule, its lock domains and the changelog it keeps on bricks.
+ *
+ * One struct bfs_cluster per translator instance, embedded in its private
+ * data, filled at init and changed by reconfigure (the fields marked
+ * "atomic" are read without locks). Children are named by their index in
+ * xl->children; sets of children are bitmasks (bit i = child i).
+ */
+#ifndef BFS_XL_LIB_CLUSTER_H
+#define BFS_XL_LIB_CLUSTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/xlator.h"
+#include "quorum.h"
+
+#define BFS_CLUSTER_MAX 16 /* children; masks are uint32_t */
+#define BFS_BIT(i) (1u << (i))
+
+static inline int bfs_mask_count(uint32_t m)
+{
+    return __builtin_popcount(m);
+}
+
+static inline bool bfs_mask_has(uint32_t m, int i)
+{
+    return (m >> i) & 1u;
+}
+
+/* Lowest child of m, or -1. */
+static inline int bfs_mask_first(uint32_t m)
+{
+    return m ? __builtin_ctz(m) : -1;
+}
+
+/* Transaction types: which counter a change moves and which lock it takes. */
+enum { BFS_TXN_DATA = 0, BFS_TXN_METADATA = 1, BFS_TXN_ENTRY = 2, BFS_TXN_NTYPES = 3 };
+
+struct bfs_dict;
+
+/*
+ * The changelog a translator keeps on bricks, as txn.c uses it. replicate:
+ * the pending matrix (replicate-changelog.c); disperse will have its own.
+ */
+struct bfs_changelog_ops {
+    /* The xattrs of one xattrop on child i for a change of `type`: dirty
+     * marker moved by `dirty`, +`by` blame on every child of `blame`; with
+     * read_row, +0 on every other key so that the reply carries the whole
+     * row. NULL on ENOMEM. */
+    struct bfs_dict *(*build)(void *arg, int type, int i, int64_t dirty, uint32_t blame,
+                              int64_t by, bool read_row);
+    /* After the pre-op of a data or metadata change: rows[i] is what child
+     * i answered (NULL if it is not in `set`). 0 lets the change go on,
+     * -errno refuses it (the pre-op is undone). NULL hook: always 0. */
+    int (*check)(void *arg, int type, uint32_t set, struct bfs_dict *const *rows);
+};
+
+struct bfs_loop;
+
+struct bfs_cluster {
+    struct bfs_xl *xl;
+    int n;                                 /* xl->nchildren */
+    uint32_t up;                           /* atomic: children up */
+    int qtype;                             /* atomic: enum bfs_quorum_type */
+    int qcount;                            /* atomic: for fixed */
+    bool eager;                            /* atomic: keep data locks between writes */
+    uint64_t delay_ms;                     /* atomic: delayed post-op */
+    const char *domain[BFS_TXN_NTYPES];    /* lock domain per type (owned) */
+    const struct bfs_changelog_ops *cl;
+    void *cl_arg;
+    struct bfs_loop *loop;                 /* xl->graph->proc->loop, may be NULL */
+    /* txn.c bookkeeping, under timers_lock (bfs_cluster_init_timers()):
+     * delayed post-op callbacks running (forget and fini wait for them),
+     * ops in flight (transactions and releases: PARENT_DOWN waits for
+     * them) and the shared locks held (released at PARENT_DOWN). */
+    pthread_mutex_t timers_lock;
+    pthread_cond_t timers_cond;
+    int timers_running;
+    int live;
+    struct bfs_txn_lock *held;
+};
+
+static inline void bfs_cluster_init_timers(struct bfs_cluster *c)
+{
+    pthread_mutex_init(&c->timers_lock, NULL);
+    pthread_cond_init(&c->timers_cond, NULL);
+    c->timers_running = 0;
+    c->live = 0;
+    c->held = NULL;
+}
+
+static inline uint32_t bfs_cluster_up(const struct bfs_cluster *c)
+{
+    return __atomic_load_n(&c->up, __ATOMIC_ACQUIRE);
+}
+
+static inline bool bfs_cluster_quorum(const struct bfs_cluster *c, uint32_t mask)
+{
+    return bfs_quorum_met(__atomic_load_n(&c->qtype, __ATOMIC_RELAXED),
+                          __atomic_load_n(&c->qcount, __ATOMIC_RELAXED), c->n, mask);
+}
+
+#endif

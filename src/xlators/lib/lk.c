@@ -1,0 +1,211 @@
+/*
+ * lk.c — lock sets (see lk.h): inodelk/entrylk on several children with a
+ * non-blocking parallel attempt and an ordered blocking fallback.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fops-util.h"
+#include "lk.h"
+
+enum {
+    PH_IDLE = 0,
+    PH_NB,        /* non-blocking requests in flight */
+    PH_NB_UNDO,   /* releasing what the non-blocking round got */
+    PH_SERIAL,    /* blocking requests, one child at a time */
+    PH_UNLOCKING,
+};
+
+int bfs_lkset_init(struct bfs_lkset *s, enum bfs_lkset_kind kind, const char *domain,
+                   const struct bfs_gfid *gfid, const char *basename)
+{
+    memset(s, 0, sizeof(*s));
+    s->kind = kind;
+    s->loc.gfid = *gfid;
+    s->last = -1;
+    s->domain = strdup(domain);
+    if (basename)
+        s->basename = strdup(basename);
+    if (!s->domain || (basename && !s->basename)) {
+        bfs_lkset_clear(s);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void bfs_lkset_clear(struct bfs_lkset *s)
+{
+    free(s->domain);
+    free(s->basename);
+    s->domain = s->basename = NULL;
+}
+
+void bfs_lkset_inodelk_req(const struct bfs_lkset *s, uint64_t owner, int cmd,
+                           struct bfs_inodelk_req *req)
+{
+    memset(req, 0, sizeof(*req));
+    req->domain = s->domain;
+    req->loc.gfid = s->loc.gfid;
+    req->cmd = (uint32_t)(cmd ? cmd : BFS_LK_SETLK);
+    req->lock.type = cmd ? F_WRLCK : F_UNLCK;
+    req->lock.whence = SEEK_SET;
+    req->lock.start = 0;
+    req->lock.len = 0; /* whole file */
+    req->lock.owner = owner;
+}
+
+void bfs_lkset_entrylk_req(const struct bfs_lkset *s, int cmd, struct bfs_entrylk_req *req)
+{
+    memset(req, 0, sizeof(*req));
+    req->domain = s->domain;
+    req->loc.gfid = s->loc.gfid;
+    req->basename = s->basename;
+    req->cmd = (uint32_t)(cmd == BFS_LK_SETLK    ? BFS_ENTRYLK_LOCK_NB
+                          : cmd == BFS_LK_SETLKW ? BFS_ENTRYLK_LOCK
+                                                 : BFS_ENTRYLK_UNLOCK);
+    req->type = BFS_ENTRYLK_WRLCK;
+}
+
+int bfs_lkset_entry_cmp(const struct bfs_gfid *a, const char *an, const struct bfs_gfid *b,
+                        const char *bn)
+{
+    int c = memcmp(a->b, b->b, sizeof(a->b));
+    if (c)
+        return c;
+    return strcmp(an ? an : "", bn ? bn : "");
+}
+
+/* Winds one lock call (cmd as in bfs_lkset_inodelk_req) to child i. */
+static void wind_one(struct bfs_lkset *s, struct bfs_op *op, int i, int cmd)
+{
+    struct bfs_xl *child = op->xl->children[i];
+    if (s->kind == BFS_LKSET_INODE) {
+        struct bfs_inodelk_req req;
+        bfs_lkset_inodelk_req(s, op->frame->stack->lk_owner, cmd, &req);
+        bfs_op_wind(op, i, BFS_FOP_INODELK, child, &req);
+    } else {
+        struct bfs_entrylk_req req;
+        bfs_lkset_entrylk_req(s, cmd, &req);
+        bfs_op_wind(op, i, BFS_FOP_ENTRYLK, child, &req);
+    }
+}
+
+static void wind_all(struct bfs_lkset *s, struct bfs_op *op, uint32_t mask, int cmd)
+{
+    bfs_op_reset_replies(op);
+    bfs_op_expect(op, bfs_mask_count(mask));
+    for (int i = 0; i < op->xl->nchildren; i++)
+        if (bfs_mask_has(mask, i))
+            wind_one(s, op, i, cmd);
+}
+
+static void note_failure(struct bfs_lkset *s, int i, int rc)
+{
+    s->failed |= BFS_BIT(i);
+    if (!s->err)
+        s->err = rc;
+}
+
+/* After the non-blocking round: granted, contended and failed children. */
+static int after_nb(struct bfs_lkset *s, struct bfs_op *op)
+{
+    uint32_t granted = 0, contended = 0;
+    for (int i = 0; i < op->xl->nchildren; i++) {
+        const struct bfs_op_reply *r = &op->replies[i];
+        if (!bfs_mask_has(s->todo, i) || !r->valid)
+            continue;
+        if (r->rc >= 0)
+            granted |= BFS_BIT(i);
+        else if (r->rc == -EAGAIN)
+            contended |= BFS_BIT(i);
+        else
+            note_failure(s, i, r->rc);
+    }
+    bfs_op_reset_replies(op);
+    if (!contended) {
+        s->locked = granted;
+        s->phase = PH_IDLE;
+        return BFS_LK_DONE;
+    }
+    s->todo = granted | contended;
+    if (granted) {
+        s->phase = PH_NB_UNDO;
+        wind_all(s, op, granted, 0);
+        return BFS_OP_WAIT;
+    }
+    s->phase = PH_SERIAL;
+    return BFS_OP_CONTINUE;
+}
+
+/* One blocking request at a time, in child order. */
+static int serial(struct bfs_lkset *s, struct bfs_op *op)
+{
+    if (s->last >= 0) {
+        const struct bfs_op_reply *r = &op->replies[s->last];
+        if (r->valid && r->rc >= 0)
+            s->locked |= BFS_BIT(s->last);
+        else
+            note_failure(s, s->last, r->valid ? r->rc : -EIO);
+        bfs_op_reset_replies(op);
+        s->last = -1;
+    }
+    int i = bfs_mask_first(s->todo);
+    if (i < 0) {
+        s->phase = PH_IDLE;
+        return BFS_LK_DONE;
+    }
+    s->todo &= ~BFS_BIT(i);
+    s->last = i;
+    bfs_op_expect(op, 1);
+    wind_one(s, op, i, BFS_LK_SETLKW);
+    return BFS_OP_WAIT;
+}
+
+int bfs_lkset_lock(struct bfs_lkset *s, struct bfs_op *op, uint32_t want)
+{
+    for (;;) {
+        int r;
+        switch (s->phase) {
+        case PH_IDLE:
+            s->locked = s->failed = 0;
+            s->err = 0;
+            s->todo = want;
+            s->last = -1;
+            if (!want)
+                return BFS_LK_DONE;
+            s->phase = PH_NB;
+            wind_all(s, op, want, BFS_LK_SETLK);
+            return BFS_OP_WAIT;
+        case PH_NB:
+            r = after_nb(s, op);
+            if (r != BFS_OP_CONTINUE)
+                return r;
+            break;
+        case PH_NB_UNDO:
+            bfs_op_reset_replies(op); /* an unlock that fails frees nothing we hold */
+            s->phase = PH_SERIAL;
+            break;
+        case PH_SERIAL:
+            return serial(s, op);
+        default:
+            return BFS_LK_DONE;
+        }
+    }
+}
+
+int bfs_lkset_unlock(struct bfs_lkset *s, struct bfs_op *op)
+{
+    if (s->phase == PH_UNLOCKING) {
+        bfs_op_reset_replies(op); /* a child that fails the unlock lost the lock anyway */
+        s->phase = PH_IDLE;
+        s->locked = 0;
+        return BFS_LK_DONE;
+    }
+    if (!s->locked)
+        return BFS_LK_DONE;
+    s->phase = PH_UNLOCKING;
+    wind_all(s, op, s->locked, 0);
+    return BFS_OP_WAIT;
+}

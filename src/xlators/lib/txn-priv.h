@@ -1,0 +1,64 @@
+/*
+ * txn-priv.h — what the two halves of the transaction code share
+ * (txn-lock.c: lock objects, delayed post-op, the release op, the changelog
+ * and lock stages; txn.c: admission and the transaction state machine).
+ * Not for translators: they use txn.h. A "locked" comment means the caller
+ * holds lk->m.
+ */
+#ifndef BFS_XL_LIB_TXN_PRIV_H
+#define BFS_XL_LIB_TXN_PRIV_H
+
+#include "txn.h"
+
+struct bfs_txn_timer {
+    struct bfs_txn_lock *lk;
+    struct bfs_timer *h;
+    bool cancelled; /* cl->timers_lock */
+};
+
+struct bfs_txn_after {
+    bfs_task_fn fn;
+    void *arg;
+    struct bfs_txn_after *next;
+};
+
+/* Every child of the cluster. */
+uint32_t bfs__txn_all(const struct bfs_cluster *cl);
+/* Transactions and releases in flight (for bfs_txn_quiesce). */
+void bfs__txn_live_add(struct bfs_cluster *cl, int d);
+/* Admits each waiting transaction again, from the event loop. */
+void bfs__txn_post_list(struct bfs_cluster *cl, struct bfs_txn *list);
+/* Runs and frees the after-release callbacks, from the event loop. */
+void bfs__txn_post_after(struct bfs_cluster *cl, struct bfs_txn_after *a);
+/* Decides where t starts: acquire, join, or wait (queued, not run). txn.c */
+void bfs__txn_admit(struct bfs_txn *t);
+
+/* locked: takes the holder identity for t's target; 0 or -ENOMEM. */
+int bfs__txn_holder_setup(struct bfs_txn_lock *lk, const struct bfs_txn *t);
+/* locked: moves the holder identity out (to free once no call uses it),
+ * makes lk FREE, hands over the waiting list and after callbacks. */
+void bfs__txn_holder_drop(struct bfs_txn_lock *lk, struct bfs_stack **stack,
+                          struct bfs_frame **top, struct bfs_fd **fd, struct bfs_inode **inode,
+                          struct bfs_txn **waiting, struct bfs_txn_after **after);
+/* locked: arms the delayed post-op (false if no timer could be armed) /
+ * cancels it (a callback already firing finds it gone and does nothing). */
+bool bfs__txn_timer_arm(struct bfs_txn_lock *lk, uint64_t ms);
+void bfs__txn_timer_disarm(struct bfs_txn_lock *lk);
+/* lk is RELEASING: post-op and unlock on an op of its own. */
+void bfs__txn_start_release(struct bfs_txn_lock *lk);
+
+/* Stages, from an op step (op->frame: the lock's top frame; slots
+ * obj * n + child). One xattrop per (child of mask, object): dirty moved
+ * by `dirty`, +`by` on the children of `blame`, whole row with read_row. */
+void bfs__txn_wind_changelog(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask,
+                             int64_t dirty, uint32_t blame, int64_t by, bool read_row);
+/* Children of mask whose xattrop succeeded on every object. */
+uint32_t bfs__txn_changelog_ok(const struct bfs_txn_lock *lk, const struct bfs_op *op,
+                               uint32_t mask);
+/* Lock sets in order (lock) or reverse order (unlock); *sub tracks which.
+ * BFS_LK_DONE when all are done. */
+int bfs__txn_locks_step(struct bfs_txn_lock *lk, struct bfs_op *op, int *sub, bool lock);
+/* Children holding every lock set. */
+uint32_t bfs__txn_locked_all(const struct bfs_txn_lock *lk);
+
+#endif

@@ -1,0 +1,182 @@
+/*
+ * txn.h — transactions of cluster translators: every change to a file is
+ * made under a cluster lock with a changelog on the bricks around it
+ * (docs/design/replicate.md, "Transactions"):
+ *
+ *   lock -> pre-op (dirty += 1, blame children left out, read the rows)
+ *        -> check -> fop -> blame children that failed -> answer
+ *        -> post-op (dirty -= 1) -> unlock
+ *
+ * A transaction is a fan-out op (core/fanout.h) whose fop stage belongs to
+ * the translator (struct bfs_txn_fop hooks: which children can take it,
+ * wind it, combine the answers, answer the caller); the locking and the
+ * changelog (through the cluster's struct bfs_changelog_ops) are here.
+ *
+ * The lock object. Lock, pre-op, post-op and unlock belong to a struct
+ * bfs_txn_lock, not to one transaction:
+ *   - one-shot (entry and metadata changes): made for one transaction and
+ *     freed with it;
+ *   - shared (data changes): one per inode (in the translator's inode
+ *     context). It goes FREE -> ACQUIRING (the first transaction locks and
+ *     pre-ops) -> HELD (later transactions join at once: eager locking)
+ *     -> RELEASING (post-op and unlock, by a release op of its own) -> FREE.
+ *     After the last fd-based transaction leaves, a HELD lock stays for
+ *     cluster delay_ms (delayed post-op) unless bfs_txn_lock_flush() or a
+ *     non-fd transaction asks for it sooner.
+ * Joining transactions whose byte ranges overlap one in flight wait for it.
+ * A transaction waits only before its op first runs: it is queued on the
+ * lock and, when woken, posted to the event loop and admitted again.
+ *
+ * Identity: the lock's calls (inodelk, entrylk, xattrop) go out from a top
+ * frame on the lock's own stack (uid 0, a lock owner unique to the lock);
+ * the fop itself keeps the caller's frame, stack and credentials.
+ *
+ * Lifetimes: a shared lock object holds a reference on its inode from
+ * acquisition to FREE, and on the fd it locked through. A transaction holds
+ * nothing of the lock's; the embedding struct is freed by the fop's
+ * destroy hook once the op is over (after the answer and, for one-shot
+ * locks, after the unlock).
+ */
+#ifndef BFS_XL_LIB_TXN_H
+#define BFS_XL_LIB_TXN_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "core/event.h"
+#include "core/fanout.h"
+#include "lk.h"
+
+struct bfs_txn;
+
+/* The translator's part of a transaction. */
+struct bfs_txn_fop {
+    /* Children among `set` that can take the fop (e.g. where the fd is
+     * open); the others count as failed. NULL: all. */
+    uint32_t (*usable)(struct bfs_txn *t, uint32_t set);
+    /* Winds the fop to the children of run (bfs_op_expect first, slot i =
+     * child i). Returns the children of run it did not wind to but that
+     * count as having succeeded when another one did (an arbiter). */
+    uint32_t (*wind)(struct bfs_txn *t, uint32_t run);
+    /* The result for the caller, from t->op.replies, t->ok and t->failed. */
+    int (*combine)(struct bfs_txn *t);
+    /* Answers the caller (unwinds t->caller) with rc. Called once. */
+    void (*answer)(struct bfs_txn *t, int rc);
+    /* Frees the struct embedding t, when the op is over. */
+    void (*destroy)(struct bfs_txn *t);
+};
+
+/* What a transaction locks and where it keeps its changelog. Borrowed
+ * pointers must live as long as the transaction. */
+struct bfs_txn_target {
+    int nsets;
+    struct {
+        enum bfs_lkset_kind kind;
+        struct bfs_gfid gfid;  /* the inode, or the directory */
+        const char *name;      /* entry: the name */
+    } lk[2];
+    int nobj;
+    struct bfs_gfid obj[2];    /* inodes that carry the changelog */
+    struct bfs_fd *fd;         /* xattrop through it where open (fd_open); may be NULL */
+    uint32_t fd_open;
+    struct bfs_inode *inode;   /* shared locks: the inode the lock lives in */
+};
+
+enum bfs_txn_lock_state { BFS_TXL_FREE = 0, BFS_TXL_ACQUIRING, BFS_TXL_HELD, BFS_TXL_RELEASING };
+
+struct bfs_txn_timer;
+struct bfs_txn_after;
+
+struct bfs_txn_lock {
+    pthread_mutex_t m;            /* guards everything below */
+    struct bfs_cluster *cl;
+    int type;                     /* BFS_TXN_DATA, ... */
+    bool shared;
+    enum bfs_txn_lock_state state;
+    /* the holder: set when acquiring, dropped when FREE again */
+    struct bfs_stack *stack;
+    struct bfs_frame *top;
+    int nsets;
+    struct bfs_lkset sets[2];
+    int nobj;
+    struct bfs_gfid obj[2];
+    struct bfs_fd *fd;            /* ref */
+    uint32_t fd_open;
+    struct bfs_inode *inode;      /* ref */
+    /* the window */
+    uint32_t set;                 /* locked and pre-op'd, not failed since: fops go here */
+    uint32_t dirtied;             /* children whose dirty mark the post-op clears */
+    bool keep_dirty;              /* a fop failed everywhere, differently: leave the marks */
+    bool release_now;             /* release as soon as idle (flush, non-fd change) */
+    uint64_t joined;              /* statistics: transactions that found the lock held */
+    struct bfs_txn *active;       /* transactions past admission, not yet left */
+    struct bfs_txn *waiting;      /* FIFO of transactions not admitted yet */
+    struct bfs_txn_after *after;  /* callbacks for when the lock is FREE again */
+    struct bfs_txn_timer *timer;  /* delayed post-op */
+    struct bfs_txn_lock *held_next; /* cl->held, while a shared lock is not FREE */
+};
+
+struct bfs_txn {
+    struct bfs_op op;             /* first: the fan-out driver */
+    struct bfs_cluster *cl;
+    const struct bfs_txn_fop *fop;
+    struct bfs_txn_lock *lk;
+    bool own_lock;                /* one-shot: lk is ours */
+    struct bfs_txn_target target;
+    struct bfs_frame *caller;     /* the frame the fop answers */
+    int type;
+    uint64_t start, end;          /* byte range [start, end); end UINT64_MAX: to the end */
+    bool fd_based;                /* keeps a shared lock held when it leaves */
+    /* fop stage results, for the hooks */
+    uint32_t run;                 /* children the fop went to (or was skipped on) */
+    uint32_t ok, failed;          /* after the fop */
+    int rc;
+    /* private */
+    bool acquirer;
+    int sub;                      /* lock set being worked on */
+    int after_blame;              /* state after a blame stage */
+    uint32_t blame;               /* children a blame stage records */
+    uint32_t absent;              /* children blamed at pre-op */
+    struct bfs_stack *old_stack;  /* identity of a failed acquisition, freed with t */
+    struct bfs_frame *old_top;
+    struct bfs_txn *next;
+};
+
+void bfs_txn_lock_init(struct bfs_txn_lock *lk, struct bfs_cluster *cl, int type, bool shared);
+/* At inode forget (or teardown): cancels a delayed post-op (without
+ * running it: a lock still held on bricks is dropped when the connection
+ * goes) and frees what the lock holds. */
+void bfs_txn_lock_fini(struct bfs_txn_lock *lk);
+
+/*
+ * Prepares t (embedded first in the translator's struct, zeroed). lk:
+ * a shared lock, or NULL for a one-shot lock made here. 0 or -ENOMEM.
+ * Then bfs_txn_start() runs it: the caller is answered exactly once
+ * through fop->answer, and fop->destroy is called at the end.
+ */
+int bfs_txn_init(struct bfs_txn *t, struct bfs_cluster *cl, const struct bfs_txn_fop *fop,
+                 struct bfs_frame *caller, int type, struct bfs_txn_lock *lk,
+                 const struct bfs_txn_target *target);
+void bfs_txn_start(struct bfs_txn *t);
+
+/* Asks a shared lock to be released as soon as no transaction uses it.
+ * Returns 0 if it is FREE already (fn is not called), 1 if fn(arg) will
+ * run (posted to the event loop) once it is FREE, -ENOMEM. */
+int bfs_txn_lock_flush(struct bfs_txn_lock *lk, bfs_task_fn fn, void *arg);
+
+/* The lock's state, for dumps and tests. */
+enum bfs_txn_lock_state bfs_txn_lock_state(struct bfs_txn_lock *lk);
+
+/* For fini of the cluster: waits until no delayed post-op timer callback
+ * is running. */
+void bfs_txn_timers_quiesce(struct bfs_cluster *cl);
+
+/* For PARENT_DOWN: releases every held shared lock (post-op, unlock) and
+ * waits up to timeout_ms until no transaction or release is in flight
+ * (one-shot transactions finish their post-op behind their answer).
+ * 0, or -ETIMEDOUT. Not on the event loop thread (wake-ups go through it). */
+int bfs_txn_quiesce(struct bfs_cluster *cl, uint64_t timeout_ms);
+
+#endif

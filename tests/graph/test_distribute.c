@@ -1,0 +1,1588 @@
+/*
+ * test_distribute.c — cluster/distribute over 3 and 6 storage/posix bricks
+ * (temporary folders) in one process. Each brick is posix -> features/locks
+ * -> debug/error-gen (a switch to make it "down" with ENOTCONN); distribute
+ * sits on top. Fops go through the blocking bfs_sync_FOP wrappers and the
+ * test checks both the replies and the brick folders underneath (where
+ * files, link files and directories really are, GFID xattrs).
+ *
+ * Asserts: 3,000 files spread within ±25% of the mean per brick, also with
+ * 30 directories of the same 100 names; every name listed exactly once with
+ * tiny readdir buffers (plus and not); directories on every brick with one
+ * GFID, rmdir everywhere, ENOTEMPTY restores; renames across bricks keep
+ * content and GFID and leave exactly the documented link files; renames
+ * over existing files and directories; hard links across bricks; with a
+ * brick down: others readable, creates hashing there fail with ENOTCONN and
+ * leave nothing behind, lookups of its files answer ENOTCONN, and its files
+ * are back when it returns; directory self-heal after a directory was
+ * removed from one brick by hand; statfs summed; min-free-disk diverts new
+ * files behind link files; stale link files are cleared; concurrent
+ * creates, renames and removes from several threads end consistent; and
+ * the same volume across real protocol/client and protocol/server, where
+ * link files need distribute's internal xattrs to cross the wire.
+ *
+ * Needs root (trusted xattrs on the bricks); skips otherwise. Knobs for
+ * longer runs: DHT_TEST_ITER (operations per concurrent thread, default
+ * 250), DHT_TEST_SEED (their random seed), DHT_TEST_LOG (log level).
+ */
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "../lib/tap.h"
+#include "core/event.h"
+#include "core/fops-util.h"
+#include "core/graph.h"
+#include "xlators/cluster/distribute/dht-layout.c"
+
+#define MAXB 6
+#define LINKTO "trusted.brickfs.dht.linkto"
+
+static struct bfs_proc *proc;
+static struct bfs_stack *st;
+static char base[64];
+
+struct vol {
+    struct bfs_graph *g;
+    struct bfs_xl *top;
+    int n;
+    char dir[MAXB][128];
+    struct dht_table *table;
+};
+
+/* ---- volumes ---- */
+
+static int rm_one(const char *p, const struct stat *s, int f, struct FTW *w)
+{
+    (void)s, (void)f, (void)w;
+    return remove(p) < 0 ? 0 : 0;
+}
+
+static struct bfs_graph *graph_from(const char *text)
+{
+    char err[512] = "";
+    struct bfs_graph *g = NULL;
+    if (bfs_graph_from_text(text, strlen(text), "<test>", proc, &g, err, sizeof(err)) < 0) {
+        printf("# graph: %s\n", err);
+        return NULL;
+    }
+    if (bfs_graph_init(g) < 0) {
+        bfs_graph_free(g);
+        return NULL;
+    }
+    bfs_graph_activate(g);
+    return g;
+}
+
+/* Bricks under distribute: types[i] 'p' (storage/posix in a folder) or 'm'
+ * (storage/memory); extra: more option lines for distribute. */
+static bool vol_start_types(struct vol *v, const char *types, const char *tag, const char *extra)
+{
+    char text[8192], brick[256];
+    size_t len = 0;
+    int n = (int)strlen(types);
+    memset(v, 0, sizeof(*v));
+    v->n = n;
+    for (int i = 0; i < n; i++) {
+        snprintf(v->dir[i], sizeof(v->dir[i]), "%s/%s-b%d", base, tag, i);
+        mkdir(v->dir[i], 0755);
+        if (types[i] == 'm')
+            snprintf(brick, sizeof(brick), "type storage/memory\n");
+        else
+            snprintf(brick, sizeof(brick), "type storage/posix\n option directory %s\n",
+                     v->dir[i]);
+        len += (size_t)snprintf(text + len, sizeof(text) - len,
+                                "volume b%d-posix\n %s"
+                                "end-volume\n"
+                                "volume b%d-locks\n type features/locks\n subvolumes b%d-posix\n"
+                                "end-volume\n"
+                                "volume b%d\n type debug/error-gen\n option failure 0\n"
+                                " option error-no ENOTCONN\n subvolumes b%d-locks\nend-volume\n",
+                                i, brick, i, i, i, i);
+    }
+    len += (size_t)snprintf(text + len, sizeof(text) - len,
+                            "volume dht\n type cluster/distribute\n%s subvolumes", extra);
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(text + len, sizeof(text) - len, " b%d", i);
+    snprintf(text + len, sizeof(text) - len, "\nend-volume\n");
+    v->g = graph_from(text);
+    v->top = v->g ? v->g->top : NULL;
+    v->table = dht_table_canonical(n);
+    return v->g != NULL;
+}
+
+static bool vol_start(struct vol *v, int n, const char *tag, const char *extra)
+{
+    return vol_start_types(v, n == 6 ? "pppppp" : "ppp", tag, extra);
+}
+
+static void vol_stop(struct vol *v)
+{
+    if (v->g)
+        bfs_graph_free(v->g);
+    dht_table_free(v->table);
+    for (int i = 0; i < v->n; i++)
+        nftw(v->dir[i], rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    v->g = NULL;
+}
+
+static int reconf(struct bfs_xl *xl, const char *key, const char *val)
+{
+    struct bfs_dict *d = bfs_dict_new();
+    bfs_dict_set_str(d, key, val);
+    int rc = xl->mod->reconfigure(xl, d);
+    bfs_dict_unref(d);
+    return rc;
+}
+
+static void brick_down(struct vol *v, int i, bool down)
+{
+    char name[16];
+    snprintf(name, sizeof(name), "b%d", i);
+    reconf(bfs_graph_find(v->g, name), "failure", down ? "100" : "0");
+}
+
+static int hashed(struct vol *v, const struct bfs_gfid *par, const char *name)
+{
+    return dht_table_subvol(v->table, par->b, name);
+}
+
+/* A name "prefix-K" that hashes to subvolume want. */
+static const char *name_on(struct vol *v, const struct bfs_gfid *par, const char *prefix,
+                           int want, char *buf, size_t len)
+{
+    for (int k = 0;; k++) {
+        snprintf(buf, len, "%s-%d", prefix, k);
+        if (hashed(v, par, buf) == want)
+            return buf;
+    }
+}
+
+/* ---- fops ---- */
+
+static struct bfs_loc L(const struct bfs_gfid *par, const char *name)
+{
+    struct bfs_loc l = {0};
+    l.pargfid = *par;
+    l.name = name;
+    return l;
+}
+
+static struct bfs_loc LG(const struct bfs_gfid *g)
+{
+    struct bfs_loc l = {0};
+    l.gfid = *g;
+    return l;
+}
+
+static int lookup_(struct vol *v, const struct bfs_gfid *par, const char *name,
+                   struct bfs_iatt *attr)
+{
+    struct bfs_lookup_req q = {.loc = L(par, name)};
+    struct bfs_lookup_rep r;
+    int rc = bfs_sync_lookup(v->top, st, &q, &r);
+    if (attr)
+        *attr = r.attr;
+    bfs_lookup_rep_clear_dup(&r);
+    return rc;
+}
+
+static int mkdir_(struct vol *v, const struct bfs_gfid *par, const char *name,
+                  struct bfs_gfid *out)
+{
+    struct bfs_mkdir_req q = {.loc = L(par, name), .mode = 0755};
+    struct bfs_mkdir_rep r;
+    int rc = bfs_sync_mkdir(v->top, st, &q, &r);
+    if (out)
+        *out = r.attr.gfid;
+    bfs_mkdir_rep_clear_dup(&r);
+    return rc;
+}
+
+static int rmdir_(struct vol *v, const struct bfs_gfid *par, const char *name)
+{
+    struct bfs_rmdir_req q = {.loc = L(par, name)};
+    return bfs_sync_rmdir(v->top, st, &q, NULL);
+}
+
+static int unlink_(struct vol *v, const struct bfs_gfid *par, const char *name)
+{
+    struct bfs_unlink_req q = {.loc = L(par, name)};
+    return bfs_sync_unlink(v->top, st, &q, NULL);
+}
+
+static int rename_(struct vol *v, const struct bfs_gfid *op, const char *on,
+                   const struct bfs_gfid *np, const char *nn)
+{
+    struct bfs_rename_req q = {.oldloc = L(op, on), .newloc = L(np, nn)};
+    return bfs_sync_rename(v->top, st, &q, NULL);
+}
+
+static int link_(struct vol *v, const struct bfs_gfid *g, const struct bfs_gfid *np,
+                 const char *nn)
+{
+    struct bfs_link_req q = {.oldloc = LG(g), .newloc = L(np, nn)};
+    return bfs_sync_link(v->top, st, &q, NULL);
+}
+
+/* create + write + close */
+static int put(struct vol *v, const struct bfs_gfid *par, const char *name, const char *data,
+               struct bfs_gfid *out)
+{
+    struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_RDWR, 0);
+    struct bfs_create_req q = {.loc = L(par, name), .fd = fd, .flags = O_RDWR | O_CREAT,
+                               .mode = 0644};
+    struct bfs_create_rep r;
+    int rc = bfs_sync_create(v->top, st, &q, &r);
+    if (out)
+        *out = r.attr.gfid;
+    bfs_create_rep_clear_dup(&r);
+    if (rc >= 0 && data && *data) {
+        struct bfs_write_req w = {.fd = fd, .data = {data, strlen(data)}};
+        rc = bfs_sync_write(v->top, st, &w, NULL);
+        rc = rc == (int)strlen(data) ? 0 : rc < 0 ? rc : -EIO;
+    }
+    bfs_fd_unref(fd);
+    return rc;
+}
+
+/* lookup + open + read into buf (NUL-terminated); the file's GFID in *g. */
+static int get(struct vol *v, const struct bfs_gfid *par, const char *name, char *buf,
+               size_t len, struct bfs_gfid *g)
+{
+    struct bfs_iatt a;
+    int rc = lookup_(v, par, name, &a);
+    if (rc < 0)
+        return rc;
+    if (g)
+        *g = a.gfid;
+    struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_RDONLY, 0);
+    struct bfs_open_req o = {.loc = L(par, name), .fd = fd, .flags = O_RDONLY};
+    o.loc.gfid = a.gfid;
+    rc = bfs_sync_open(v->top, st, &o, NULL);
+    if (rc >= 0) {
+        struct bfs_read_req q = {.fd = fd, .size = (uint32_t)len - 1};
+        struct bfs_read_rep r;
+        rc = bfs_sync_read(v->top, st, &q, &r);
+        if (rc >= 0) {
+            memcpy(buf, r.data.data, r.data.len);
+            buf[r.data.len] = 0;
+        }
+        bfs_read_rep_clear_dup(&r);
+    }
+    bfs_fd_unref(fd);
+    return rc < 0 ? rc : 0;
+}
+
+/* Every name of directory g, read with readdir of `size` bytes at a time;
+ * calls fn for each. Returns the number of entries or -errno. */
+static int list(struct vol *v, const struct bfs_gfid *g, uint32_t size, bool plus,
+                void (*fn)(const struct bfs_dirent *e, void *arg), void *arg)
+{
+    struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_RDONLY | O_DIRECTORY, 1);
+    struct bfs_opendir_req o = {.loc = LG(g), .fd = fd};
+    int rc = bfs_sync_opendir(v->top, st, &o, NULL), total = 0;
+    uint64_t off = 0;
+    for (int calls = 0; rc >= 0 && calls < 100000; calls++) {
+        struct bfs_readdir_req q = {.fd = fd, .size = size, .offset = off, .plus = plus};
+        struct bfs_readdir_rep r;
+        rc = bfs_sync_readdir(v->top, st, &q, &r);
+        for (uint32_t i = 0; rc >= 0 && i < r.entries.count; i++) {
+            fn(&r.entries.v[i], arg);
+            off = r.entries.v[i].d_off;
+            total++;
+        }
+        bool done = rc < 0 || r.eod || r.entries.count == 0;
+        bfs_readdir_rep_clear_dup(&r);
+        if (done)
+            break;
+    }
+    bfs_fd_unref(fd);
+    return rc < 0 ? rc : total;
+}
+
+/* ---- what is on the bricks ---- */
+
+static const char *on_disk(struct vol *v, int b, const char *rel)
+{
+    static char buf[4][512];
+    static int k;
+    char *p = buf[k++ % 4];
+    snprintf(p, sizeof(buf[0]), "%s/%s", v->dir[b], rel);
+    return p;
+}
+
+static bool disk_gfid(struct vol *v, int b, const char *rel, struct bfs_gfid *g)
+{
+    return lgetxattr(on_disk(v, b, rel), "trusted.brickfs.gfid", g->b, 16) == 16;
+}
+
+/* A brick that lost an (empty) directory: the directory and its GFID handle
+ * in .brickfs go. (storage/posix refuses to give a new directory a GFID
+ * whose stale handle still names the same path; see the report.) */
+static bool lose_dir(struct vol *v, int b, const char *rel)
+{
+    struct bfs_gfid g;
+    char s[BFS_GFID_STRLEN], hp[128];
+    if (!disk_gfid(v, b, rel, &g))
+        return false;
+    bfs_gfid_fmt(&g, s);
+    snprintf(hp, sizeof(hp), ".brickfs/%.2s/%.2s/%s", s, s + 2, s);
+    return rmdir(on_disk(v, b, rel)) == 0 && unlink(on_disk(v, b, hp)) == 0;
+}
+
+enum { ABSENT, DATA, LINKF, DIRECTORY };
+
+/* What brick b has at rel, and (link files) which brick it points to. */
+static int disk_kind(struct vol *v, int b, const char *rel, int *to)
+{
+    struct stat s;
+    if (lstat(on_disk(v, b, rel), &s) < 0)
+        return ABSENT;
+    if (S_ISDIR(s.st_mode))
+        return DIRECTORY;
+    char t[64] = "";
+    ssize_t n = lgetxattr(on_disk(v, b, rel), LINKTO, t, sizeof(t) - 1);
+    if ((s.st_mode & 07777) == S_ISVTX && s.st_size == 0 && n > 0) {
+        t[n] = 0;
+        if (to)
+            *to = atoi(t + 1); /* "bK" */
+        return LINKF;
+    }
+    return DATA;
+}
+
+/* Counts of each kind of rel across the bricks. */
+static void census(struct vol *v, const char *rel, int *data, int *links, int *dirs)
+{
+    *data = *links = *dirs = 0;
+    for (int b = 0; b < v->n; b++) {
+        int k = disk_kind(v, b, rel, NULL);
+        *data += k == DATA;
+        *links += k == LINKF;
+        *dirs += k == DIRECTORY;
+    }
+}
+
+/* Regular non-link files directly in brick b's folder rel. */
+static int disk_files(struct vol *v, int b, const char *rel)
+{
+    DIR *d = opendir(on_disk(v, b, rel));
+    int n = 0;
+    struct dirent *e;
+    char p[600];
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof(p), "%s/%s", rel, e->d_name);
+        n += disk_kind(v, b, p, NULL) == DATA;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+
+/* ---- spread and listing ---- */
+
+struct tally {
+    int *count; /* per index */
+    int n;
+    int bad;    /* names outside the expected set */
+    int noattr; /* plus entries without attributes or with a d_ino not from the GFID */
+    bool plus;
+    const char *prefix; /* names are PREFIX<index> */
+};
+
+static void tally_fn(const struct bfs_dirent *e, void *arg)
+{
+    struct tally *t = arg;
+    size_t pl = strlen(t->prefix);
+    char *end;
+    long i = strncmp(e->name, t->prefix, pl) == 0 ? strtol(e->name + pl, &end, 10) : -1;
+    if (i < 0 || i >= t->n || end == e->name + pl || *end) {
+        t->bad++;
+        return;
+    }
+    t->count[i]++;
+    if (t->plus && (!e->has_attr || bfs_gfid_is_null(&e->attr.gfid) ||
+                    e->d_ino != bfs_gfid_to_ino(&e->attr.gfid)))
+        t->noattr++;
+}
+
+/* Lists dir g and checks each of the n expected names appears once. */
+static bool listed_once(struct vol *v, const struct bfs_gfid *g, const char *prefix, int n,
+                        uint32_t size, bool plus, const char *what)
+{
+    struct tally t = {.count = calloc((size_t)n, sizeof(int)), .n = n, .plus = plus, .prefix = prefix};
+    int total = list(v, g, size, plus, tally_fn, &t);
+    int missing = 0, dups = 0;
+    for (int i = 0; i < n; i++) {
+        missing += t.count[i] == 0;
+        dups += t.count[i] > 1;
+    }
+    bool good = total == n && !missing && !dups && !t.bad && !t.noattr;
+    ok(good, "%s: %d entries, each of %d names once (readdir%s of %u bytes)", what, total, n,
+       plus ? "plus" : "", size);
+    if (!good)
+        printf("#   missing %d, duplicated %d, unexpected %d, without attributes %d\n", missing,
+               dups, t.bad, t.noattr);
+    free(t.count);
+    return good;
+}
+
+static bool balanced(const int *per, int n, int total, const char *what)
+{
+    double mean = (double)total / n;
+    bool good = true;
+    char line[256];
+    size_t len = 0;
+    for (int b = 0; b < n; b++) {
+        good = good && per[b] >= mean * 0.75 && per[b] <= mean * 1.25;
+        len += (size_t)snprintf(line + len, sizeof(line) - len, " %d", per[b]);
+    }
+    ok(good, "%s: every brick within 25%% of the mean %.0f (%s )", what, mean, line);
+    return good;
+}
+
+static void test_spread(int n)
+{
+    struct vol v;
+    char tag[16], name[32], rel[64];
+    snprintf(tag, sizeof(tag), "spread%d", n);
+    if (!vol_start(&v, n, tag, "")) {
+        ok(0, "%d-brick volume starts", n);
+        return;
+    }
+    struct bfs_gfid dg, sg, sub[30];
+    is_int(mkdir_(&v, &bfs_gfid_root, "spread", &dg), 0, "%d bricks: mkdir spread", n);
+    int fails = 0;
+    for (int i = 0; i < 3000; i++) {
+        snprintf(name, sizeof(name), "f-%04d", i);
+        fails += put(&v, &dg, name, NULL, NULL) < 0;
+    }
+    is_int(fails, 0, "3000 creates");
+    int per[MAXB], total = 0;
+    for (int b = 0; b < n; b++)
+        total += per[b] = disk_files(&v, b, "spread");
+    is_int(total, 3000, "3000 data files on the bricks, no more");
+    balanced(per, n, 3000, "3000 names in one directory");
+    listed_once(&v, &dg, "f-", 3000, 200, false, "spread");
+    listed_once(&v, &dg, "f-", 3000, 4096, true, "spread");
+
+    /* stable continuation: stop halfway, go on from the offset on another fd */
+    struct tally t = {.count = calloc(3000, sizeof(int)), .n = 3000, .prefix = "f-"};
+    struct bfs_fd *fd = bfs_fd_new(v.g, NULL, O_RDONLY | O_DIRECTORY, 1);
+    struct bfs_opendir_req o = {.loc = LG(&dg), .fd = fd};
+    uint64_t off = 0;
+    int got = 0;
+    bfs_sync_opendir(v.top, st, &o, NULL);
+    while (got < 1500) {
+        struct bfs_readdir_req q = {.fd = fd, .size = 1024, .offset = off};
+        struct bfs_readdir_rep r;
+        if (bfs_sync_readdir(v.top, st, &q, &r) < 0 || r.entries.count == 0)
+            break;
+        for (uint32_t i = 0; i < r.entries.count; i++, got++) {
+            tally_fn(&r.entries.v[i], &t);
+            off = r.entries.v[i].d_off;
+        }
+        bfs_readdir_rep_clear_dup(&r);
+    }
+    bfs_fd_unref(fd);
+    fd = bfs_fd_new(v.g, NULL, O_RDONLY | O_DIRECTORY, 1);
+    o.fd = fd;
+    bfs_sync_opendir(v.top, st, &o, NULL);
+    for (;;) {
+        struct bfs_readdir_req q = {.fd = fd, .size = 1024, .offset = off};
+        struct bfs_readdir_rep r;
+        if (bfs_sync_readdir(v.top, st, &q, &r) < 0 || r.entries.count == 0) {
+            bfs_readdir_rep_clear_dup(&r);
+            break;
+        }
+        for (uint32_t i = 0; i < r.entries.count; i++, got++) {
+            tally_fn(&r.entries.v[i], &t);
+            off = r.entries.v[i].d_off;
+        }
+        bool eod = r.eod;
+        bfs_readdir_rep_clear_dup(&r);
+        if (eod)
+            break;
+    }
+    bfs_fd_unref(fd);
+    int once = 0;
+    for (int i = 0; i < 3000; i++)
+        once += t.count[i] == 1;
+    ok(got == 3000 && once == 3000, "an offset from one fd continues on another: %d entries, "
+       "%d names once", got, once);
+    free(t.count);
+
+    /* the same 100 names in 30 directories */
+    is_int(mkdir_(&v, &bfs_gfid_root, "same", &sg), 0, "mkdir same");
+    fails = 0;
+    for (int d = 0; d < 30; d++) {
+        snprintf(name, sizeof(name), "d%02d", d);
+        fails += mkdir_(&v, &sg, name, &sub[d]) < 0;
+        for (int i = 0; i < 100; i++) {
+            snprintf(name, sizeof(name), "same-%03d", i);
+            fails += put(&v, &sub[d], name, NULL, NULL) < 0;
+        }
+    }
+    is_int(fails, 0, "30 directories x 100 same names");
+    memset(per, 0, sizeof(per));
+    for (int d = 0; d < 30; d++) {
+        snprintf(rel, sizeof(rel), "same/d%02d", d);
+        for (int b = 0; b < n; b++)
+            per[b] += disk_files(&v, b, rel);
+    }
+    balanced(per, n, 3000, "repeating names");
+    listed_once(&v, &sg, "d", 30, 128, true, "30 directories, listed from one brick only");
+    int good = 0;
+    for (int d = 0; d < 30; d++) {
+        struct tally u = {.count = calloc(100, sizeof(int)), .n = 100, .prefix = "same-"};
+        int k = list(&v, &sub[d], 300, d % 2 == 0, tally_fn, &u), once1 = 0;
+        for (int i = 0; i < 100; i++)
+            once1 += u.count[i] == 1;
+        good += k == 100 && once1 == 100 && !u.bad;
+        free(u.count);
+    }
+    is_int(good, 30, "each of the 30 directories lists its 100 names exactly once");
+    vol_stop(&v);
+}
+
+/* ---- directories ---- */
+
+static void test_dirs(struct vol *v)
+{
+    struct bfs_gfid dg, ag, g;
+    struct bfs_iatt a;
+    int data, links, dirs;
+    is_int(mkdir_(v, &bfs_gfid_root, "dirs", &dg), 0, "mkdir dirs");
+    is_int(mkdir_(v, &dg, "a", &ag), 0, "mkdir dirs/a");
+    int same = 0;
+    for (int b = 0; b < v->n; b++)
+        same += disk_gfid(v, b, "dirs/a", &g) && bfs_gfid_eq(&g, &ag);
+    is_int(same, v->n, "dirs/a on every brick with the GFID of the reply");
+    is_int(mkdir_(v, &dg, "a", NULL), -EEXIST, "mkdir of an existing name: EEXIST");
+    is_int(put(v, &ag, "file", "x", NULL), 0, "a file in dirs/a");
+    is_int(rmdir_(v, &dg, "a"), -ENOTEMPTY, "rmdir of a non-empty directory: ENOTEMPTY");
+    census(v, "dirs/a", &data, &links, &dirs);
+    same = 0;
+    for (int b = 0; b < v->n; b++)
+        same += disk_gfid(v, b, "dirs/a", &g) && bfs_gfid_eq(&g, &ag);
+    ok(dirs == v->n && same == v->n, "and it is still on every brick, same GFID (restored "
+       "where it had been removed)");
+    is_int(lookup_(v, &ag, "file", NULL), 0, "its file is still there");
+    is_int(unlink_(v, &ag, "file"), 0, "unlink the file");
+    is_int(rmdir_(v, &dg, "a"), 0, "rmdir dirs/a");
+    census(v, "dirs/a", &data, &links, &dirs);
+    is_int(dirs + data + links, 0, "gone from every brick");
+    is_int(lookup_(v, &dg, "a", NULL), -ENOENT, "lookup: ENOENT");
+    is_int(rmdir_(v, &dg, "a"), -ENOENT, "rmdir again: ENOENT");
+    struct bfs_gfid bg, cg;
+    is_int(mkdir_(v, &dg, "b", &bg) | mkdir_(v, &bg, "c", &cg), 0, "mkdir dirs/b/c");
+    ok(lookup_(v, &bg, "c", &a) == 0 && bfs_gfid_eq(&a.gfid, &cg) && S_ISDIR(a.mode),
+       "lookup dirs/b/c");
+    is_int(rmdir_(v, &dg, "b"), -ENOTEMPTY, "rmdir dirs/b: ENOTEMPTY (c in it)");
+    census(v, "dirs/b/c", &data, &links, &dirs);
+    is_int(dirs, v->n, "dirs/b/c intact on every brick");
+    is_int(rmdir_(v, &bg, "c") | rmdir_(v, &dg, "b"), 0, "rmdir c, then b");
+    census(v, "dirs/b", &data, &links, &dirs);
+    is_int(dirs, 0, "dirs/b gone everywhere");
+    is_int(put(v, &dg, "plain", "", NULL), 0, "a file");
+    is_int(rmdir_(v, &dg, "plain"), -ENOTDIR, "rmdir of a file: ENOTDIR");
+
+    /* inode fops on a directory: stat merged, fd fops over every brick */
+    struct bfs_stat_req sq = {.loc = LG(&dg)};
+    struct bfs_stat_rep sr;
+    ok(bfs_sync_stat(v->top, st, &sq, &sr) == 0 && S_ISDIR(sr.attr.mode) &&
+       bfs_gfid_eq(&sr.attr.gfid, &dg), "stat of a directory");
+    bfs_stat_rep_clear_dup(&sr);
+    struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_RDONLY | O_DIRECTORY, 1);
+    struct bfs_opendir_req oq = {.loc = LG(&dg), .fd = fd};
+    struct bfs_fstat_req fq = {.fd = fd};
+    struct bfs_fsyncdir_req yq = {.fd = fd};
+    ok(bfs_sync_opendir(v->top, st, &oq, NULL) == 0 && bfs_sync_fstat(v->top, st, &fq, NULL) == 0 &&
+       bfs_sync_fsyncdir(v->top, st, &yq, NULL) == 0, "opendir, fstat, fsyncdir on its fd");
+    struct bfs_fsetattr_req fa = {.fd = fd, .valid = BFS_SET_MODE};
+    fa.attr.mode = S_IFDIR | 0711;
+    is_int(bfs_sync_fsetattr(v->top, st, &fa, NULL), 0, "fsetattr 0711 on the directory fd");
+    bfs_fd_unref(fd);
+    struct stat s;
+    int set = 0;
+    for (int b = 0; b < v->n; b++)
+        set += lstat(on_disk(v, b, "dirs"), &s) == 0 && (s.st_mode & 07777) == 0711;
+    is_int(set, v->n, "on every brick");
+    struct bfs_getxattr_req gq = {.loc = LG(&dg), .name = "user.none"};
+    is_int(bfs_sync_getxattr(v->top, st, &gq, NULL), -ENODATA, "getxattr on it: ENODATA");
+    struct bfs_iatt pa;
+    ok(lookup_(v, &dg, "plain", &pa) == 0, "lookup the file");
+    struct bfs_truncate_req tq = {.loc = LG(&pa.gfid), .offset = 4096};
+    struct bfs_stat_req fs = {.loc = LG(&pa.gfid)};
+    struct bfs_stat_rep fr;
+    ok(bfs_sync_truncate(v->top, st, &tq, NULL) == 0 && bfs_sync_stat(v->top, st, &fs, &fr) == 0 &&
+       fr.attr.size == 4096, "truncate and stat of a file by GFID go to its brick");
+    bfs_stat_rep_clear_dup(&fr);
+    is_int(unlink_(v, &bfs_gfid_root, "dirs"), -EISDIR, "unlink of a directory: EISDIR");
+}
+
+/* ---- rename ---- */
+
+/* On the bricks, rel is: data on brick `data` (or -1: no data anywhere) and
+ * a link file on brick `link` pointing to `data` (or -1: no link file). */
+static bool placed(struct vol *v, const char *rel, int data, int link)
+{
+    bool good = true;
+    for (int b = 0; b < v->n; b++) {
+        int to = -1, k = disk_kind(v, b, rel, &to);
+        int want = b == data ? DATA : b == link ? LINKF : ABSENT;
+        good = good && k == want && (k != LINKF || to == data);
+    }
+    return good;
+}
+
+static bool no_tmp_names(struct vol *v, const char *rel)
+{
+    for (int b = 0; b < v->n; b++) {
+        DIR *d = opendir(on_disk(v, b, rel));
+        struct dirent *e;
+        while (d && (e = readdir(d)))
+            if (strncmp(e->d_name, ".dht-rename-", 12) == 0) {
+                closedir(d);
+                return false;
+            }
+        if (d)
+            closedir(d);
+    }
+    return true;
+}
+
+static void test_rename_files(struct vol *v, const struct bfs_gfid *rg)
+{
+    char s[32], d[32], e[32], x[32], y[32], p[32], q[32], rel[96], buf[64];
+    struct bfs_gfid gs, g, gx, gp;
+    name_on(v, rg, "s", 0, s, sizeof(s));
+    name_on(v, rg, "d", 1, d, sizeof(d));
+    is_int(put(v, rg, s, "hello", &gs), 0, "file %s on brick 0", s);
+
+    is_int(rename_(v, rg, s, rg, d), 0, "rename %s (brick 0) -> %s (hashes to brick 1)", s, d);
+    ok(get(v, rg, d, buf, sizeof(buf), &g) == 0 && strcmp(buf, "hello") == 0 &&
+       bfs_gfid_eq(&g, &gs), "the new name has the content and the GFID");
+    is_int(lookup_(v, rg, s, NULL), -ENOENT, "the old name is gone");
+    snprintf(rel, sizeof(rel), "rn/%s", d);
+    ok(placed(v, rel, 0, 1), "data stays on brick 0, a link file on brick 1 points to it");
+    snprintf(rel, sizeof(rel), "rn/%s", s);
+    ok(placed(v, rel, -1, -1), "nothing left under the old name on any brick");
+
+    name_on(v, rg, "e", 0, e, sizeof(e));
+    is_int(rename_(v, rg, d, rg, e), 0, "rename %s -> %s (hashes to brick 0, where the data is)",
+           d, e);
+    snprintf(rel, sizeof(rel), "rn/%s", e);
+    ok(placed(v, rel, 0, -1), "data on brick 0, no link file needed");
+    snprintf(rel, sizeof(rel), "rn/%s", d);
+    ok(placed(v, rel, -1, -1), "the link file of the old name went");
+
+    name_on(v, rg, "x", 2, x, sizeof(x));
+    is_int(put(v, rg, x, "old", &gx), 0, "file %s on brick 2", x);
+    is_int(rename_(v, rg, e, rg, x), 0, "rename %s over the existing %s", e, x);
+    ok(get(v, rg, x, buf, sizeof(buf), &g) == 0 && strcmp(buf, "hello") == 0 &&
+       bfs_gfid_eq(&g, &gs), "%s now has the renamed file's content and GFID", x);
+    snprintf(rel, sizeof(rel), "rn/%s", x);
+    ok(placed(v, rel, 0, 2), "the replaced file's data is gone; a link file replaced it");
+
+    name_on(v, rg, "y", 2, y, sizeof(y));
+    is_int(rename_(v, rg, x, rg, y), 0, "rename %s -> %s (both hash to brick 2: the link file "
+           "itself is renamed)", x, y);
+    snprintf(rel, sizeof(rel), "rn/%s", y);
+    ok(placed(v, rel, 0, 2), "data on brick 0, link file on brick 2");
+    snprintf(rel, sizeof(rel), "rn/%s", x);
+    ok(placed(v, rel, -1, -1), "nothing under %s", x);
+
+    name_on(v, rg, "p", 2, p, sizeof(p));
+    name_on(v, rg, "q", 1, q, sizeof(q));
+    is_int(put(v, rg, p, "ppp", &gp) | rename_(v, rg, p, rg, q), 0,
+           "file %s: data on brick 2, link file on brick 1", q);
+    snprintf(rel, sizeof(rel), "rn/%s", q);
+    ok(placed(v, rel, 2, 1), "(as planned)");
+    is_int(rename_(v, rg, y, rg, q), 0, "rename %s (data 0, link 2) over %s (data 2, link 1)", y,
+           q);
+    ok(get(v, rg, q, buf, sizeof(buf), &g) == 0 && strcmp(buf, "hello") == 0 &&
+       bfs_gfid_eq(&g, &gs), "%s is the renamed file", q);
+    ok(placed(v, rel, 0, 1), "data on brick 0, brick 1's link file now points there, the "
+       "replaced data on brick 2 is gone");
+    snprintf(rel, sizeof(rel), "rn/%s", y);
+    ok(placed(v, rel, -1, -1), "%s's link file went", y);
+    ok(no_tmp_names(v, "rn"), "no temporary link file left behind");
+
+    is_int(rename_(v, rg, q, rg, q), 0, "rename onto itself: nothing to do");
+    is_int(link_(v, &gs, rg, "alias") | rename_(v, rg, q, rg, "alias"), 0,
+           "rename onto another name of the same file: nothing to do (POSIX)");
+    ok(lookup_(v, rg, q, NULL) == 0 && lookup_(v, rg, "alias", NULL) == 0, "both names stay");
+    is_int(unlink_(v, rg, "alias"), 0, "unlink the alias");
+}
+
+static void test_rename_dirs(struct vol *v, const struct bfs_gfid *rg)
+{
+    char a[32], b[32], rel[96], buf[64];
+    struct bfs_gfid ga, g, ge, gf;
+    struct bfs_iatt at;
+    int data, links, dirs;
+    name_on(v, rg, "da", 0, a, sizeof(a));
+    name_on(v, rg, "db", 2, b, sizeof(b));
+    is_int(mkdir_(v, rg, a, &ga) | put(v, &ga, "inner", "in", NULL), 0, "directory %s with a file",
+           a);
+    is_int(rename_(v, rg, a, rg, b), 0, "rename directory %s -> %s", a, b);
+    ok(lookup_(v, rg, b, &at) == 0 && bfs_gfid_eq(&at.gfid, &ga), "%s has the GFID", b);
+    snprintf(rel, sizeof(rel), "rn/%s", b);
+    census(v, rel, &data, &links, &dirs);
+    int same = 0;
+    for (int k = 0; k < v->n; k++)
+        same += disk_gfid(v, k, rel, &g) && bfs_gfid_eq(&g, &ga);
+    ok(dirs == v->n && same == v->n, "renamed on every brick");
+    snprintf(rel, sizeof(rel), "rn/%s", a);
+    census(v, rel, &data, &links, &dirs);
+    is_int(dirs, 0, "the old name is gone from every brick");
+    ok(get(v, &ga, "inner", buf, sizeof(buf), NULL) == 0 && strcmp(buf, "in") == 0,
+       "the file inside is still readable");
+
+    is_int(mkdir_(v, rg, "empty", &ge), 0, "an empty directory");
+    is_int(rename_(v, rg, b, rg, "empty"), 0, "rename a directory over an empty one");
+    ok(lookup_(v, rg, "empty", &at) == 0 && bfs_gfid_eq(&at.gfid, &ga), "it replaced it");
+    census(v, "rn/empty", &data, &links, &dirs);
+    is_int(dirs, v->n, "on every brick");
+    is_int(mkdir_(v, rg, "full", &gf) | put(v, &gf, "x", "", NULL), 0, "a non-empty directory");
+    is_int(rename_(v, rg, "empty", rg, "full"), -ENOTEMPTY, "rename over it: ENOTEMPTY");
+    ok(lookup_(v, rg, "empty", NULL) == 0 && lookup_(v, &gf, "x", NULL) == 0, "both intact");
+    census(v, "rn/full", &data, &links, &dirs);
+    is_int(dirs, v->n, "the non-empty one is still on every brick");
+    is_int(put(v, rg, "afile", "", NULL), 0, "a file");
+    is_int(rename_(v, rg, "afile", rg, "full"), -EISDIR, "rename a file over a directory: EISDIR");
+    is_int(rename_(v, rg, "empty", rg, "afile"), -ENOTDIR,
+           "rename a directory over a file: ENOTDIR");
+    is_int(rename_(v, rg, "empty", &ga, "inside"), -EINVAL,
+           "rename a directory into itself: EINVAL");
+    census(v, "rn/empty", &data, &links, &dirs);
+    is_int(dirs, v->n, "and nothing changed");
+}
+
+static void test_rename(struct vol *v)
+{
+    struct bfs_gfid rg;
+    is_int(mkdir_(v, &bfs_gfid_root, "rn", &rg), 0, "mkdir rn");
+    test_rename_files(v, &rg);
+    test_rename_dirs(v, &rg);
+    struct tally t = {.count = calloc(1, sizeof(int)), .n = 1, .prefix = "none-"};
+    int k = list(v, &rg, 256, true, tally_fn, &t);
+    /* left: q, afile, empty, full */
+    ok(k == 4 && t.bad == 4, "rn lists exactly its 4 names (no link files): %d", k);
+    free(t.count);
+}
+
+/* ---- hard links ---- */
+
+static void test_hardlink(struct vol *v)
+{
+    struct bfs_gfid hg, gf, g;
+    struct bfs_iatt a;
+    char f[32], n1[32], n2[32], k0[32], rel[96], rel2[96], buf[64];
+    struct stat s1, s2;
+    is_int(mkdir_(v, &bfs_gfid_root, "hl", &hg), 0, "mkdir hl");
+    name_on(v, &hg, "f", 0, f, sizeof(f));
+    name_on(v, &hg, "n", 1, n1, sizeof(n1));
+    name_on(v, &hg, "m", 1, n2, sizeof(n2));
+    name_on(v, &hg, "k", 0, k0, sizeof(k0));
+    is_int(put(v, &hg, f, "shared", &gf), 0, "file %s on brick 0", f);
+    is_int(link_(v, &gf, &hg, n1), 0, "link %s (hashes to brick 1)", n1);
+    ok(get(v, &hg, n1, buf, sizeof(buf), &g) == 0 && strcmp(buf, "shared") == 0 &&
+       bfs_gfid_eq(&g, &gf), "same content, same GFID");
+    ok(lookup_(v, &hg, f, &a) == 0 && a.nlink == 2, "two names");
+    snprintf(rel, sizeof(rel), "hl/%s", n1);
+    ok(placed(v, rel, 0, 1), "a hard link on brick 0, a link file on brick 1");
+    is_int(link_(v, &gf, &hg, n2), 0, "another link %s (also brick 1)", n2);
+    snprintf(rel2, sizeof(rel2), "hl/%s", n2);
+    ok(placed(v, rel2, 0, 1) && lstat(on_disk(v, 1, rel), &s1) == 0 &&
+       lstat(on_disk(v, 1, rel2), &s2) == 0 && s1.st_ino == s2.st_ino,
+       "its link file on brick 1 shares the first one's inode (one GFID, one object)");
+    is_int(link_(v, &gf, &hg, k0), 0, "a link %s hashing where the data is", k0);
+    snprintf(rel, sizeof(rel), "hl/%s", k0);
+    ok(placed(v, rel, 0, -1), "a plain hard link, no link file");
+    is_int(link_(v, &gf, &hg, n1), -EEXIST, "link onto an existing name: EEXIST");
+    is_int(unlink_(v, &hg, f), 0, "unlink the first name");
+    ok(get(v, &hg, n1, buf, sizeof(buf), NULL) == 0 && strcmp(buf, "shared") == 0,
+       "the others still read it");
+    is_int(unlink_(v, &hg, n1) | unlink_(v, &hg, n2) | unlink_(v, &hg, k0), 0, "unlink the rest");
+    int left = 0;
+    for (int b = 0; b < v->n; b++)
+        left += disk_files(v, b, "hl");
+    snprintf(rel, sizeof(rel), "hl/%s", n1);
+    snprintf(rel2, sizeof(rel2), "hl/%s", n2);
+    ok(left == 0 && placed(v, rel, -1, -1) && placed(v, rel2, -1, -1),
+       "no data and no link files left");
+    struct bfs_gfid dg;
+    is_int(mkdir_(v, &hg, "sub", &dg), 0, "a directory");
+    is_int(link_(v, &dg, &hg, "dirlink"), -EPERM, "hard link of a directory: EPERM");
+}
+
+/* ---- a brick down ---- */
+
+static void test_down(struct vol *v)
+{
+    struct bfs_gfid dg, g;
+    char name[32], rel[96], buf[64], m[32];
+    const int down = 1;
+    is_int(mkdir_(v, &bfs_gfid_root, "dn", &dg), 0, "mkdir dn");
+    int fails = 0;
+    for (int i = 0; i < 30; i++) {
+        snprintf(name, sizeof(name), "f-%d", i);
+        fails += put(v, &dg, name, name, NULL) < 0;
+    }
+    is_int(fails, 0, "30 files");
+    char dd[32];
+    struct bfs_gfid ddg;
+    struct bfs_iatt da;
+    name_on(v, &dg, "dir", down, dd, sizeof(dd));
+    is_int(mkdir_(v, &dg, dd, &ddg), 0, "a directory %s hashing to brick %d", dd, down);
+    brick_down(v, down, true);
+    ok(lookup_(v, &dg, dd, &da) == 0 && S_ISDIR(da.mode) && bfs_gfid_eq(&da.gfid, &ddg),
+       "with its hashed brick down, the directory is still found on the others");
+    int readable = 0, notconn = 0, wrong = 0, on_down = 0;
+    for (int i = 0; i < 30; i++) {
+        snprintf(name, sizeof(name), "f-%d", i);
+        int rc = get(v, &dg, name, buf, sizeof(buf), NULL);
+        if (hashed(v, &dg, name) == down) {
+            on_down++;
+            notconn += rc == -ENOTCONN;
+        } else {
+            readable += rc == 0 && strcmp(buf, name) == 0;
+            wrong += rc != 0;
+        }
+    }
+    ok(readable == 30 - on_down && wrong == 0, "brick %d down: the %d files elsewhere read fine",
+       down, 30 - on_down);
+    ok(on_down > 0 && notconn == on_down, "its %d files: ENOTCONN, not ENOENT", on_down);
+    int refused = 0, made = 0, orphans = 0, wanted_down = 0;
+    for (int i = 0; i < 30; i++) {
+        snprintf(name, sizeof(name), "new-%d", i);
+        int rc = put(v, &dg, name, "n", NULL);
+        snprintf(rel, sizeof(rel), "dn/%s", name);
+        if (hashed(v, &dg, name) == down) {
+            wanted_down++;
+            refused += rc == -ENOTCONN;
+            for (int b = 0; b < v->n; b++)
+                orphans += disk_kind(v, b, rel, NULL) != ABSENT;
+        } else {
+            made += rc == 0;
+        }
+    }
+    ok(wanted_down > 0 && refused == wanted_down, "creates hashing to the down brick: ENOTCONN "
+       "(%d of %d)", refused, wanted_down);
+    is_int(orphans, 0, "and they left nothing on any brick");
+    is_int(made, 30 - wanted_down, "creates hashing elsewhere work");
+    int data, links, dirs;
+    name_on(v, &dg, "sub", down, m, sizeof(m));
+    is_int(mkdir_(v, &dg, m, NULL), -ENOTCONN, "mkdir hashing to the down brick: ENOTCONN");
+    snprintf(rel, sizeof(rel), "dn/%s", m);
+    census(v, rel, &data, &links, &dirs);
+    is_int(dirs, 0, "and made nothing anywhere");
+    name_on(v, &dg, "sub", (down + 1) % v->n, m, sizeof(m));
+    is_int(mkdir_(v, &dg, m, &g), 0, "mkdir hashing elsewhere works");
+    snprintf(rel, sizeof(rel), "dn/%s", m);
+    census(v, rel, &data, &links, &dirs);
+    ok(dirs == v->n - 1 && disk_kind(v, down, rel, NULL) == ABSENT,
+       "on every brick but the down one");
+    is_int(rmdir_(v, &dg, m), -ENOTCONN, "rmdir while a brick is down: ENOTCONN");
+    is_int(rename_(v, &dg, m, &dg, "renamed"), -ENOTCONN,
+           "directory rename while a brick is down: ENOTCONN");
+    struct tally t = {.count = calloc(1, sizeof(int)), .n = 1, .prefix = "none-"};
+    int k = list(v, &dg, 512, true, tally_fn, &t);
+    /* f-*: 30 - on_down, new-*: made, plus the directory */
+    is_int(k, 30 - on_down + made + 2, "readdir lists everything on the bricks that are up");
+    free(t.count);
+    struct bfs_statfs_req sq = {.loc = LG(&bfs_gfid_root)};
+    is_int(bfs_sync_statfs(v->top, st, &sq, NULL), 0, "statfs answers with a brick down");
+
+    brick_down(v, down, false);
+    readable = 0;
+    for (int i = 0; i < 30; i++) {
+        snprintf(name, sizeof(name), "f-%d", i);
+        readable += get(v, &dg, name, buf, sizeof(buf), NULL) == 0 && strcmp(buf, name) == 0;
+    }
+    is_int(readable, 30, "brick back: all 30 files read again");
+    is_int(lookup_(v, &dg, m, NULL), 0, "lookup of the directory made while it was down");
+    census(v, rel, &data, &links, &dirs);
+    ok(dirs == v->n && disk_gfid(v, down, rel, &g), "healed onto the returned brick");
+    is_int(rmdir_(v, &dg, m) | rmdir_(v, &dg, dd), 0, "rmdir now works");
+    census(v, rel, &data, &links, &dirs);
+    is_int(dirs, 0, "gone everywhere");
+}
+
+/* ---- directory self-heal ---- */
+
+static void test_heal(struct vol *v)
+{
+    struct bfs_gfid hg, g;
+    struct bfs_iatt a;
+    struct stat s;
+    int h = hashed(v, &bfs_gfid_root, "heal"), x = (h + 1) % v->n, y = (h + 2) % v->n;
+    is_int(mkdir_(v, &bfs_gfid_root, "heal", &hg), 0, "mkdir heal");
+    struct bfs_setattr_req sq = {.loc = LG(&hg), .valid = BFS_SET_MODE | BFS_SET_UID | BFS_SET_GID};
+    sq.attr.mode = S_IFDIR | 0750;
+    sq.attr.uid = 1234;
+    sq.attr.gid = 5678;
+    is_int(bfs_sync_setattr(v->top, st, &sq, NULL), 0, "chmod 0750, chown 1234:5678");
+    int set = 0;
+    for (int b = 0; b < v->n; b++)
+        set += lstat(on_disk(v, b, "heal"), &s) == 0 && (s.st_mode & 07777) == 0750 &&
+               s.st_uid == 1234 && s.st_gid == 5678;
+    is_int(set, v->n, "applied on every brick");
+    struct bfs_dict *xa = bfs_dict_new();
+    bfs_dict_set_bin(xa, "user.colour", "blue", 4);
+    struct bfs_setxattr_req xq = {.loc = LG(&hg), .xattrs = xa};
+    is_int(bfs_sync_setxattr(v->top, st, &xq, NULL), 0, "setxattr user.colour on it");
+    bfs_dict_unref(xa);
+
+    ok(lose_dir(v, x, "heal"), "remove it from brick %d by hand", x);
+    ok(lookup_(v, &bfs_gfid_root, "heal", &a) == 0 && bfs_gfid_eq(&a.gfid, &hg),
+       "lookup finds it");
+    char val[16] = "";
+    ok(lstat(on_disk(v, x, "heal"), &s) == 0 && S_ISDIR(s.st_mode) &&
+       disk_gfid(v, x, "heal", &g) && bfs_gfid_eq(&g, &hg),
+       "and re-created it on brick %d with the same GFID", x);
+    ok((s.st_mode & 07777) == 0750 && s.st_uid == 1234 && s.st_gid == 5678,
+       "mode 0750, owner 1234:5678");
+    ok(lgetxattr(on_disk(v, x, "heal"), "user.colour", val, sizeof(val)) == 4 &&
+       memcmp(val, "blue", 4) == 0, "and its user xattr");
+    ok(chmod(on_disk(v, y, "heal"), 0700) == 0 && chown(on_disk(v, y, "heal"), 1, 1) == 0,
+       "chmod/chown it on brick %d by hand", y);
+    is_int(lookup_(v, &bfs_gfid_root, "heal", NULL), 0, "lookup");
+    ok(lstat(on_disk(v, y, "heal"), &s) == 0 && (s.st_mode & 07777) == 0750 &&
+       s.st_uid == 1234 && s.st_gid == 5678, "mode and owner healed on brick %d", y);
+    ok(lose_dir(v, h, "heal"), "remove it from its hashed brick %d by hand", h);
+    is_int(lookup_(v, &bfs_gfid_root, "heal", NULL), -ENOENT,
+           "a default lookup trusts the hashed brick: ENOENT");
+    is_int(reconf(v->top, "cluster.lookup-unhashed", "on"), 0, "cluster.lookup-unhashed on");
+    ok(lookup_(v, &bfs_gfid_root, "heal", &a) == 0 && bfs_gfid_eq(&a.gfid, &hg),
+       "finds it on the others");
+    is_int(reconf(v->top, "cluster.lookup-unhashed", "off"), 0, "off again");
+    is_int(lookup_(v, &bfs_gfid_root, "heal", NULL), 0, "the hashed brick was healed too");
+    ok(disk_gfid(v, h, "heal", &g) && bfs_gfid_eq(&g, &hg), "same GFID on brick %d", h);
+    is_int(rmdir_(v, &bfs_gfid_root, "heal"), 0, "rmdir heal");
+
+    /* namespace changes of a directory that needs healing: their internal
+     * lookups must not try to heal under the lock they hold */
+    int data, links, dirs;
+    is_int(mkdir_(v, &bfs_gfid_root, "h2", &hg), 0, "mkdir h2");
+    x = (hashed(v, &bfs_gfid_root, "h2") + 1) % v->n;
+    ok(lose_dir(v, x, "h2"), "brick %d loses it", x);
+    is_int(unlink_(v, &bfs_gfid_root, "h2"), -EISDIR, "unlink of it: EISDIR (no deadlock)");
+    is_int(rename_(v, &bfs_gfid_root, "h2", &bfs_gfid_root, "h3"), 0, "rename it");
+    ok(lookup_(v, &bfs_gfid_root, "h3", &a) == 0 && bfs_gfid_eq(&a.gfid, &hg), "lookup h3");
+    census(v, "h3", &data, &links, &dirs);
+    is_int(dirs, v->n, "healed onto brick %d under its new name", x);
+    census(v, "h2", &data, &links, &dirs);
+    is_int(dirs, 0, "the old name is nowhere");
+    is_int(rmdir_(v, &bfs_gfid_root, "h3"), 0, "rmdir h3");
+}
+
+/* ---- statfs ---- */
+
+static void test_statfs(struct vol *v)
+{
+    struct statvfs sv;
+    struct bfs_statfs_req q = {.loc = LG(&bfs_gfid_root)};
+    struct bfs_statfs_rep r;
+    int rc = bfs_sync_statfs(v->top, st, &q, &r);
+    ok(rc == 0 && statvfs(v->dir[0], &sv) == 0 &&
+       r.buf.blocks * r.buf.frsize == (uint64_t)v->n * sv.f_blocks * sv.f_frsize,
+       "statfs: the sum of the %d bricks' sizes", v->n);
+    bfs_statfs_rep_clear_dup(&r);
+}
+
+/* ---- min-free-disk ---- */
+
+static void test_minfree(void)
+{
+    struct statvfs sv;
+    statvfs(base, &sv);
+    int pct = (int)(sv.f_bavail * 100 / sv.f_blocks);
+    if (pct > 90) {
+        ok(1, "# SKIP min-free-disk: the test file system is %d%% free", pct);
+        return;
+    }
+    char extra[64], name[32], rel[96], buf[64];
+    snprintf(extra, sizeof(extra), " option cluster.min-free-disk %d%%\n", (pct + 100) / 2);
+    struct vol v;
+    if (!vol_start_types(&v, "ppm", "minfree", extra)) {
+        ok(0, "volume of two posix bricks (%d%% free) and a memory brick", pct);
+        return;
+    }
+    struct bfs_gfid dg;
+    struct bfs_statfs_req q = {.loc = LG(&bfs_gfid_root)};
+    is_int(bfs_sync_statfs(v.top, st, &q, NULL), 0, "statfs (distribute notes free space)");
+    is_int(mkdir_(&v, &bfs_gfid_root, "mf", &dg), 0, "mkdir mf");
+    int diverted = 0, full = 0, readable = 0;
+    for (int i = 0; i < 30; i++) {
+        snprintf(name, sizeof(name), "m-%d", i);
+        put(&v, &dg, name, name, NULL);
+        int h = hashed(&v, &dg, name);
+        snprintf(rel, sizeof(rel), "mf/%s", name);
+        if (h != 2) {
+            full++;
+            int to = -1;
+            diverted += disk_kind(&v, h, rel, &to) == LINKF && to == 2;
+        }
+        readable += get(&v, &dg, name, buf, sizeof(buf), NULL) == 0 && strcmp(buf, name) == 0;
+    }
+    ok(full > 0 && diverted == full, "files hashing to the full bricks went to the empty one, "
+       "behind link files (%d of %d)", diverted, full);
+    is_int(readable, 30, "all 30 read back");
+    listed_once(&v, &dg, "m-", 30, 256, true, "mf");
+    int left = 0;
+    for (int i = 0; i < 30; i++) {
+        snprintf(name, sizeof(name), "m-%d", i);
+        unlink_(&v, &dg, name);
+        snprintf(rel, sizeof(rel), "mf/%s", name);
+        for (int b = 0; b < 2; b++)
+            left += disk_kind(&v, b, rel, NULL) != ABSENT;
+    }
+    is_int(left, 0, "unlink removes data and link files");
+    vol_stop(&v);
+}
+
+/* ---- stale link files ---- */
+
+/* A link file to brick `to` made by hand on brick b as (par, name) at rel,
+ * then looked up on that brick alone so that it gets a GFID, as real link
+ * files have. */
+static void stale_link(struct vol *v, int b, const struct bfs_gfid *par, const char *name,
+                       const char *rel, int to)
+{
+    char t[8];
+    int fd = open(on_disk(v, b, rel), O_CREAT | O_WRONLY, 0);
+    if (fd >= 0)
+        close(fd);
+    chmod(on_disk(v, b, rel), S_ISVTX);
+    snprintf(t, sizeof(t), "b%d", to);
+    lsetxattr(on_disk(v, b, rel), LINKTO, t, strlen(t), 0);
+    struct bfs_lookup_req q = {.loc = L(par, name)};
+    snprintf(t, sizeof(t), "b%d", b);
+    bfs_sync_lookup(bfs_graph_find(v->g, t), st, &q, NULL);
+}
+
+static void test_stale(struct vol *v)
+{
+    struct bfs_gfid sg, ug, g;
+    struct bfs_iatt a;
+    char rel[96], buf[64], ghost[32], g2[32], in[32];
+    is_int(mkdir_(v, &bfs_gfid_root, "st", &sg), 0, "mkdir st");
+    name_on(v, &sg, "ghost", 0, ghost, sizeof(ghost));
+    snprintf(rel, sizeof(rel), "st/%s", ghost);
+    stale_link(v, 0, &sg, ghost, rel, 1);
+    is_int(lookup_(v, &sg, ghost, NULL), -ENOENT, "a stale link file (its data is nowhere): ENOENT");
+    struct tally t = {.count = calloc(1, sizeof(int)), .n = 1, .prefix = "none-"};
+    is_int(list(v, &sg, 512, false, tally_fn, &t), 0, "and not listed");
+    free(t.count);
+    ok(put(v, &sg, ghost, "real", NULL) == 0 && get(v, &sg, ghost, buf, sizeof(buf), NULL) == 0 &&
+       strcmp(buf, "real") == 0, "create over it makes a real file");
+    ok(placed(v, rel, 0, -1), "which replaced the stale link file");
+    name_on(v, &sg, "ghost", 1, g2, sizeof(g2));
+    snprintf(rel, sizeof(rel), "st/%s", g2);
+    stale_link(v, 1, &sg, g2, rel, 2);
+    is_int(unlink_(v, &sg, g2), -ENOENT, "unlink of a stale link file: ENOENT");
+    ok(placed(v, rel, -1, -1), "and it is cleared");
+
+    is_int(mkdir_(v, &sg, "sub", &ug), 0, "mkdir st/sub");
+    name_on(v, &ug, "in", 2, in, sizeof(in));
+    snprintf(rel, sizeof(rel), "st/sub/%s", in);
+    stale_link(v, 2, &ug, in, rel, 0);
+    is_int(rmdir_(v, &sg, "sub"), 0, "rmdir of a directory holding only a stale link file");
+    int data, links, dirs;
+    census(v, "st/sub", &data, &links, &dirs);
+    is_int(dirs, 0, "gone from every brick");
+
+    struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_RDWR, 0);
+    struct bfs_create_req cq = {.loc = L(&sg, "sticky"), .fd = fd, .flags = O_RDWR | O_CREAT,
+                                .mode = S_ISVTX};
+    is_int(bfs_sync_create(v->top, st, &cq, NULL), 0, "a user's own empty ---------T file");
+    bfs_fd_unref(fd);
+    ok(lookup_(v, &sg, "sticky", &a) == 0 && a.mode == (S_IFREG | S_ISVTX), "lookup finds it");
+    g = a.gfid;
+    struct tally u = {.count = calloc(1, sizeof(int)), .n = 1, .prefix = "none-"};
+    int k = list(v, &sg, 512, true, tally_fn, &u);
+    ok(k == 2 && u.bad == 2, "listed (it has no linkto: not a link file), with %s (%d)", ghost, k);
+    free(u.count);
+    (void)g;
+}
+
+/* ---- concurrent namespace changes ---- */
+
+#define CC_NAMES 12
+
+struct cc_arg {
+    struct vol *v;
+    struct bfs_gfid dir;
+    unsigned seed;
+};
+
+static void *cc_worker(void *p)
+{
+    struct cc_arg *a = p;
+    char n1[16], n2[16];
+    int iters = getenv("DHT_TEST_ITER") ? atoi(getenv("DHT_TEST_ITER")) : 250;
+    for (int i = 0; i < iters; i++) {
+        int op = rand_r(&a->seed) % 4;
+        snprintf(n1, sizeof(n1), "c-%d", rand_r(&a->seed) % CC_NAMES);
+        snprintf(n2, sizeof(n2), "c-%d", rand_r(&a->seed) % CC_NAMES);
+        if (op == 0)
+            put(a->v, &a->dir, n1, n1, NULL);
+        else if (op == 1)
+            unlink_(a->v, &a->dir, n1);
+        else
+            rename_(a->v, &a->dir, n1, &a->dir, n2);
+    }
+    return NULL;
+}
+
+/* Threads alternate between volumes a and b (two clients of the same
+ * bricks, or one twice), then the bricks are checked through a. */
+static void run_cc(struct vol *a, struct vol *b, const char *dname)
+{
+    struct bfs_gfid cg;
+    struct cc_arg args[4];
+    pthread_t th[4];
+    is_int(mkdir_(a, &bfs_gfid_root, dname, &cg), 0, "mkdir %s", dname);
+    for (int i = 0; i < 4; i++) {
+        unsigned seed = getenv("DHT_TEST_SEED") ? (unsigned)atoi(getenv("DHT_TEST_SEED")) : 1000u;
+        args[i] = (struct cc_arg){.v = i % 2 ? b : a, .dir = cg, .seed = seed + (unsigned)i};
+        pthread_create(&th[i], NULL, cc_worker, &args[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    int consistent = 0, exist = 0;
+    char name[16], rel[64];
+    for (int i = 0; i < CC_NAMES; i++) {
+        snprintf(name, sizeof(name), "c-%d", i);
+        snprintf(rel, sizeof(rel), "%s/%s", dname, name);
+        int h = hashed(a, &cg, name), where = -1, ndata = 0;
+        for (int k = 0; k < a->n; k++)
+            if (disk_kind(a, k, rel, NULL) == DATA) {
+                where = k;
+                ndata++;
+            }
+        int rc = lookup_(a, &cg, name, NULL);
+        bool good;
+        if (rc == -ENOENT)
+            good = placed(a, rel, -1, -1);
+        else
+            good = rc == 0 && ndata == 1 && placed(a, rel, where, where == h ? -1 : h);
+        if (!good)
+            printf("#   %s: lookup %d, %d data files\n", name, rc, ndata);
+        consistent += good;
+        exist += rc == 0;
+    }
+    is_int(consistent, CC_NAMES, "4 threads%s x %d creates/renames/unlinks on 12 names: every "
+           "name is either nowhere or one file with exactly its link file (%d exist)",
+           a == b ? "" : " on two clients",
+           getenv("DHT_TEST_ITER") ? atoi(getenv("DHT_TEST_ITER")) : 250, exist);
+    ok(no_tmp_names(a, dname), "no temporary names left");
+    struct tally t = {.count = calloc(CC_NAMES, sizeof(int)), .n = CC_NAMES, .prefix = "c-"};
+    int k = list(a, &cg, 256, true, tally_fn, &t), once = 0;
+    for (int i = 0; i < CC_NAMES; i++)
+        once += t.count[i] == 1;
+    ok(k == exist && once == exist && !t.bad, "readdir lists exactly the names that exist");
+    free(t.count);
+}
+
+static void test_concurrent(struct vol *v)
+{
+    run_cc(v, v, "cc");
+}
+
+/* ---- layout version and layout changes ---- */
+
+static int64_t brick_version(struct vol *v, int b)
+{
+    uint64_t be;
+    if (lgetxattr(v->dir[b], "trusted.brickfs.dht.layout-version", &be, 8) != 8)
+        return -1;
+    return (int64_t)be64toh(be);
+}
+
+static int root_lookup(struct vol *v)
+{
+    struct bfs_lookup_req q = {.loc = LG(&bfs_gfid_root)};
+    return bfs_sync_lookup(v->top, st, &q, NULL);
+}
+
+static int reconf3(struct bfs_xl *xl, const char *layout, const char *prev, const char *ver)
+{
+    struct bfs_dict *d = bfs_dict_new();
+    bfs_dict_set_str(d, "layout", layout);
+    bfs_dict_set_str(d, "layout-previous", prev);
+    bfs_dict_set_str(d, "layout-version", ver);
+    int rc = xl->mod->reconfigure(xl, d);
+    bfs_dict_unref(d);
+    return rc;
+}
+
+static void test_version(struct vol *v)
+{
+    struct bfs_gfid vg;
+    char name[32];
+    is_int(root_lookup(v), 0, "a root lookup");
+    int got = 0;
+    for (int b = 0; b < v->n; b++)
+        got += brick_version(v, b) == 1;
+    is_int(got, v->n, "stamps layout-version 1 on every brick's root");
+    is_int(reconf(v->top, "layout-version", "2"), 0, "layout-version 2");
+    root_lookup(v);
+    got = 0;
+    for (int b = 0; b < v->n; b++)
+        got += brick_version(v, b) == 2;
+    is_int(got, v->n, "the bricks now say 2");
+    is_int(mkdir_(v, &bfs_gfid_root, "ver", &vg), 0, "mkdir ver");
+    int h = hashed(v, &vg, name_on(v, &vg, "misplaced", 0, name, sizeof(name)));
+    struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_RDWR, 0);
+    struct bfs_create_req cq = {.loc = L(&vg, name), .fd = fd, .flags = O_RDWR | O_CREAT,
+                                .mode = 0644};
+    is_int(bfs_sync_create(bfs_graph_find(v->g, "b2"), st, &cq, NULL), 0,
+           "a file placed on brick 2 behind distribute's back (it hashes to %d)", h);
+    bfs_fd_unref(fd);
+    is_int(lookup_(v, &vg, name, NULL), -ENOENT, "not found where the layout says: ENOENT");
+    is_int(reconf(v->top, "layout-version", "1"), 0, "this client goes back to version 1");
+    root_lookup(v);
+    char *dump = v->top->mod->dump(v->top);
+    ok(dump && strstr(dump, "\"stale_layout\":true"), "it notices its layout is stale");
+    free(dump);
+    got = 0;
+    for (int b = 0; b < v->n; b++)
+        got += brick_version(v, b) == 2;
+    is_int(got, v->n, "and leaves the bricks' newer version alone");
+    is_int(lookup_(v, &vg, name, NULL), 0, "a stale client searches every brick on a miss");
+    is_int(reconf(v->top, "layout-version", "2"), 0, "version 2 again");
+    root_lookup(v);
+    is_int(reconf(v->top, "cluster.min-free-disk", "5%"), 0, "an unrelated reconfigure");
+    dump = v->top->mod->dump(v->top);
+    ok(dump && strstr(dump, "\"stale_layout\":false") && strstr(dump, "\"layout_version\":2") &&
+       strstr(dump, "\"min_free_disk\":5"), "no longer stale; earlier changes stay in force");
+    free(dump);
+    struct bfs_unlink_req uq = {.loc = L(&vg, name)};
+    bfs_sync_unlink(bfs_graph_find(v->g, "b2"), st, &uq, NULL);
+    is_int(rmdir_(v, &bfs_gfid_root, "ver"), 0, "rmdir ver");
+}
+
+static void test_relayout(void)
+{
+    struct vol v;
+    struct bfs_gfid dg;
+    char name[32], rel[64], buf[64];
+    if (!vol_start(&v, 3, "relayout", "")) {
+        ok(0, "volume starts");
+        return;
+    }
+    is_int(mkdir_(&v, &bfs_gfid_root, "rl", &dg), 0, "mkdir rl");
+    int fails = 0, moved = 0;
+    for (int i = 0; i < 60; i++) {
+        snprintf(name, sizeof(name), "r-%d", i);
+        fails += put(&v, &dg, name, name, NULL) < 0;
+    }
+    is_int(fails, 0, "60 files under canonical(3)");
+    struct dht_table *t2 = dht_table_canonical(2);
+    for (int i = 0; i < 60; i++) {
+        snprintf(name, sizeof(name), "r-%d", i);
+        moved += dht_table_subvol(t2, dg.b, name) != hashed(&v, &dg, name);
+    }
+    is_int(reconf3(v.top, "canonical:2", "canonical", "2"), 0,
+           "new layout canonical:2 (brick 2 takes no new files), previous canonical(3)");
+    int found = 0;
+    for (int i = 0; i < 60; i++) {
+        snprintf(name, sizeof(name), "r-%d", i);
+        found += get(&v, &dg, name, buf, sizeof(buf), NULL) == 0 && strcmp(buf, name) == 0;
+    }
+    ok(moved > 0 && found == 60, "all 60 found, the %d whose hashed brick changed through the "
+       "previous layout", moved);
+    int on2 = 0;
+    for (int i = 0; i < 20; i++) {
+        snprintf(name, sizeof(name), "n-%d", i);
+        put(&v, &dg, name, name, NULL);
+        snprintf(rel, sizeof(rel), "rl/%s", name);
+        on2 += disk_kind(&v, 2, rel, NULL) != ABSENT;
+    }
+    is_int(on2, 0, "new files follow the new layout: none on brick 2");
+    struct tally tl = {.count = calloc(60, sizeof(int)), .n = 60, .prefix = "r-"};
+    int k = list(&v, &dg, 512, true, tally_fn, &tl);
+    is_int(k, 80, "readdir lists the 80 names");
+    free(tl.count);
+    is_int(reconf3(v.top, "0*65536,9*0", "", "3"), -EINVAL, "a bad table is refused");
+    snprintf(name, sizeof(name), "r-%d", 0);
+    is_int(lookup_(&v, &dg, name, NULL), 0, "and the layout in force stays");
+    is_int(reconf3(v.top, "canonical:2", "", "3"), 0, "the same layout without a previous one");
+    found = 0;
+    for (int i = 0; i < 60; i++) {
+        snprintf(name, sizeof(name), "r-%d", i);
+        found += lookup_(&v, &dg, name, NULL) == 0;
+    }
+    is_int(found, 60 - moved, "then only the files where the new layout puts them are found");
+    dht_table_free(t2);
+    vol_stop(&v);
+}
+
+/* ---- across protocol/client and protocol/server ---- */
+
+struct watch {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int ups;
+};
+
+static void on_event(struct bfs_graph *g, enum bfs_event ev, void *data)
+{
+    struct watch *w = g->owner;
+    (void)data;
+    pthread_mutex_lock(&w->lock);
+    w->ups += ev == BFS_EV_CHILD_UP;
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+static bool wait_up(struct watch *w, long ms)
+{
+    uint64_t t0 = bfs_now_ms();
+    pthread_mutex_lock(&w->lock);
+    while (w->ups == 0 && (long)(bfs_now_ms() - t0) < ms) {
+        pthread_mutex_unlock(&w->lock);
+        usleep(10000);
+        pthread_mutex_lock(&w->lock);
+    }
+    bool up = w->ups > 0;
+    pthread_mutex_unlock(&w->lock);
+    return up;
+}
+
+static int brick_server(const char *dir, const char *portfile, struct bfs_graph **out)
+{
+    char text[1024];
+    snprintf(text, sizeof(text),
+             "volume brick-posix\n type storage/posix\n option directory %s\nend-volume\n"
+             "volume brick\n type features/locks\n subvolumes brick-posix\nend-volume\n"
+             "volume brick-server\n type protocol/server\n"
+             " option transport.listen-address 127.0.0.1\n option transport.listen-port 0\n"
+             " option transport.port-file %s\n subvolumes brick\nend-volume\n",
+             dir, portfile);
+    *out = graph_from(text);
+    FILE *f = *out ? fopen(portfile, "r") : NULL;
+    int port = -1;
+    if (f) {
+        if (fscanf(f, "%d", &port) != 1)
+            port = -1;
+        fclose(f);
+    }
+    return port;
+}
+
+static int xattr_call(struct bfs_xl *xl, struct bfs_stack *who, const struct bfs_gfid *g,
+                      const char *key, bool set, bool internal)
+{
+    struct bfs_dict *xd = bfs_dict_new(), *xa = bfs_dict_new();
+    if (internal)
+        bfs_dict_set_int(xd, "brickfs-internal", 1);
+    bfs_dict_set_bin(xa, key, "c9", 2);
+    int rc;
+    if (set) {
+        struct bfs_setxattr_req q = {.loc = LG(g), .xattrs = xa, .xdata = xd};
+        rc = bfs_sync_setxattr(xl, who, &q, NULL);
+    } else {
+        struct bfs_getxattr_req q = {.loc = LG(g), .name = key, .xdata = xd};
+        rc = bfs_sync_getxattr(xl, who, &q, NULL);
+    }
+    bfs_dict_unref(xd);
+    bfs_dict_unref(xa);
+    return rc;
+}
+
+static void test_network_keys(struct vol *v, const struct bfs_gfid *g)
+{
+    struct bfs_xl *c0 = bfs_graph_find(v->g, "c0");
+    struct bfs_stack *user = bfs_stack_new();
+    user->uid = user->gid = 1000;
+    is_int(xattr_call(c0, st, g, "trusted.brickfs.dht.probe", true, true), 0,
+           "over the wire, root may set a trusted.brickfs.dht.* key with brickfs-internal");
+    is_int(xattr_call(c0, st, g, "trusted.brickfs.dht.probe", false, true), 2, "and read it");
+    is_int(xattr_call(c0, st, g, "trusted.brickfs.dht.probe", false, false), -ENODATA,
+           "without brickfs-internal it stays invisible");
+    is_int(xattr_call(c0, user, g, "trusted.brickfs.dht.probe", true, true), -EPERM,
+           "a non-root caller's brickfs-internal is stripped: EPERM");
+    is_int(xattr_call(c0, st, g, "trusted.brickfs.gfid", false, true), -ENODATA,
+           "other trusted.brickfs keys stay out of reach: the GFID reads ENODATA");
+    is_int(xattr_call(c0, st, g, "trusted.brickfs.afr.x", true, true), -EPERM,
+           "and cannot be set");
+    is_int(xattr_call(v->top, st, g, "trusted.brickfs.dht.linkto", true, false), -EPERM,
+           "distribute refuses its own keys from callers above it");
+    bfs_stack_unref(user);
+}
+
+/* A second client graph over the same two bricks; threads of both change
+ * the same names at once. */
+static void test_two_clients(struct vol *v, const char *text)
+{
+    struct watch w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    char err[512] = "";
+    struct bfs_graph *g2 = NULL;
+    if (bfs_graph_from_text(text, strlen(text), "<client2>", proc, &g2, err, sizeof(err)) < 0 ||
+        (g2->owner = &w, g2->on_event = on_event, bfs_graph_init(g2) < 0)) {
+        ok(0, "a second client: %s", err);
+        if (g2)
+            bfs_graph_free(g2);
+        return;
+    }
+    bfs_graph_activate(g2);
+    ok(wait_up(&w, 5000), "a second client is up");
+    struct vol v2 = *v;
+    v2.g = g2;
+    v2.top = g2->top;
+    struct bfs_gfid g;
+    char buf[64];
+    is_int(put(v, &bfs_gfid_root, "cold", "from client 1", &g), 0, "client 1 writes a file");
+    struct bfs_stat_req sq = {.loc = LG(&g)};
+    struct bfs_fd *fd = bfs_fd_new(g2, NULL, O_RDONLY, 0);
+    struct bfs_open_req oq = {.loc = LG(&g), .fd = fd, .flags = O_RDONLY};
+    struct bfs_read_req rq = {.fd = fd, .size = sizeof(buf)};
+    struct bfs_read_rep rr = {0};
+    int rc = bfs_sync_stat(v2.top, st, &sq, NULL);
+    if (rc == 0)
+        rc = bfs_sync_open(v2.top, st, &oq, NULL);
+    if (rc == 0)
+        rc = bfs_sync_read(v2.top, st, &rq, &rr);
+    ok(rc == 13 && memcmp(rr.data.data, "from client 1", 13) == 0,
+       "client 2 stats, opens and reads it by GFID alone (nothing cached: found by fan-out)");
+    bfs_read_rep_clear_dup(&rr);
+    bfs_fd_unref(fd);
+    unlink_(v, &bfs_gfid_root, "cold");
+    run_cc(v, &v2, "ncc");
+    bfs_graph_free(g2);
+}
+
+static void test_network(void)
+{
+    struct vol v;
+    struct bfs_graph *sg[2] = {NULL, NULL};
+    char pf[2][160], text[1024], buf[64], s[32], d[32], rel[96];
+    int port[2];
+    memset(&v, 0, sizeof(v));
+    v.n = 2;
+    for (int i = 0; i < 2; i++) {
+        snprintf(v.dir[i], sizeof(v.dir[i]), "%s/net-b%d", base, i);
+        snprintf(pf[i], sizeof(pf[i]), "%s/net-port%d", base, i);
+        mkdir(v.dir[i], 0755);
+        port[i] = brick_server(v.dir[i], pf[i], &sg[i]);
+    }
+    ok(port[0] > 0 && port[1] > 0, "two brick processes' graphs listen (%d, %d)", port[0],
+       port[1]);
+    snprintf(text, sizeof(text),
+             "volume c0\n type protocol/client\n option remote-host 127.0.0.1\n"
+             " option remote-port %d\n option remote-subvolume brick\nend-volume\n"
+             "volume c1\n type protocol/client\n option remote-host 127.0.0.1\n"
+             " option remote-port %d\n option remote-subvolume brick\nend-volume\n"
+             "volume dht\n type cluster/distribute\n subvolumes c0 c1\nend-volume\n",
+             port[0], port[1]);
+    struct watch w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    char err[512] = "";
+    struct bfs_graph *cg = NULL;
+    if (port[0] > 0 && port[1] > 0 &&
+        bfs_graph_from_text(text, strlen(text), "<client>", proc, &cg, err, sizeof(err)) == 0) {
+        cg->owner = &w;
+        cg->on_event = on_event;
+        if (bfs_graph_init(cg) < 0) {
+            bfs_graph_free(cg);
+            cg = NULL;
+        } else {
+            bfs_graph_activate(cg);
+        }
+    }
+    ok(cg && wait_up(&w, 5000), "a client graph: distribute over two protocol/clients, up");
+    if (cg && w.ups) {
+        v.g = cg;
+        v.top = cg->top;
+        v.table = dht_table_canonical(2);
+        struct bfs_gfid ng, gs, g;
+        int data, links, dirs;
+        is_int(mkdir_(&v, &bfs_gfid_root, "net", &ng), 0, "mkdir net");
+        census(&v, "net", &data, &links, &dirs);
+        is_int(dirs, 2, "on both bricks");
+        name_on(&v, &ng, "s", 0, s, sizeof(s));
+        name_on(&v, &ng, "d", 1, d, sizeof(d));
+        is_int(put(&v, &ng, s, "over the wire", &gs), 0, "a file on brick 0");
+        is_int(rename_(&v, &ng, s, &ng, d), 0, "rename it to a name hashing to brick 1");
+        snprintf(rel, sizeof(rel), "net/%s", d);
+        ok(placed(&v, rel, 0, 1), "brick 1 has a link file with its linkto set over the wire");
+        ok(get(&v, &ng, d, buf, sizeof(buf), &g) == 0 && strcmp(buf, "over the wire") == 0 &&
+           bfs_gfid_eq(&g, &gs), "read through the link file");
+        test_network_keys(&v, &gs);
+        test_two_clients(&v, text);
+        is_int(unlink_(&v, &ng, d), 0, "unlink");
+        ok(placed(&v, rel, -1, -1), "data and link file gone");
+        is_int(rmdir_(&v, &bfs_gfid_root, "net"), 0, "rmdir net");
+        dht_table_free(v.table);
+        v.table = NULL;
+    }
+    if (cg)
+        bfs_graph_free(cg);
+    for (int i = 0; i < 2; i++)
+        if (sg[i])
+            bfs_graph_free(sg[i]);
+}
+
+int main(void)
+{
+    plan_lazy();
+    if (geteuid() != 0) {
+        printf("1..0 # SKIP needs root (trusted xattrs on the bricks)\n");
+        return 0;
+    }
+    snprintf(base, sizeof(base), "/tmp/bfs-dht-XXXXXX");
+    if (!mkdtemp(base)) {
+        printf("not ok 1 - mkdtemp\n");
+        return 1;
+    }
+    enum bfs_log_level lvl = BFS_LOG_ERROR;
+    if (getenv("DHT_TEST_LOG"))
+        bfs_log_level_parse(getenv("DHT_TEST_LOG"), &lvl);
+    bfs_log_set_level(lvl);
+    proc = bfs_proc_new("test_distribute", 4);
+    st = bfs_stack_new();
+    ok(proc && st, "process resources");
+    test_spread(3);
+    test_spread(6);
+    struct vol v;
+    if (vol_start(&v, 3, "main", "")) {
+        test_dirs(&v);
+        test_rename(&v);
+        test_hardlink(&v);
+        test_down(&v);
+        test_heal(&v);
+        test_statfs(&v);
+        test_stale(&v);
+        test_concurrent(&v);
+        test_version(&v);
+        vol_stop(&v);
+    } else {
+        ok(0, "3-brick volume starts");
+    }
+    test_minfree();
+    test_relayout();
+    test_network();
+    bfs_stack_unref(st);
+    bfs_proc_free(proc);
+    nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    return done_testing();
+}
