@@ -328,18 +328,20 @@ static bool disk_gfid(struct vol *v, int b, const char *rel, struct bfs_gfid *g)
     return lgetxattr(on_disk(v, b, rel), "trusted.brickfs.gfid", g->b, 16) == 16;
 }
 
-/* A brick that lost an (empty) directory: the directory and its GFID handle
- * in .brickfs go. (storage/posix refuses to give a new directory a GFID
- * whose stale handle still names the same path; see the report.) */
+/* A brick that lost an (empty) directory by hand (rmdir(2) on the brick):
+ * only the directory goes, its GFID handle in .brickfs stays behind and
+ * still names the path, so the self-heal's mkdir with gfid-req meets it. */
 static bool lose_dir(struct vol *v, int b, const char *rel)
 {
     struct bfs_gfid g;
-    char s[BFS_GFID_STRLEN], hp[128];
+    struct stat s;
+    char str[BFS_GFID_STRLEN], hp[128];
     if (!disk_gfid(v, b, rel, &g))
         return false;
-    bfs_gfid_fmt(&g, s);
-    snprintf(hp, sizeof(hp), ".brickfs/%.2s/%.2s/%s", s, s + 2, s);
-    return rmdir(on_disk(v, b, rel)) == 0 && unlink(on_disk(v, b, hp)) == 0;
+    bfs_gfid_fmt(&g, str);
+    snprintf(hp, sizeof(hp), ".brickfs/%.2s/%.2s/%s", str, str + 2, str);
+    return rmdir(on_disk(v, b, rel)) == 0 && lstat(on_disk(v, b, hp), &s) == 0 &&
+           S_ISLNK(s.st_mode);
 }
 
 enum { ABSENT, DATA, LINKF, DIRECTORY };

@@ -499,6 +499,83 @@ static bool handle_exists(const struct bfs_gfid *g)
     return lstat(hpath(g), &st) == 0;
 }
 
+static int mkdir_req(const struct bfs_gfid *par, const char *name, const struct bfs_gfid *g,
+                     struct bfs_iatt *attr)
+{
+    struct bfs_mkdir_req req = {.loc = L(par, name), .mode = 0755, .xdata = gfid_req(g)};
+    struct bfs_mkdir_rep rep;
+    int rc = bfs_sync_mkdir(xl, root_st, &req, &rep);
+    if (attr)
+        *attr = rep.attr;
+    bfs_mkdir_rep_clear_dup(&rep);
+    bfs_dict_unref(req.xdata);
+    return rc;
+}
+
+/* An entry removed by hand on the brick leaves its handle behind; a heal
+ * (distribute's directory self-heal, ...) recreates it with the same GFID. */
+static void test_recreate_same_gfid(void)
+{
+    struct bfs_iatt a;
+    struct bfs_gfid g, own;
+    struct stat s1, s2;
+    bfs_gfid_generate(&g);
+    is_int(mkdir_req(&bfs_gfid_root, "regrow", &g, NULL), 0, "mkdir regrow with gfid-req");
+    ok(rmdir(disk("regrow")) == 0 && handle_exists(&g), "rmdir(2) on the brick: handle stays");
+    is_int(mkdir_req(&bfs_gfid_root, "regrow", &g, &a), 0,
+           "mkdir again with the same gfid-req (stale handle resolves to the new dir)");
+    ok(bfs_gfid_eq(&a.gfid, &g) && disk_gfid("regrow", &own) == 0 && bfs_gfid_eq(&own, &g),
+       "... it has that GFID");
+    char t[256] = "", want[256], rs[BFS_GFID_STRLEN];
+    snprintf(want, sizeof(want), "../../00/00/%s/regrow", bfs_gfid_fmt(&bfs_gfid_root, rs));
+    ssize_t n = readlink(hpath(&g), t, sizeof(t) - 1);
+    t[n > 0 ? n : 0] = 0;
+    is_str(t, want, "... and its handle names it");
+    is_int(lookup(root_st, LG(&g), &a), 0, "lookup by that GFID");
+    ok(S_ISDIR(a.mode) && bfs_gfid_eq(&a.gfid, &g), "... is the new directory");
+    is_int(create_(root_st, &g, "in", NULL, NULL), 0, "create below it by GFID");
+    ok(access(disk("regrow/in"), F_OK) == 0, "... lands in the new directory");
+    is_int(mkdir_req(&bfs_gfid_root, "regrow2", &g, NULL), -EEXIST,
+           "another mkdir with that GFID (now live): EEXIST");
+    ok(access(disk("regrow2"), F_OK) < 0, "... and leaves nothing behind");
+    unlink_(root_st, &g, "in");
+    is_int(rmdir_(root_st, &bfs_gfid_root, "regrow"), 0, "rmdir it through brickfs");
+
+    /* removed by hand and recreated elsewhere: the old handle does not
+     * resolve any more and is replaced */
+    is_int(mkdir_req(&bfs_gfid_root, "moved", &g, NULL), 0, "mkdir moved with gfid-req");
+    ok(rmdir(disk("moved")) == 0 && handle_exists(&g), "rmdir(2) on the brick");
+    is_int(mkdir_req(&bfs_gfid_root, "moved2", &g, NULL), 0, "mkdir it at another name");
+    is_int(lookup(root_st, LG(&g), &a), 0, "lookup by GFID");
+    ok(S_ISDIR(a.mode) && bfs_gfid_eq(&a.gfid, &g) && handle_exists(&g), "... finds it");
+    rmdir_(root_st, &bfs_gfid_root, "moved2");
+
+    /* a file unlinked by hand: its old inode keeps only the handle, which a
+     * file recreated with the same GFID takes over */
+    struct bfs_gfid fg;
+    bfs_gfid_generate(&fg);
+    is_int(create_x(root_st, &bfs_gfid_root, "refile", O_RDWR, 0644, 0, gfid_req(&fg), NULL,
+                    NULL), 0, "create refile with gfid-req");
+    ok(unlink(disk("refile")) == 0 && handle_exists(&fg), "unlink(2) on the brick: handle stays");
+    is_int(create_x(root_st, &bfs_gfid_root, "refile", O_RDWR, 0644, 0, gfid_req(&fg), NULL, &a),
+           0, "create again with the same gfid-req");
+    ok(stat(disk("refile"), &s1) == 0 && stat(hpath(&fg), &s2) == 0 && s1.st_ino == s2.st_ino &&
+       s1.st_nlink == 2, "... the handle is a hard link to the new file");
+    is_int(unlink_(root_st, &bfs_gfid_root, "refile"), 0, "unlink it through brickfs");
+
+    /* ... but while the old inode has another name, the GFID is still that
+     * file's: the new entry is refused */
+    is_int(create_x(root_st, &bfs_gfid_root, "keep", O_RDWR, 0644, 0, gfid_req(&fg), NULL, NULL),
+           0, "create keep with gfid-req");
+    ok(link(disk("keep"), disk("keep2")) == 0 && unlink(disk("keep")) == 0,
+       "link(2) keep2, unlink(2) keep on the brick");
+    is_int(create_x(root_st, &bfs_gfid_root, "keep", O_RDWR, 0644, 0, gfid_req(&fg), NULL, NULL),
+           -EEXIST, "create keep again with that GFID: EEXIST (keep2 still has it)");
+    ok(access(disk("keep"), F_OK) < 0 && stat(disk("keep2"), &s1) == 0 &&
+       stat(hpath(&fg), &s2) == 0 && s1.st_ino == s2.st_ino, "... keep2 keeps its handle");
+    unlink_(root_st, &bfs_gfid_root, "keep2");
+}
+
 static void test_rename(void)
 {
     struct bfs_iatt r, a, b, x, y, sub, e1, e2;
@@ -1434,6 +1511,7 @@ int main(void)
         test_rename();
         test_deep();
         test_rmdir_link_unlink();
+        test_recreate_same_gfid();
         test_setattr();
         test_xattr();
         test_xattrop();

@@ -432,6 +432,34 @@ static bool handle_live(struct px_priv *p, const struct bfs_gfid *g, const struc
     return rc == 0;
 }
 
+/* Whether the existing handle of g (hst: its lstat) names a live object other
+ * than the inode of st, so that g must not be given to st's object. A
+ * directory handle that resolves to st's own inode is not "other": that is
+ * the old handle of a directory removed behind brickfs's back (rmdir(2) on
+ * the brick) and now made again with its GFID (distribute's directory
+ * self-heal sends gfid-req): bfs__px_assign has already set the GFID on the
+ * new directory, and the old "../../PP/QQ/<pgfid>/<name>" leads to it. Such
+ * a handle, like a stale one, is simply rewritten. */
+static bool handle_names_other(struct px_priv *p, const struct bfs_gfid *g,
+                               const struct stat *hst, const struct stat *st)
+{
+    if (!S_ISLNK(hst->st_mode))
+        return (hst->st_ino != st->st_ino || hst->st_dev != st->st_dev) &&
+               handle_live(p, g, hst);
+    struct px_obj o = PX_OBJ_INIT;
+    int rc = resolve_handle(p, g, &o);
+    bool other = rc == 0 && (o.st.st_ino != st->st_ino || o.st.st_dev != st->st_dev);
+    bfs__px_obj_close(&o);
+    return other;
+}
+
+/* A file's handle is a hard link, so an old handle of g is the OLD inode
+ * whatever names it: when a file was unlinked behind brickfs's back and is
+ * made again with its GFID, the old inode is left with only the handle
+ * (st_nlink 1, an orphan) and the new file takes the handle over. While the
+ * old inode still has another name (a hard link made on the brick), g is
+ * that file's and the new entry is refused (-EEXIST): two inodes with one
+ * GFID would be worse than a failed heal. */
 static int file_handle_link(struct px_priv *p, int fd, const struct bfs_gfid *g)
 {
     char hp[PX_HPATH_LEN];
@@ -481,7 +509,8 @@ int bfs__px_handle_dir_move(struct px_priv *p, const struct bfs_gfid *g,
 }
 
 static int dir_handle_create(struct px_priv *p, const struct bfs_gfid *g,
-                             const struct bfs_gfid *pargfid, const char *name)
+                             const struct bfs_gfid *pargfid, const char *name,
+                             const struct stat *st)
 {
     char hp[PX_HPATH_LEN], target[PX_TARGET_LEN];
     bfs__px_handle_path(g, hp);
@@ -498,9 +527,10 @@ static int dir_handle_create(struct px_priv *p, const struct bfs_gfid *g,
     struct stat hst;
     if (SYS.fstatat(p->handles_fd, hp, &hst, AT_SYMLINK_NOFOLLOW) < 0)
         return -errno;
-    if (handle_live(p, g, &hst))
+    if (handle_names_other(p, g, &hst, st))
         return -EEXIST;
-    return bfs__px_handle_dir_move(p, g, pargfid, name); /* a stale one: replace */
+    /* stale, or already leading to this directory: rewritten exactly */
+    return bfs__px_handle_dir_move(p, g, pargfid, name);
 }
 
 int bfs__px_assign(struct px_priv *p, struct px_obj *o, const struct bfs_gfid *g,
@@ -510,7 +540,7 @@ int bfs__px_assign(struct px_priv *p, struct px_obj *o, const struct bfs_gfid *g
     int rc = gfid_set(o->fd, g);
     if (rc == 0) {
         if (S_ISDIR(o->st.st_mode))
-            rc = dir_handle_create(p, g, pargfid, name);
+            rc = dir_handle_create(p, g, pargfid, name, &o->st);
         else
             rc = file_handle_link(p, o->fd, g);
         if (rc < 0)
@@ -578,7 +608,7 @@ void bfs__px_handle_heal(struct px_priv *p, struct px_obj *o, const struct bfs_g
     bfs__px_root_begin();
     if (S_ISDIR(o->st.st_mode)) {
         bool exists = SYS.fstatat(p->handles_fd, hp, &hst, AT_SYMLINK_NOFOLLOW) == 0;
-        if (exists && handle_live(p, &o->gfid, &hst))
+        if (exists && handle_names_other(p, &o->gfid, &hst, &o->st))
             bfs_log(p->brick, BFS_LOG_WARNING, "directory %s: its GFID's handle names "
                     "another live directory (duplicate GFID?)", name);
         else
