@@ -332,9 +332,12 @@ static const struct vcmd cmds[] = {
     {"create", do_create,
      "volume create NAME [replica N [arbiter 1]] [disperse N [redundancy R]] HOST:/DIR... "
      "[force]",
-     "Defines a volume over brick folders (created if missing). Only distribute volumes are\n"
-     "implemented; replica, arbiter and disperse are refused. 'force' allows bricks on the\n"
-     "root file system."},
+     "Defines a volume over brick folders (created if missing). Without counts the files\n"
+     "are distributed over the bricks. 'replica 2|3' groups consecutive bricks into replica\n"
+     "sets (the brick count a multiple of it; more than one set is distributed-replicate);\n"
+     "'arbiter 1' (replica 3 only) makes the last brick of each set an arbiter, which keeps\n"
+     "names and metadata but no file data. Disperse is refused (not implemented yet).\n"
+     "'force' allows bricks on the root file system."},
     {"start", do_start, "volume start NAME [force]",
      "Starts the bricks of a volume. 'force' starts the bricks that are down of a started\n"
      "volume."},

@@ -3,6 +3,7 @@
  * API's own): volume info, status, option help and values, in the layout
  * gluster users know.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,15 +38,32 @@ void cli_print_info(struct json_object *v)
     const char *type = or_dash(str(v, "type")), *status = or_dash(str(v, "status"));
     size_t n = bricks ? json_object_array_length(bricks) : 0;
     printf("Volume Name: %s\n", or_dash(str(v, "name")));
-    printf("Type: %c%s\n", type[0] >= 'a' && type[0] <= 'z' ? type[0] - 32 : type[0], type + 1);
+    /* "distributed-replicate" -> "Distributed-Replicate", as gluster shows it. */
+    printf("Type: ");
+    for (size_t i = 0; type[i]; i++)
+        putchar((i == 0 || type[i - 1] == '-') && type[i] >= 'a' && type[i] <= 'z' ? type[i] - 32
+                                                                                   : type[i]);
+    printf("\n");
     printf("Volume ID: %s\n", or_dash(str(v, "id")));
     printf("Status: %c%s\n", status[0] >= 'a' && status[0] <= 'z' ? status[0] - 32 : status[0],
            status + 1);
-    printf("Number of Bricks: %zu\n", n);
+    struct json_object *o;
+    int replica = json_object_object_get_ex(v, "replica", &o) ? json_object_get_int(o) : 0;
+    int arbiter = json_object_object_get_ex(v, "arbiter", &o) ? json_object_get_int(o) : 0;
+    if (replica > 0 && arbiter > 0)
+        printf("Number of Bricks: %zu x (%d + %d) = %zu\n", n / (size_t)replica,
+               replica - arbiter, arbiter, n);
+    else if (replica > 0)
+        printf("Number of Bricks: %zu x %d = %zu\n", n / (size_t)replica, replica, n);
+    else
+        printf("Number of Bricks: %zu\n", n);
     printf("Bricks:\n");
     for (size_t i = 0; i < n; i++) {
         struct json_object *b = json_object_array_get_idx(bricks, i);
-        printf("Brick%zu: %s:%s\n", i + 1, or_dash(str(b, "host")), or_dash(str(b, "path")));
+        /* The arbiter is the last brick of each replica set. */
+        bool arb = replica > 0 && arbiter > 0 && (i + 1) % (size_t)replica == 0;
+        printf("Brick%zu: %s:%s%s\n", i + 1, or_dash(str(b, "host")), or_dash(str(b, "path")),
+               arb ? " (arbiter)" : "");
     }
     if (json_object_object_get_ex(v, "options", &opts) && json_object_object_length(opts) > 0) {
         printf("Options Reconfigured:\n");

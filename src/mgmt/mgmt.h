@@ -69,7 +69,11 @@ struct bfs_vopt {
 struct bfs_volume {
     char *name;
     char id[40];
-    char *type;  /* "distribute" */
+    char *type;  /* "distribute", "replicate" or "distributed-replicate" */
+    /* Bricks per replica set (0 = not replicated); sets are consecutive
+     * runs of that many bricks. arbiter 1: the last brick of each set is
+     * an arbiter (replica 3 only). */
+    int replica, arbiter;
     enum bfs_vol_status status;
     struct bfs_vbrick *bricks;
     int nbricks;

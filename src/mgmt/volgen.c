@@ -6,6 +6,11 @@
  *                      (named VOL-brick-N, what clients ask for) -> protocol/server
  *   client:            protocol/client x N -> cluster/distribute (N > 1)
  *                      -> debug/io-stats (named VOL)
+ *   replicated client: protocol/client x N -> cluster/replicate per set of
+ *                      `replica` consecutive bricks (VOL-replicate-S, with
+ *                      arbiter-count 1 when the last of each set is an
+ *                      arbiter) -> cluster/distribute (more than one set)
+ *                      -> debug/io-stats (named VOL)
  *
  * Client volfiles name no brick port: each protocol/client asks brickfsd
  * (mgmt-server, mgmt-volume) where its brick listens before every connect,
@@ -131,12 +136,33 @@ char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const ch
         put(&b, "end-volume\n\n");
         put(&subs, "%s%s-client-%d", i ? " " : "", v->name, i);
     }
+    /* Replica sets: each a cluster/replicate over its clients; the
+     * distribute (if any) then spreads over the sets, not the bricks. */
+    int per = v->replica > 0 ? v->replica : 1, nsets = v->nbricks / per;
+    if (v->replica > 0) {
+        struct buf sets = {0};
+        put(&sets, "%s", "");
+        for (int s = 0; s < nsets; s++) {
+            put(&b, "volume %s-replicate-%d\n    type cluster/replicate\n", v->name, s);
+            if (v->arbiter)
+                put(&b, "    option arbiter-count 1\n");
+            put_set_opts(m, &b, v, "cluster/replicate");
+            put(&b, "    subvolumes");
+            for (int i = s * per; i < (s + 1) * per; i++)
+                put(&b, " %s-client-%d", v->name, i);
+            put(&b, "\nend-volume\n\n");
+            put(&sets, "%s%s-replicate-%d", s ? " " : "", v->name, s);
+        }
+        free(finish(&subs));
+        subs = sets;
+    }
     char top_child[BFS_VOLNAME_MAX + 32];
-    if (v->nbricks > 1) {
+    if (nsets > 1) {
         snprintf(top_child, sizeof(top_child), "%s-dht", v->name);
         put_xl(m, &b, v, top_child, "cluster/distribute", subs.p);
     } else {
-        snprintf(top_child, sizeof(top_child), "%s-client-0", v->name);
+        snprintf(top_child, sizeof(top_child), "%s-%s-0", v->name,
+                 v->replica > 0 ? "replicate" : "client");
     }
     put_xl(m, &b, v, v->name, "debug/io-stats", top_child);
     free(finish(&subs));

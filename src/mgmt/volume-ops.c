@@ -18,36 +18,72 @@
 #include "core/options.h"
 #include "mgmt/mgmt.h"
 
-static int type_check(struct bfs_mgmt *m, const struct bfs_volcreate_req *r, struct bfs_err *e)
+/* The volume type create asks for, from the counts and the optional
+ * "type" field. Fills *type (a static string) or e. */
+static int replica_check(struct bfs_mgmt *m, const struct bfs_volcreate_req *r, struct bfs_err *e)
 {
-    const char *type = r->type ? r->type : "distribute";
-    if (r->arbiter > 0)
-        return bfs_fail(e, 501, "volume type arbiter is not implemented yet");
-    if (r->replica > 0 || strcmp(type, "replicate") == 0 ||
-        strcmp(type, "distributed-replicate") == 0)
-        return bfs_fail(e, 501, "volume type replicate is not implemented yet");
-    if (r->disperse > 0 || r->redundancy > 0 || strcmp(type, "disperse") == 0 ||
-        strcmp(type, "distributed-disperse") == 0)
-        return bfs_fail(e, 501, "volume type disperse is not implemented yet");
-    if (strcmp(type, "distribute") != 0)
-        return bfs_fail(e, 400, "unknown volume type '%s' (distribute, replicate, disperse)",
-                        type);
-    if (r->nbricks > 1 && !bfs_catalog_has_xlator(m->catalog, "cluster/distribute"))
-        return bfs_fail(e, 501, "a distribute volume of %d bricks needs the translator "
-                        "cluster/distribute, which is not implemented yet (one brick works)",
-                        r->nbricks);
+    if (r->replica < 0 || r->arbiter < 0)
+        return bfs_fail(e, 400, "replica and arbiter counts must be positive");
+    if (r->arbiter > 0 && r->replica == 0)
+        return bfs_fail(e, 400, "arbiter needs a replica count: replica 3 arbiter 1");
+    if (r->replica == 0)
+        return 0;
+    if (r->replica != 2 && r->replica != 3)
+        return bfs_fail(e, 400, "replica count %d is not supported (replica 2 or replica 3)",
+                        r->replica);
+    if (r->arbiter > 1)
+        return bfs_fail(e, 400, "arbiter count %d is not supported (arbiter 1: the last brick "
+                        "of each replica set)", r->arbiter);
+    if (r->arbiter == 1 && r->replica != 3)
+        return bfs_fail(e, 400, "arbiter 1 needs replica 3 (two data bricks and an arbiter), "
+                        "not replica %d", r->replica);
+    if (r->nbricks > 0 && r->nbricks % r->replica != 0)
+        return bfs_fail(e, 400, "%d bricks is not a multiple of the replica count %d "
+                        "(give %d, %d, ... bricks)", r->nbricks, r->replica, r->replica,
+                        2 * r->replica);
+    if (!bfs_catalog_has_xlator(m->catalog, "cluster/replicate"))
+        return bfs_fail(e, 501, "a replicate volume needs the translator cluster/replicate, "
+                        "which is not built");
     return 0;
 }
 
-static int build_volume(const struct bfs_volcreate_req *r, struct bfs_volume **out,
-                        struct bfs_err *e)
+static int type_check(struct bfs_mgmt *m, const struct bfs_volcreate_req *r, const char **out,
+                      struct bfs_err *e)
+{
+    const char *type = r->type; /* NULL: from the counts */
+    if (r->disperse > 0 || r->redundancy > 0 ||
+        (type && (strcmp(type, "disperse") == 0 || strcmp(type, "distributed-disperse") == 0)))
+        return bfs_fail(e, 501, "volume type disperse is not implemented yet");
+    if (type && strcmp(type, "distribute") != 0 && strcmp(type, "replicate") != 0 &&
+        strcmp(type, "distributed-replicate") != 0)
+        return bfs_fail(e, 400, "unknown volume type '%s' (distribute, replicate, disperse)",
+                        type);
+    if (replica_check(m, r, e) < 0)
+        return -1;
+    bool replicated = r->replica > 0;
+    if (type && replicated != (strcmp(type, "distribute") != 0))
+        return bfs_fail(e, 400, replicated ? "volume type %s does not take a replica count"
+                                           : "volume type %s needs a replica count (replica 2 "
+                                             "or replica 3)", type);
+    int sets = replicated ? r->nbricks / r->replica : r->nbricks;
+    if (sets > 1 && !bfs_catalog_has_xlator(m->catalog, "cluster/distribute"))
+        return bfs_fail(e, 501, "a volume of %d %s needs the translator cluster/distribute, "
+                        "which is not built", sets, replicated ? "replica sets" : "bricks");
+    *out = !replicated ? "distribute" : sets > 1 ? "distributed-replicate" : "replicate";
+    return 0;
+}
+
+static int build_volume(const struct bfs_volcreate_req *r, const char *type,
+                        struct bfs_volume **out, struct bfs_err *e)
 {
     struct bfs_volume *v = calloc(1, sizeof(*v));
-    if (!v || !(v->name = strdup(r->name)) || !(v->type = strdup("distribute")) ||
+    if (!v || !(v->name = strdup(r->name)) || !(v->type = strdup(type)) ||
         !(v->bricks = calloc((size_t)r->nbricks + 1, sizeof(*v->bricks)))) {
         bfs_volume_free(v);
         return bfs_fail(e, 500, "out of memory");
     }
+    v->replica = r->replica;
+    v->arbiter = r->arbiter;
     for (int i = 0; i < r->nbricks; i++) {
         if (bfs_brick_parse(r->bricks[i], &v->bricks[i].host, &v->bricks[i].path, e) < 0) {
             bfs_volume_free(v);
@@ -73,7 +109,8 @@ static int create_locked(struct bfs_mgmt *m, const struct bfs_volcreate_req *r,
                          struct json_object **out, struct bfs_err *e)
 {
     struct bfs_volume *v = NULL, *old = NULL;
-    if (bfs_volname_check(r->name, e) < 0 || type_check(m, r, e) < 0)
+    const char *type = NULL;
+    if (bfs_volname_check(r->name, e) < 0 || type_check(m, r, &type, e) < 0)
         return -1;
     int rc = bfs_volume_load(m, r->name, &old);
     bfs_volume_free(old);
@@ -81,7 +118,7 @@ static int create_locked(struct bfs_mgmt *m, const struct bfs_volcreate_req *r,
         return bfs_fail(e, 409, "volume %s already exists", r->name);
     if (r->nbricks < 1)
         return bfs_fail(e, 400, "a volume needs at least one brick (HOST:/DIR)");
-    if (build_volume(r, &v, e) < 0)
+    if (build_volume(r, type, &v, e) < 0)
         return -1;
     if (bfs_bricks_check(m, v->bricks, v->nbricks, r->force, e) < 0 ||
         bfs_ports_assign(m, v, e) < 0)

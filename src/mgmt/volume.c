@@ -122,6 +122,10 @@ struct json_object *bfs_volume_to_json(const struct bfs_volume *v)
     json_object_object_add(j, "id", json_object_new_string(v->id));
     json_object_object_add(j, "type", json_object_new_string(v->type));
     json_object_object_add(j, "status", json_object_new_string(bfs_vol_status_name(v->status)));
+    if (v->replica > 0) {
+        json_object_object_add(j, "replica", json_object_new_int(v->replica));
+        json_object_object_add(j, "arbiter", json_object_new_int(v->arbiter));
+    }
     struct json_object *bricks = json_object_new_array();
     for (int i = 0; i < v->nbricks; i++) {
         struct json_object *b = json_object_new_object();
@@ -180,7 +184,7 @@ int bfs_volume_from_json(struct json_object *j, struct bfs_volume **out)
         return -ENOMEM;
     const char *name = jstr(j, "name"), *id = jstr(j, "id"), *type = jstr(j, "type");
     const char *status = jstr(j, "status");
-    struct json_object *arr = NULL, *opts = NULL, *created = NULL;
+    struct json_object *arr = NULL, *opts = NULL, *created = NULL, *cnt = NULL;
     int rc = (!name || !id || !type || !status) ? -EINVAL : 0;
     if (rc == 0) {
         v->name = strdup(name);
@@ -203,6 +207,14 @@ int bfs_volume_from_json(struct json_object *j, struct bfs_volume **out)
                 rc = bfs_volume_opt_set(v, k, json_object_get_string(val));
         }
     }
+    if (json_object_object_get_ex(j, "replica", &cnt))
+        v->replica = json_object_get_int(cnt);
+    if (json_object_object_get_ex(j, "arbiter", &cnt))
+        v->arbiter = json_object_get_int(cnt);
+    /* A document that does not hold whole replica sets is not one we wrote. */
+    if (rc == 0 && (v->replica < 0 || v->replica == 1 || v->arbiter < 0 || v->arbiter > 1 ||
+                    (v->replica > 0 && v->nbricks % v->replica != 0)))
+        rc = -EINVAL;
     if (json_object_object_get_ex(j, "created", &created))
         v->created = json_object_get_int64(created);
     if (rc < 0) {
