@@ -9,7 +9,7 @@
 #                debug/io-stats -> protocol/server) on that file system,
 #                brickfs-mount --volfile (protocol/client -> debug/io-stats)
 # and prints one table with the median figures, the ratio brickfs /
-# passthrough and the issue's target for it.
+# passthrough (median of the rounds' ratios) and the issue's target for it.
 #
 # Workloads:
 #   seq write   dd 1 MiB blocks of zeros into one file, conv=fsync   MB/s
@@ -29,10 +29,18 @@
 #     their init), 1 s attribute and entry timeouts and no negative cache;
 #   - neither uses the kernel's writeback cache (unsafe for brickfs: other
 #     clients write too), so every write(2) of 1 MiB is one synchronous
-#     FUSE_WRITE on both;
-#   - the steps of the targets are interleaved: each of BENCH_RUNS rounds
-#     runs every workload on every target, and the table shows medians, so
-#     noise from other work on the machine spreads over all targets.
+#     FUSE_WRITE on both; reads go through the kernel's read-ahead on both
+#     (1 MiB window, several FUSE_READs in flight), the disk's through its
+#     block device's read_ahead_kb;
+#   - what drop_caches cannot drop: storage/posix holds O_PATH fds of the
+#     files it used last (gfid-cache-fds, 1,024), which keeps their inodes
+#     in memory on the brick side;
+#   - the targets are interleaved step by step: each of BENCH_RUNS rounds
+#     runs each step (seq write, seq read, create, stat, read, delete) on
+#     every target in turn, the first target rotating from round to round;
+#     the table shows the median figures and, as the ratio, the median of
+#     the rounds' ratios, each made of figures taken seconds apart, so that
+#     other work on a shared machine weighs on both sides alike.
 #
 # Environment (defaults in brackets):
 #   BENCH_SEQ_MB [1024]  size of the sequential file in MiB
@@ -78,9 +86,10 @@ die()
 [ "$RUNS" -ge 1 ] 2>/dev/null || die "BENCH_RUNS must be a positive number"
 mkdir -p "$BENCH_DIR" || die "cannot create $BENCH_DIR"
 
-# Room for the sequential file and the small files, with a margin (the
-# targets run one after the other and clean up after each step).
-need_kb=$(((SEQ_MB * 1024 + FILES * ((FILE_SIZE + 4095) / 4096) * 4 * 2 + DIRS * 8) * 11 / 10))
+# Room for the sequential file and the small files of every target at
+# once (the steps are interleaved), with a margin.
+ntargets=$(echo "$TARGETS" | wc -w)
+need_kb=$(((SEQ_MB * 1024 + FILES * ((FILE_SIZE + 4095) / 4096) * 4 * 2 + DIRS * 8) * ntargets * 11 / 10))
 avail_kb=$(df -Pk "$BENCH_DIR" | awk 'NR == 2 { print $4 }')
 [ "$avail_kb" -ge "$need_kb" ] ||
     die "$BENCH_DIR has $((avail_kb / 1024)) MiB free, the bench needs $((need_kb / 1024)) MiB; lower BENCH_SEQ_MB or set BENCH_DIR"
@@ -128,10 +137,11 @@ record()
     R[$1:$2]="${R[$1:$2]:-}${R[$1:$2]:+ }$3"
 }
 
-# run_workloads TARGET: one round of every workload on TARGET.
-run_workloads()
+# seq_write TARGET / seq_read TARGET / small TARGET PHASE: one step on one
+# target, page cache dropped first.
+seq_write()
 {
-    local target=$1 dir=${DIR[$1]} t0 secs out phase
+    local target=$1 dir=${DIR[$1]} t0 secs
     echo "bench: $target: sequential write, $SEQ_MB MiB"
     drop_caches
     t0=$(bfs_now_us)
@@ -141,6 +151,11 @@ run_workloads()
     else
         record "$target" seq_write error
     fi
+}
+
+seq_read()
+{
+    local target=$1 dir=${DIR[$1]} t0 secs
     echo "bench: $target: sequential read"
     drop_caches
     t0=$(bfs_now_us)
@@ -151,20 +166,44 @@ run_workloads()
         record "$target" seq_read error
     fi
     rm -f "$dir/seq.bin"
+}
 
-    for phase in create stat read delete; do
-        echo "bench: $target: $phase $FILES files of $FILE_SIZE bytes in $DIRS folders"
-        drop_caches
-        if out=$("$SMALLFILE" -p "$phase" -n "$FILES" -d "$DIRS" -s "$FILE_SIZE" -t "$THREADS" \
-            "$dir/small"); then
-            record "$target" "$phase" "${out##* }"
-        else
-            record "$target" "$phase" error
-            # a failed phase leaves the later ones nothing sane to do
-            break
-        fi
+declare -A BROKEN  # BROKEN[target]=1 after a failed small-file phase in this round
+
+small()
+{
+    local target=$1 phase=$2 dir=${DIR[$1]} out
+    if [ -n "${BROKEN[$target]:-}" ]; then
+        record "$target" "$phase" error # a failed phase leaves the later ones nothing sane to do
+        return
+    fi
+    echo "bench: $target: $phase $FILES files of $FILE_SIZE bytes in $DIRS folders"
+    drop_caches
+    if out=$("$SMALLFILE" -p "$phase" -n "$FILES" -d "$DIRS" -s "$FILE_SIZE" -t "$THREADS" \
+        "$dir/small"); then
+        record "$target" "$phase" "${out##* }"
+    else
+        record "$target" "$phase" error
+        BROKEN[$target]=1
+    fi
+}
+
+# run_round N: every step of every workload, each step on every target in
+# turn (the first target rotates from round to round), so that the figures
+# compared with each other were taken seconds apart.
+run_round()
+{
+    local n=${#LIVE[@]} order=() i t phase
+    for ((i = 0; i < n; i++)); do
+        order+=("${LIVE[(i + $1) % n]}")
     done
-    rm -rf "$dir/small"
+    BROKEN=()
+    for t in "${order[@]}"; do seq_write "$t"; done
+    for t in "${order[@]}"; do seq_read "$t"; done
+    for phase in create stat read delete; do
+        for t in "${order[@]}"; do small "$t" "$phase"; done
+    done
+    for t in "${order[@]}"; do rm -rf "${DIR[$t]}/small"; done
 }
 
 fuse_usable()
@@ -219,9 +258,7 @@ for target in $TARGETS; do
 done
 for ((round = 1; round <= RUNS; round++)); do
     echo "bench: round $round of $RUNS"
-    for target in "${LIVE[@]}"; do
-        run_workloads "$target"
-    done
+    run_round "$round"
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 [ -n "${DIR[passthrough]:-}" ] && umount_fuse "${DIR[passthrough]}"
@@ -252,13 +289,29 @@ fig()
         if (NR % 2) printf "%.1f", a[(NR + 1) / 2]; else printf "%.1f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 
+# brickfs/passthrough of each round, space separated ("n/a" where missing)
+round_ratios()
+{
+    local b p i out=""
+    read -r -a b <<<"${R[brickfs:$1]:-}"
+    read -r -a p <<<"${R[passthrough:$1]:-}"
+    [ "${#b[@]}" -gt 0 ] && [ "${#b[@]}" = "${#p[@]}" ] || return 0
+    for ((i = 0; i < ${#b[@]}; i++)); do
+        out+=" $(awk -v b="${b[i]}" -v p="${p[i]}" 'BEGIN {
+            if (b + 0 > 0 && p + 0 > 0) printf "%.2f", b / p; else printf "n/a" }')"
+    done
+    echo "${out# }"
+}
+
+# The ratio of the table: the median of the rounds' ratios (each from
+# figures taken seconds apart), not the ratio of the medians.
 ratio()
 {
-    local b p
-    b=$(fig brickfs "$1")
-    p=$(fig passthrough "$1")
-    case "$b$p" in *n/a* | *error*) echo n/a; return ;; esac
-    awk -v b="$b" -v p="$p" 'BEGIN { if (p > 0) printf "%.2f", b / p; else print "n/a" }'
+    local r
+    r=$(round_ratios "$1")
+    case " $r " in "  " | *" n/a "*) echo n/a; return ;; esac
+    echo "$r" | tr ' ' '\n' | sort -g | awk '{ a[NR] = $1 } END {
+        if (NR % 2) printf "%.2f", a[(NR + 1) / 2]; else printf "%.2f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 
 met()
@@ -288,21 +341,15 @@ table()
 # Every round's ratio, to show the spread behind the medians.
 spread()
 {
-    local m b p i
+    local m r
     for m in "${METRICS[@]}"; do
-        read -r -a b <<<"${R[brickfs:$m]:-}"
-        read -r -a p <<<"${R[passthrough:$m]:-}"
-        [ "${#b[@]}" -gt 0 ] && [ "${#b[@]}" = "${#p[@]}" ] || continue
-        local line=""
-        for ((i = 0; i < ${#b[@]}; i++)); do
-            line+=" $(awk -v b="${b[i]}" -v p="${p[i]}" 'BEGIN { if (b + 0 > 0 && p + 0 > 0) printf "%.2f", b / p; else printf "n/a" }')"
-        done
-        echo "  ${LABEL[$m]}:$line"
+        r=$(round_ratios "$m")
+        [ -n "$r" ] && echo "  ${LABEL[$m]}: $r"
     done
 }
 
 fstype=$(findmnt -no FSTYPE -T "$BENCH_DIR" 2>/dev/null || stat -f -c %T "$BENCH_DIR")
-sizes="seq $SEQ_MB MiB; $FILES files of $FILE_SIZE B in $DIRS folders, $THREADS thread(s); $RUNS round(s), medians; page cache dropped: $DROPPED"
+sizes="seq $SEQ_MB MiB; $FILES files of $FILE_SIZE B in $DIRS folders, $THREADS thread(s); $RUNS round(s), medians; page cache dropped before each step: $DROPPED"
 load="load average $load_before before, $load_after after"
 
 echo
@@ -324,7 +371,7 @@ if [ "${BENCH_RECORD:-0}" = 1 ]; then
     mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
     {
         echo
-        echo "## $(date -u '+%Y-%m-%d %H:%M UTC') — $commit"
+        echo "### $(date -u '+%Y-%m-%d %H:%M UTC') — $commit"
         echo
         echo "Machine: $(nproc) CPUs ($cpu), $mem, kernel $(uname -r), data on $fstype; $load."
         echo "Sizes: $sizes."

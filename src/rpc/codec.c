@@ -72,6 +72,17 @@ uint8_t *bfs_wbuf_take(struct bfs_wbuf *w, size_t *len)
     return p;
 }
 
+void bfs_wbuf_gather_bytes(struct bfs_wbuf *w, size_t at, const struct bfs_bytes *b,
+                           struct iovec iov[3])
+{
+    uint32_t n = (uint32_t)b->len;
+    for (int k = 0; k < 4; k++) /* little-endian, as bfs_put_u32 */
+        w->p[at + (size_t)k] = (uint8_t)(n >> (8 * k));
+    iov[0] = (struct iovec){w->p, at + 4};
+    iov[1] = (struct iovec){(void *)b->data, b->len};
+    iov[2] = (struct iovec){w->p + at + 4, w->len - at - 4};
+}
+
 void bfs_rbuf_init(struct bfs_rbuf *r, const void *p, size_t len)
 {
     r->p = p;

@@ -46,6 +46,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "core/dict.h"
 #include "core/types.h"
@@ -93,6 +94,12 @@ int bfs_wbuf_reserve(struct bfs_wbuf *w, size_t n);
 void bfs_wbuf_append(struct bfs_wbuf *w, const void *data, size_t n);
 /* Hands p over to the caller (free() it) and re-initializes w. */
 uint8_t *bfs_wbuf_take(struct bfs_wbuf *w, size_t *len);
+/* Sending a big byte field without copying it: w holds an encoding made
+ * with that field empty (bytes of length 0), whose u32 length is at offset
+ * `at`. Sets that length to b->len and fills iov with the three pieces of
+ * the real encoding: w up to the length, b's bytes, the rest of w. */
+void bfs_wbuf_gather_bytes(struct bfs_wbuf *w, size_t at, const struct bfs_bytes *b,
+                           struct iovec iov[3]);
 
 void bfs_rbuf_init(struct bfs_rbuf *r, const void *p, size_t len);
 static inline size_t bfs_rbuf_left(const struct bfs_rbuf *r)

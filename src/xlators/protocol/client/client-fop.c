@@ -181,19 +181,6 @@ static int gather_fd_to_id(void *arg, struct bfs_fd *fd, uint64_t *id)
 static bool gather_ok;
 static pthread_once_t gather_once = PTHREAD_ONCE_INIT;
 
-/* Splices payload into an encoding made around an empty one, at the length
- * field at `at`: the three pieces in iov. */
-static void gather_split(struct bfs_wbuf *w, size_t at, const struct bfs_bytes *payload,
-                         struct iovec iov[3])
-{
-    uint32_t n = (uint32_t)payload->len;
-    for (int k = 0; k < 4; k++) /* little-endian, as bfs_put_u32 */
-        w->p[at + (size_t)k] = (uint8_t)(n >> (8 * k));
-    iov[0] = (struct iovec){w->p, at + 4};
-    iov[1] = (struct iovec){(void *)payload->data, payload->len};
-    iov[2] = (struct iovec){w->p + at + 4, w->len - at - 4};
-}
-
 /* Encodes a sample write both ways and compares the bytes. */
 static void gather_check(void)
 {
@@ -210,7 +197,7 @@ static void gather_check(void)
     if (rc == 0 && b.len >= CLI_FD_WIRE_LEN + 4 && a.len == b.len + 3) {
         struct iovec iov[3];
         struct bfs_bytes payload = {"abc", 3};
-        gather_split(&b, CLI_FD_WIRE_LEN, &payload, iov);
+        bfs_wbuf_gather_bytes(&b, CLI_FD_WIRE_LEN, &payload, iov);
         size_t off = 0;
         bool same = true;
         for (int i = 0; i < 3 && same; i++) {
@@ -243,7 +230,7 @@ static int write_gathered(struct cli_priv *priv, struct cli_call *call, struct b
     if (q->data.len > BFS_WIRE_MAX_BODY - w->len)
         return -EMSGSIZE;
     struct iovec iov[3];
-    gather_split(w, at, &q->data, iov);
+    bfs_wbuf_gather_bytes(w, at, &q->data, iov);
     return cli_submit_iov(priv, call, iov, 3, true);
 }
 
