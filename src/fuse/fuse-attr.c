@@ -62,6 +62,7 @@ static bool retry_by_fd(struct bfs_fuse_call *c, int rc, void (*again)(struct bf
 
 static void attr_done(struct bfs_fuse_call *c, int rc, const struct bfs_iatt *attr)
 {
+    rc = bfs_fuse_by_inode_rc(c, rc);
     if (rc < 0)
         fuse_reply_err(c->req, -rc);
     else

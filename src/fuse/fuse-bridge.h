@@ -192,6 +192,17 @@ static inline struct bfs_fuse_call *bfs_fuse_call_of(struct bfs_frame *frame)
     return (struct bfs_fuse_call *)frame->top_arg;
 }
 
+/*
+ * A call made by inode (no open file) whose GFID no longer resolves — the
+ * name was replaced or removed by another client — answers ESTALE, not
+ * ENOENT: the kernel then looks the path up again (LOOKUP_REVAL) and finds
+ * the new file instead of failing for the length of the entry timeout.
+ */
+static inline int bfs_fuse_by_inode_rc(const struct bfs_fuse_call *c, int rc)
+{
+    return rc == -ENOENT && !c->fd ? -ESTALE : rc;
+}
+
 /* The bridge of a request. */
 struct bfs_fuse *bfs_fuse_of(fuse_req_t req);
 /* The top translator of c's generation. */

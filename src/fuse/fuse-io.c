@@ -151,6 +151,7 @@ static uint32_t brick_flags(int flags)
 static void open_cbk(struct bfs_frame *frame, void *cookie, int rc, const struct bfs_open_rep *rep)
 {
     struct bfs_fuse_call *c = bfs_fuse_call_of(frame);
+    rc = bfs_fuse_by_inode_rc(c, rc);
     if (rc < 0)
         fuse_reply_err(c->req, -rc);
     else

@@ -14,9 +14,8 @@
 #     on its hashed brick or behind a correct link file, data on one brick
 #     only, no link file pointing nowhere (dht-check.py audit);
 #   - the file count of the mounts is the data-file count of the bricks;
-#   - a name one client replaced reads as the new file on the other (once
-#     its kernel entry expired; the immediate read is a skipped TODO, see
-#     there);
+#   - a name one client replaced reads as the new file on the other at
+#     once (ESTALE makes the kernel look the name up again);
 #   - the tree can be removed from one mount, leaving nothing on any brick.
 
 # Brick lists and name lists are split into words on purpose (no spaces in $T).
@@ -71,20 +70,14 @@ EXPECT "$(find "$M1" -type d | wc -l)" eval "find '$T/bricks/v3/b1' -path '*/.br
 
 # ---- a name the other client replaced ----
 # Client 1 knows x; client 2 renames y over it (a new file, a new GFID).
-# Client 1's kernel still holds x's old inode for entry-timeout, and the
-# FUSE bridge answers ENOENT for that inode's open and getattr, which the
-# VFS passes on; ESTALE would make it look the name up again (open and
-# stat retry with LOOKUP_REVAL on ESTALE) and find the new file, as
-# GlusterFS's fuse-bridge does by answering ESTALE for ENOENT on
-# inode-based calls. Until then this check is skipped when it fails.
+# Client 1's kernel still holds x's old inode for entry-timeout; the FUSE
+# bridge answers ESTALE (not ENOENT) for calls by that inode, so the kernel
+# looks the name up again (LOOKUP_REVAL) and opens the new file at once.
 TEST eval "echo old >'$M1/s0/x' && echo new >'$M2/s0/y'"
 EXPECT "old old" eval "echo \$(cat '$M1/s0/x' '$M2/s0/x')"
-TEST mv "$M2/s0/y" "$M2/s0/x"
-if [ "$(cat "$M1/s0/x" 2>/dev/null)" = new ]; then
-    EXPECT new cat "$M1/s0/x"
-else
-    SKIP "TODO (src/fuse): open of a name another client replaced answers ENOENT for entry-timeout instead of ESTALE"
-fi
+# One command, so it all happens well inside client 1's entry-timeout.
+EXPECT "4 new" eval "cat '$M1/s0/x' >/dev/null && mv '$M2/s0/y' '$M2/s0/x' &&
+                     echo \$(stat -c %s '$M1/s0/x') \$(cat '$M1/s0/x')"
 EXPECT_WITHIN 10 new cat "$M1/s0/x"                     # right once the entry expired
 EXPECT 1 eval "ls '$M1/s0' | grep -cx x"
 

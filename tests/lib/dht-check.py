@@ -290,7 +290,11 @@ def try_one(op, path):
     return "0"
 
 
-RACE_ERRNOS = {errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR}
+# ESTALE: the object a name led to was removed by the other client between
+# the kernel's lookup and the call, and again after the kernel's one retry
+# with a fresh lookup — a race a network file system shows (NFS does too).
+RACE_ERRNOS = {errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR,
+               errno.ESTALE}
 
 
 def cmd_churn(root, seconds, seed):
