@@ -438,6 +438,18 @@ struct bfs_xl *bfs_graph_find(struct bfs_graph *g, const char *name)
     return NULL;
 }
 
+/* Bounded: a call that never ends (a bug below) must not hang teardown. */
+static void wait_idle(struct bfs_graph *g)
+{
+    for (int ms = 0; ms < 5000; ms++) {
+        if (__atomic_load_n(&g->inflight, __ATOMIC_ACQUIRE) == 0)
+            return;
+        usleep(1000);
+    }
+    bfs_log("graph", BFS_LOG_WARNING, "%d calls still in flight after 5 s; tearing down anyway",
+            __atomic_load_n(&g->inflight, __ATOMIC_ACQUIRE));
+}
+
 void bfs_graph_free(struct bfs_graph *g)
 {
     if (!g)
@@ -445,8 +457,11 @@ void bfs_graph_free(struct bfs_graph *g)
     /* Connections and fds go first (PARENT_DOWN), then forget() runs while
      * translators still have their private state, then fini. */
     bfs_graph_deactivate(g);
-    /* answers already given may still have work finishing on the loop or
-     * the workers (a posix job dropping its fd ref): let it end first */
+    /* Calls still in flight (a cluster translator's delayed post-op is a
+     * chain of calls) must end before any translator is finalised; then
+     * work already answered may still be finishing on the loop or the
+     * workers (a posix job dropping its fd ref): let it end too. */
+    wait_idle(g);
     bfs_proc_quiesce(g->proc);
     if (g->itable)
         bfs_itable_free(g->itable);

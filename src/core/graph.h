@@ -63,6 +63,7 @@ struct bfs_graph {
      * program above the graph hears CHILD_UP/DOWN and upcalls here. */
     void (*on_event)(struct bfs_graph *g, enum bfs_event ev, void *data);
     bool active;                /* between activate and deactivate */
+    int inflight;               /* frames wound into this graph, not yet done */
 };
 
 /*

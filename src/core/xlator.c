@@ -73,6 +73,9 @@ struct bfs_frame *bfs__frame_new(struct bfs_frame *parent, struct bfs_xl *child,
     f->cookie = cookie;
     f->fop = fop;
     f->wound_ns = bfs_now_ns();
+    f->graph = child->graph;
+    if (f->graph)
+        __atomic_add_fetch(&f->graph->inflight, 1, __ATOMIC_RELAXED);
     return f;
 }
 
@@ -80,6 +83,8 @@ void bfs__frame_destroy(struct bfs_frame *f)
 {
     if (f->local_free && f->local)
         f->local_free(f->local);
+    if (f->graph)
+        __atomic_sub_fetch(&f->graph->inflight, 1, __ATOMIC_RELEASE);
     bfs_stack_unref(f->stack);
     free(f);
 }

@@ -69,6 +69,8 @@ struct bfs_frame {
     void (*local_free)(void *local);
     /* top-of-graph frames: called instead of a parent callback */
     void *top_arg;
+    /* graph whose in-flight count this frame holds (NULL for top frames) */
+    struct bfs_graph *graph;
 };
 
 #include "core/fops-gen.h" /* generated: enum bfs_fop, req/rep structs, helpers */
