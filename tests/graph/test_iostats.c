@@ -36,35 +36,6 @@ static struct bfs_graph *graph;
 static struct bfs_xl *top;
 static struct bfs_stack *st;
 
-/* Waits until the event loop has finished whatever it is running: a
- * callback that answered us may still be returning through a translator's
- * code, which must not be unloaded under it (bfs_graph_free dlcloses). */
-struct barrier {
-    pthread_mutex_t m;
-    pthread_cond_t c;
-    bool done;
-};
-
-static void barrier_task(void *arg)
-{
-    struct barrier *b = arg;
-    pthread_mutex_lock(&b->m);
-    b->done = true;
-    pthread_cond_signal(&b->c);
-    pthread_mutex_unlock(&b->m);
-}
-
-static void loop_barrier(struct bfs_proc *p)
-{
-    struct barrier b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
-    if (bfs_loop_post(p->loop, barrier_task, &b) < 0)
-        return;
-    pthread_mutex_lock(&b.m);
-    while (!b.done)
-        pthread_cond_wait(&b.c, &b.m);
-    pthread_mutex_unlock(&b.m);
-}
-
 static json_object *parse_value(const struct bfs_dict *d, const char *key)
 {
     const void *v;
@@ -224,7 +195,6 @@ int main(void)
 
     bfs_fd_unref(fd);
     bfs_stack_unref(st);
-    loop_barrier(proc);
     bfs_graph_free(graph);
     bfs_proc_free(proc);
     return done_testing();

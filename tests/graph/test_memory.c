@@ -24,35 +24,6 @@ static struct bfs_xl *top;
 static struct bfs_stack *st;
 static const char *mode_name;
 
-/* Waits until the event loop has finished whatever it is running: a
- * callback that answered us may still be returning through a translator's
- * code, which must not be unloaded under it (bfs_graph_free dlcloses). */
-struct barrier {
-    pthread_mutex_t m;
-    pthread_cond_t c;
-    bool done;
-};
-
-static void barrier_task(void *arg)
-{
-    struct barrier *b = arg;
-    pthread_mutex_lock(&b->m);
-    b->done = true;
-    pthread_cond_signal(&b->c);
-    pthread_mutex_unlock(&b->m);
-}
-
-static void loop_barrier(struct bfs_proc *p)
-{
-    struct barrier b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
-    if (bfs_loop_post(p->loop, barrier_task, &b) < 0)
-        return;
-    pthread_mutex_lock(&b.m);
-    while (!b.done)
-        pthread_cond_wait(&b.c, &b.m);
-    pthread_mutex_unlock(&b.m);
-}
-
 static struct bfs_loc named(const struct bfs_gfid *parent, const char *name)
 {
     struct bfs_loc l = {0};
@@ -425,7 +396,6 @@ static void run(const char *volfile, const char *name, struct bfs_proc *proc)
     test_data_and_attrs();
     test_xattrs();
     test_readdir();
-    loop_barrier(proc);
     bfs_graph_free(graph);
 }
 
