@@ -209,6 +209,7 @@ static int preop_done(struct bfs_txn *t)
     struct bfs_op *op = &t->op;
     uint32_t locked = bfs__txn_locked_all(lk);
     uint32_t ok = bfs__txn_changelog_ok(lk, op, locked);
+    uint32_t locked_good = ok; /* the children the check lets take the change */
     int rc = 0;
     if (!ok)
         rc = -ENOTCONN;
@@ -216,10 +217,13 @@ static int preop_done(struct bfs_txn *t)
         rc = -EROFS;
     else if (cl->cl->check && t->type != BFS_TXN_ENTRY) {
         struct bfs_dict *rows[BFS_CLUSTER_MAX] = {0};
+        uint32_t good = ok;
         for (int i = 0; i < cl->n; i++)
             if (bfs_mask_has(ok, i))
                 rows[i] = row_of(op, i);
-        rc = cl->cl->check(cl->cl_arg, t->type, ok, rows);
+        rc = cl->cl->check(cl->cl_arg, lk, t->type, ok, rows, &good);
+        if (rc == 0)
+            locked_good = good & ok;
     }
     pthread_mutex_lock(&lk->m);
     lk->set = lk->dirtied = ok;
@@ -233,12 +237,13 @@ static int preop_done(struct bfs_txn *t)
         }
         return BFS_OP_CONTINUE;
     }
-    uint32_t missed = locked & ~ok; /* locked but not marked: blame them now */
+    uint32_t missed = locked & ~locked_good; /* locked but not marked (or refused by the
+                                             * check): blame them now */
     if (missed) {
         t->blame = missed;
         t->after_blame = T_FOP;
         op->state = T_BLAME_DONE;
-        bfs__txn_wind_changelog(lk, op, ok, 0, missed, 1, false);
+        bfs__txn_wind_changelog(lk, op, ok & ~missed, 0, missed, 1, false);
         return BFS_OP_WAIT;
     }
     op->state = T_FOP;
@@ -296,6 +301,8 @@ static bool same_error(const struct bfs_op *op, uint32_t mask)
 static int fop_done(struct bfs_txn *t)
 {
     struct bfs_op *op = &t->op;
+    if (t->fop->next && t->fop->next(t) == BFS_OP_WAIT)
+        return BFS_OP_WAIT; /* another stage of the fop was wound */
     uint32_t skipped = t->ok, wound_ok = 0, wound_failed = 0;
     for (int i = 0; i < t->cl->n; i++) {
         if (!bfs_mask_has(t->run & ~skipped, i))
@@ -450,7 +457,9 @@ int bfs_txn_init(struct bfs_txn *t, struct bfs_cluster *cl, const struct bfs_txn
         t->own_lock = true;
     }
     t->lk = lk;
-    if (bfs_op_init(&t->op, caller, cl->xl, cl->n * 2, txn_step, txn_destroy) < 0) {
+    /* slots: obj * n + child for the changelog (two objects at most); the fop
+     * stage may use up to BFS_TXN_FOP_SLOTS per child (txn.h) */
+    if (bfs_op_init(&t->op, caller, cl->xl, cl->n * BFS_TXN_FOP_SLOTS, txn_step, txn_destroy) < 0) {
         if (t->own_lock) {
             pthread_mutex_destroy(&lk->m);
             free(lk);

@@ -4,8 +4,9 @@
  * decide, and afterwards reset the counters, update the inode context and
  * unlock (docs/design/replicate.md, "Heal").
  *
- * Heals are the cold path: they run on one heal thread per translator as
- * straight-line code over the blocking bfs_sync_* wrappers (the self-heal
+ * Heals are the cold path: they run on the shared heal queue's thread
+ * (lib/healq.c, also disperse's) as straight-line code over the blocking
+ * bfs_sync_* wrappers (the self-heal
  * daemon will call afr_heal_{data,meta,entry} the same way). A lookup asks
  * for a heal with afr_heal_request():
  *   background  queued (at most cluster.background-self-heal-count, same
@@ -25,21 +26,6 @@
 
 #include "core/graph.h"
 #include "replicate.h"
-
-struct afr_heal_job {
-    struct afr_heal_job *next;
-    struct afr_heal_req r;
-};
-
-struct afr_healer {
-    struct afr_priv *p;
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    struct afr_heal_job *head, *tail;
-    size_t queued;
-    bool stop;
-};
 
 static uint64_t heal_owner_seq;
 
@@ -213,143 +199,69 @@ int afr_heal_mark_new(struct afr_hctx *h, int src, const struct bfs_gfid *g, uin
     return rc;
 }
 
-/* ---- the heal thread ---- */
+/* ---- the heal queue (lib/healq.c) ---- */
 
-static void run_job(struct afr_priv *p, struct afr_heal_job *j)
+static void run_job(void *owner, void *job)
 {
+    struct afr_priv *p = owner;
+    struct afr_heal_req *r = job;
     int rc = 0;
-    if (!bfs_gfid_is_null(&j->r.pargfid))
-        rc = afr_heal_entry(p, &j->r.pargfid);
-    if (j->r.types & BFS_BIT(AFR_ENTRY))
-        rc = afr_heal_entry(p, &j->r.gfid) < 0 ? -1 : rc;
-    if (j->r.types & BFS_BIT(AFR_METADATA))
-        rc = afr_heal_meta(p, &j->r.gfid) < 0 ? -1 : rc;
-    if (j->r.types & BFS_BIT(AFR_DATA))
-        rc = afr_heal_data(p, &j->r.gfid) < 0 ? -1 : rc;
+    if (!bfs_gfid_is_null(&r->pargfid))
+        rc = afr_heal_entry(p, &r->pargfid);
+    if (r->types & BFS_BIT(AFR_ENTRY))
+        rc = afr_heal_entry(p, &r->gfid) < 0 ? -1 : rc;
+    if (r->types & BFS_BIT(AFR_METADATA))
+        rc = afr_heal_meta(p, &r->gfid) < 0 ? -1 : rc;
+    if (r->types & BFS_BIT(AFR_DATA))
+        rc = afr_heal_data(p, &r->gfid) < 0 ? -1 : rc;
     __atomic_add_fetch(rc < 0 ? &p->n_heal_fail : &p->n_heal_ok, 1, __ATOMIC_RELAXED);
-    if (j->r.frame)
-        afr_lookup_resume(p->xl, j->r.frame, j->r.req);
+    if (r->frame)
+        afr_lookup_resume(p->xl, r->frame, r->req);
 }
 
-static void *heal_main(void *arg)
+/* A foreground job that will never run: its lookup is answered. */
+static void drop_job(void *owner, void *job)
 {
-    struct afr_healer *hr = arg;
-    pthread_mutex_lock(&hr->lock);
-    for (;;) {
-        while (!hr->head && !hr->stop)
-            pthread_cond_wait(&hr->cond, &hr->lock);
-        if (hr->stop)
-            break;
-        struct afr_heal_job *j = hr->head;
-        hr->head = j->next;
-        if (!hr->head)
-            hr->tail = NULL;
-        pthread_mutex_unlock(&hr->lock);
-        run_job(hr->p, j);
-        free(j);
-        pthread_mutex_lock(&hr->lock);
-        hr->queued--;
+    (void)owner;
+    struct afr_heal_req *r = job;
+    if (r->frame) {
+        bfs_unwind_lookup(r->frame, -ENOTCONN, NULL);
+        bfs_lookup_req_free(r->req);
     }
-    pthread_mutex_unlock(&hr->lock);
-    return NULL;
 }
+
+/* A background job for the same inode and parent already waiting? */
+static bool merge_job(void *queued, const void *job)
+{
+    struct afr_heal_req *q = queued;
+    const struct afr_heal_req *j = job;
+    if (!bfs_gfid_eq(&q->gfid, &j->gfid) || !bfs_gfid_eq(&q->pargfid, &j->pargfid))
+        return false;
+    q->types |= j->types;
+    return true;
+}
+
+static const struct bfs_healq_ops heal_ops = {.run = run_job, .drop = drop_job,
+                                              .merge = merge_job};
 
 int afr_heal_start(struct afr_priv *p)
 {
-    struct afr_healer *hr = calloc(1, sizeof(*hr));
-    if (!hr)
-        return -ENOMEM;
-    hr->p = p;
-    pthread_mutex_init(&hr->lock, NULL);
-    pthread_cond_init(&hr->cond, NULL);
-    int rc = pthread_create(&hr->thread, NULL, heal_main, hr);
-    if (rc) {
-        pthread_mutex_destroy(&hr->lock);
-        pthread_cond_destroy(&hr->cond);
-        free(hr);
-        return -rc;
-    }
-    p->healer = hr;
-    return 0;
+    return bfs_healq_start(&p->healq, p, sizeof(struct afr_heal_req), &heal_ops);
 }
 
 void afr_heal_stop(struct afr_priv *p)
 {
-    struct afr_healer *hr = p->healer;
-    if (!hr)
-        return;
-    pthread_mutex_lock(&hr->lock);
-    hr->stop = true;
-    pthread_cond_broadcast(&hr->cond);
-    pthread_mutex_unlock(&hr->lock);
-    pthread_join(hr->thread, NULL);
-    while (hr->head) {
-        struct afr_heal_job *j = hr->head;
-        hr->head = j->next;
-        if (j->r.frame) {
-            bfs_unwind_lookup(j->r.frame, -ENOTCONN, NULL);
-            bfs_lookup_req_free(j->r.req);
-        }
-        free(j);
-    }
-    pthread_mutex_destroy(&hr->lock);
-    pthread_cond_destroy(&hr->cond);
-    free(hr);
-    p->healer = NULL;
-}
-
-/* A background job for the same inode and parent already waiting? */
-static struct afr_heal_job *find_same(struct afr_healer *hr, const struct afr_heal_req *r)
-{
-    for (struct afr_heal_job *j = hr->head; j; j = j->next)
-        if (!j->r.frame && bfs_gfid_eq(&j->r.gfid, &r->gfid) &&
-            bfs_gfid_eq(&j->r.pargfid, &r->pargfid))
-            return j;
-    return NULL;
+    bfs_healq_stop(p->healq);
+    p->healq = NULL;
 }
 
 int afr_heal_request(struct afr_priv *p, const struct afr_heal_req *r)
 {
-    struct afr_healer *hr = p->healer;
-    if (!hr)
-        return -ENOTCONN;
-    pthread_mutex_lock(&hr->lock);
-    struct afr_heal_job *same = r->frame ? NULL : find_same(hr, r);
-    if (same) {
-        same->r.types |= r->types;
-        pthread_mutex_unlock(&hr->lock);
-        return 0;
-    }
     size_t limit = (size_t)__atomic_load_n(&p->heal_count, __ATOMIC_RELAXED);
-    if (!r->frame && hr->queued >= limit) {
-        pthread_mutex_unlock(&hr->lock);
-        return -EBUSY;
-    }
-    struct afr_heal_job *j = calloc(1, sizeof(*j));
-    if (!j || hr->stop) {
-        pthread_mutex_unlock(&hr->lock);
-        free(j);
-        return -ENOMEM;
-    }
-    j->r = *r;
-    if (hr->tail)
-        hr->tail->next = j;
-    else
-        hr->head = j;
-    hr->tail = j;
-    hr->queued++;
-    pthread_cond_signal(&hr->cond);
-    pthread_mutex_unlock(&hr->lock);
-    return 0;
+    return bfs_healq_push(p->healq, r, r->frame != NULL, limit);
 }
 
 size_t afr_heal_queued(struct afr_priv *p)
 {
-    struct afr_healer *hr = p->healer;
-    if (!hr)
-        return 0;
-    pthread_mutex_lock(&hr->lock);
-    size_t n = hr->queued;
-    pthread_mutex_unlock(&hr->lock);
-    return n;
+    return bfs_healq_queued(p->healq);
 }

@@ -272,7 +272,7 @@ static int afr_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
     struct afr_priv *p = afr_priv(xl);
     if (p && ev == BFS_EV_PARENT_DOWN)
         parent_down(p);
-    if (p && ev == BFS_EV_PARENT_UP && !p->healer && afr_heal_start(p) < 0)
+    if (p && ev == BFS_EV_PARENT_UP && !p->healq && afr_heal_start(p) < 0)
         XL_ERR(xl, "cannot start the heal thread: heals on access are off");
     int i = from ? child_index(xl, from) : -1;
     if ((ev != BFS_EV_CHILD_UP && ev != BFS_EV_CHILD_DOWN) || i < 0 || !p)

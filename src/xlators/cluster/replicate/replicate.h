@@ -29,6 +29,7 @@
 #include "core/xlator.h"
 #include "replicate-decide.h"
 #include "xlators/lib/cluster.h"
+#include "xlators/lib/healq.h"
 #include "xlators/lib/txn.h"
 
 #define AFR_KEY_PREFIX "trusted.brickfs.afr."
@@ -36,7 +37,6 @@
 #define AFR_XATTR_REQ "xattr-req" /* lookup xdata: comma-separated xattr names */
 #define AFR_GFID_REQ "gfid-req"   /* xdata BIN[16]: GFID of a new entry */
 
-struct afr_healer;
 
 struct afr_priv {
     struct bfs_cluster cl;       /* the shared library's view */
@@ -57,7 +57,7 @@ struct afr_priv {
     bool announced_up;
     uint64_t gen;                /* atomic: bumped by every child event */
     uint64_t load[AFR_MAX];      /* atomic: read calls in flight per child */
-    struct afr_healer *healer;
+    struct bfs_healq *healq;     /* heal jobs and their thread (lib/healq.c) */
     /* statistics (atomic) */
     uint64_t n_txn, n_read_failover, n_heal_ok, n_heal_fail, n_split;
 };
