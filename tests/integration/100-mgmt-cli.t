@@ -98,7 +98,7 @@ if [ -e "$BFS_BUILD/lib/brickfs/xlators/cluster/replicate.so" ]; then
     TEST ! cli volume set r3 arbiter-count 1                           # the layout decides that
     EXPECT 1 eval "api body GET /v1/volumes/r3/volfile/client | grep -c 'option cluster.quorum-type fixed'"
     EXPECT 0 eval "grep -c 'cluster.quorum' '$(brickfsd_state)/volfiles/r3/r3-brick-0.vol'"
-    EXPECT 1 eval "cli volume set help | grep -A4 '^Option: cluster.background-self-heal-count$' | grep -c '^Applies to: client side (cluster/replicate)'"
+    EXPECT 1 eval "cli volume set help | grep -A4 '^Option: cluster.background-self-heal-count$' | grep -c '^Applies to: client side (cluster/replicate[,)]'"
 
     TEST cli volume create dr replica 2 "127.0.0.1:$B/d1" "127.0.0.1:$B/d2" \
         "127.0.0.1:$B/d3" "127.0.0.1:$B/d4" force
