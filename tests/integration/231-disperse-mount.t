@@ -10,8 +10,8 @@
 # decode and a new file is written; two killed, a read fails (EIO or
 # ENOTCONN), never wrong data; brickfsd restarted restarts the bricks, the
 # mount reconnects, everything reads back, and heal gives the brick that
-# missed the write its fragment, which equals (like the others) chunk 0 of
-# every stripe of the data as is: the code is systematic.
+# missed the write its fragment; brick 0's fragments, the healed one
+# included, are chunk 0 of every stripe of the data as is (systematic).
 
 . "$(dirname "$0")/../lib/test.sh"
 . "$(dirname "$0")/../lib/mgmt.sh"
