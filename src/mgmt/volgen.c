@@ -200,6 +200,19 @@ int bfs_volgen_write(struct bfs_mgmt *m, const struct bfs_volume *v, struct bfs_
     return 0;
 }
 
+int bfs_volgen_write_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *path,
+                            struct bfs_err *e)
+{
+    char *text = bfs_volgen_client(m, v, NULL);
+    if (!text)
+        return bfs_fail(e, 500, "out of memory");
+    int rc = bfs_write_file_atomic(path, text, strlen(text));
+    free(text);
+    if (rc < 0)
+        return bfs_fail(e, 500, "cannot write volfile %s: %s", path, strerror(-rc));
+    return 0;
+}
+
 void bfs_volgen_remove(struct bfs_mgmt *m, const char *volname)
 {
     char dir[4096], path[4400];
