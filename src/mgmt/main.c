@@ -199,7 +199,7 @@ static int node_uuid(struct bfs_mgmt *m, char *err, size_t errlen)
 static int daemonize(void)
 {
     int p[2];
-    if (pipe(p) < 0)
+    if (pipe2(p, O_CLOEXEC) < 0) /* daemons spawned at startup must not hold it */
         return -1;
     pid_t pid = fork();
     if (pid < 0)
