@@ -37,6 +37,11 @@
  * or may not be seen (readdir semantics), which a crawl that repeats does
  * not mind. Listing runs on the worker pool.
  *
+ * Purge (uid 0): setxattr "brickfs.index.purge" (any value) on loc{gfid}
+ * removes the entry of an inode that is gone from this brick (a file
+ * unlinked while it had pending counters): the index looks the GFID up
+ * below and removes the entry only on ENOENT; EBUSY if the inode exists.
+ *
  * Lifetimes: priv from init to fini. A struct ix_call lives from the
  * xattrop's arrival to its answer; a struct ix_busy while calls on its
  * GFID are in the index.
@@ -59,6 +64,7 @@
 #define IX_VKEY_PENDING "brickfs.index.pending"
 #define IX_VKEY_OFFSET "brickfs.index.offset"
 #define IX_VKEY_EOF "brickfs.index.eof"
+#define IX_VKEY_PURGE "brickfs.index.purge"
 #define IX_VPREFIX "brickfs.index."
 #define IX_X_OFFSET "index-offset"
 #define IX_X_COUNT "index-count"
@@ -517,6 +523,47 @@ static int index_getxattr(struct bfs_frame *frame, struct bfs_xl *xl,
     return 0;
 }
 
+/* ---- purge: drop the entry of an inode that no longer exists ---- */
+
+static void purge_cbk(struct bfs_frame *frame, void *cookie, int rc,
+                      const struct bfs_lookup_rep *rep)
+{
+    (void)rep;
+    struct bfs_xl *xl = frame->xl;
+    struct bfs_gfid *g = cookie;
+    if (rc == -ENOENT || rc == -ESTALE) {
+        entry_del(xl, g);
+        rc = 0;
+    } else if (rc >= 0) {
+        rc = -EBUSY; /* it exists: its counters decide, not us */
+    }
+    free(g);
+    bfs_unwind_setxattr(frame, rc, &(struct bfs_setxattr_rep){0});
+}
+
+static int index_setxattr(struct bfs_frame *frame, struct bfs_xl *xl,
+                          const struct bfs_setxattr_req *req)
+{
+    if (!req->xattrs || !bfs_dict_has(req->xattrs, IX_VKEY_PURGE))
+        return bfs_pass_setxattr(frame, FIRST_CHILD(xl), req);
+    if (frame->stack->uid != 0 || bfs_dict_count(req->xattrs) != 1 ||
+        bfs_gfid_is_null(&req->loc.gfid)) {
+        bfs_unwind_setxattr(frame, frame->stack->uid ? -EPERM : -EINVAL,
+                            &(struct bfs_setxattr_rep){0});
+        return 0;
+    }
+    struct bfs_gfid *g = malloc(sizeof(*g));
+    if (!g)
+        return -ENOMEM;
+    *g = req->loc.gfid;
+    struct bfs_lookup_req lreq = {0};
+    lreq.loc.gfid = *g;
+    int rc = bfs_wind_lookup(frame, FIRST_CHILD(xl), purge_cbk, g, &lreq);
+    if (rc < 0)
+        free(g);
+    return rc;
+}
+
 /* ---- module ---- */
 
 static int mkdir_p(const char *path)
@@ -642,6 +689,7 @@ static const struct bfs_fops index_fops = {
     .xattrop = index_xattrop,
     .fxattrop = index_fxattrop,
     .getxattr = index_getxattr,
+    .setxattr = index_setxattr,
 };
 
 BFS_XL_MODULE(.type = "features/index", .fops = &index_fops, .options = index_options,
