@@ -101,7 +101,8 @@ static void inspect(struct afr_hctx *h)
     bfs_dict_unref(req.xdata);
 }
 
-int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid *g, int t)
+int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid *g, int t,
+                   int force)
 {
     memset(h, 0, sizeof(*h));
     h->p = p;
@@ -130,7 +131,7 @@ int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid
         hctx_free(h);
         return -ENOENT;
     }
-    afr_decide(&h->s, t, __atomic_load_n(&p->fav_policy, __ATOMIC_RELAXED), -1, &h->d);
+    afr_decide(&h->s, t, __atomic_load_n(&p->fav_policy, __ATOMIC_RELAXED), force, &h->d);
     return 0;
 }
 
@@ -217,15 +218,19 @@ int afr_heal_mark_new(struct afr_hctx *h, int src, const struct bfs_gfid *g, uin
 
 static void run_job(struct afr_priv *p, struct afr_heal_job *j)
 {
+    if (j->r.vop) {
+        afr_vop_run(p, &j->r);
+        return;
+    }
     int rc = 0;
     if (!bfs_gfid_is_null(&j->r.pargfid))
         rc = afr_heal_entry(p, &j->r.pargfid);
     if (j->r.types & BFS_BIT(AFR_ENTRY))
         rc = afr_heal_entry(p, &j->r.gfid) < 0 ? -1 : rc;
     if (j->r.types & BFS_BIT(AFR_METADATA))
-        rc = afr_heal_meta(p, &j->r.gfid) < 0 ? -1 : rc;
+        rc = afr_heal_meta(p, &j->r.gfid, -1) < 0 ? -1 : rc;
     if (j->r.types & BFS_BIT(AFR_DATA))
-        rc = afr_heal_data(p, &j->r.gfid) < 0 ? -1 : rc;
+        rc = afr_heal_data(p, &j->r.gfid, -1) < 0 ? -1 : rc;
     __atomic_add_fetch(rc < 0 ? &p->n_heal_fail : &p->n_heal_ok, 1, __ATOMIC_RELAXED);
     if (j->r.frame)
         afr_lookup_resume(p->xl, j->r.frame, j->r.req);
@@ -286,7 +291,9 @@ void afr_heal_stop(struct afr_priv *p)
     while (hr->head) {
         struct afr_heal_job *j = hr->head;
         hr->head = j->next;
-        if (j->r.frame) {
+        if (j->r.vop) {
+            afr_vop_cancel(&j->r);
+        } else if (j->r.frame) {
             bfs_unwind_lookup(j->r.frame, -ENOTCONN, NULL);
             bfs_lookup_req_free(j->r.req);
         }
