@@ -17,7 +17,7 @@
  *                                  ("data,metadata,entry", may be empty)
  *   brickfs.heal.split-brain       types in split-brain
  *   brickfs.heal.sources.T / .sinks.T   child names, T = data|metadata|entry
- *   brickfs.heal.missing           children that answered ENOENT
+ *   brickfs.heal.missing           children that answered ENOENT or ESTALE
  *   brickfs.heal.down              children that are down or failed
  *   brickfs.heal.file-type         regular|directory|symlink|other|none
  * and "brickfs.heal.bytes" (INT) after a heal: bytes of file data healed.
@@ -203,7 +203,7 @@ static struct bfs_dict *status_dict(const struct afr_priv *p, const struct snap 
     char pend[64], split[64], missing[1024], down[1024], line[4096], buf[1024], key[64];
     uint32_t mmask = 0, dmask = 0;
     for (int i = 0; i < p->n; i++) {
-        if (sn->rc[i] == -ENOENT)
+        if (sn->rc[i] == -ENOENT || sn->rc[i] == -ESTALE)
             mmask |= BFS_BIT(i);
         else if (sn->rc[i] < 0)
             dmask |= BFS_BIT(i);
