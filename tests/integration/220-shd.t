@@ -89,6 +89,7 @@ same_bricks()
 TEST start_brickfsd
 TEST cli volume create r3 replica 3 "127.0.0.1:$B/r0" "127.0.0.1:$B/r1" "127.0.0.1:$B/r2" force
 TEST cli volume set r3 network.ping-timeout "$NETWORK_PING_TIMEOUT"
+TEST cli volume set r3 cluster.self-heal-daemon off      # the test runs its own daemon
 TEST cli volume start r3
 EXPECT_WITHIN "$PROCESS_UP_TIMEOUT" "1 1 1" online r3 3
 TEST grep -q "type features/index" "$T/mgmt/d1/state/volfiles/r3/r3-brick-0.vol"
@@ -150,6 +151,7 @@ TEST grep -q "stopped" "$T/logs/shd.log"
 TEST cli volume create s2 replica 2 "127.0.0.1:$B/s0" "127.0.0.1:$B/s1" force
 TEST cli volume set s2 network.ping-timeout "$NETWORK_PING_TIMEOUT"
 TEST cli volume set s2 cluster.quorum-type none
+TEST cli volume set s2 cluster.self-heal-daemon off      # it would heal between the two writes
 for k in data metadata entry; do TEST cli volume set s2 "cluster.$k-self-heal" off; done
 TEST cli volume start s2
 EXPECT_WITHIN "$PROCESS_UP_TIMEOUT" "1 1" online s2 2
