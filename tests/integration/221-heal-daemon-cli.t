@@ -204,19 +204,27 @@ TEST mkdir "$M/d"
 TEST eval "head -c 200000 /dev/urandom >'$M/old'"
 EXPECT 1 same_bricks "$B/r0" "$B/r1" "$B/r2"
 TEST kill_brickfsd                                    # nothing restarts the brick
+# the creator runs until told to stop; every create must succeed (2 of 3 is quorum)
 (
-    for i in $(seq 1 300); do
+    i=0
+    while [ ! -e "$T/stop" ] && [ $i -lt 5000 ]; do
+        i=$((i + 1))
         printf 'file %d %0*d\n' "$i" $((i % 500)) 0 >"$M/d/f$i" || exit 1
     done
 ) &
 creator=$!
-EXPECT_WITHIN "$PROCESS_UP_TIMEOUT" 1 eval "[ \$(ls '$B/r2/d' | wc -l) -ge 20 ] && echo 1"
+count() { ls "$1" | wc -l; }
+EXPECT_WITHIN "$PROCESS_UP_TIMEOUT" 1 eval "[ \$(count '$B/r2/d') -ge 20 ] && echo 1"
 TEST kill_mgmt_brick r3 2                             # mid-creation
-TEST wait "$creator"                                  # every create succeeded (2 of 3 is quorum)
+at_kill=$(count "$B/r2/d")
+EXPECT_WITHIN "$PROCESS_UP_TIMEOUT" 1 eval "[ \$(count '$B/r0/d') -ge $((at_kill + 50)) ] && echo 1"
+TEST touch "$T/stop"
+TEST wait "$creator"
 TEST eval "head -c 65536 /dev/urandom | dd of='$M/old' bs=65536 seek=1 conv=notrunc status=none"
-EXPECT 300 eval "ls '$M/d' | wc -l"
+nfiles=$(count "$M/d")
+TEST test "$nfiles" -ge $((at_kill + 50))
 TEST umount_fuse "$M"                                 # no client access from here on
-TEST test "$(ls "$B/r2/d" | wc -l)" -lt 300
+TEST test "$(count "$B/r2/d")" -lt "$nfiles"            # brick 2 missed some
 
 TEST start_brickfsd                                   # restarts the brick
 EXPECT_WITHIN "$PROCESS_UP_TIMEOUT" "1 1 1" online r3 3
@@ -236,7 +244,8 @@ TEST eval "cli volume heal r3 info split-brain | grep -q '^Number of entries in 
 TEST cli volume set r3 cluster.self-heal-daemon on     # heals with no client access
 EXPECT_WITHIN "$HEAL_TIMEOUT" 0 summary r3 total_pending
 EXPECT 1 same_bricks "$B/r0" "$B/r1" "$B/r2"
-EXPECT 300 eval "ls '$B/r2/d' | wc -l"
+EXPECT "$nfiles" count "$B/r2/d"
+EXPECT "$(printf 'file %d %0*d\n' "$nfiles" $((nfiles % 500)) 0)" cat "$B/r2/d/f$nfiles"
 TEST cmp "$B/r0/old" "$B/r2/old"
 EXPECT_WITHIN "$PROCESS_UP_TIMEOUT" idle stat_of r3 state
 TEST test "$(stat_of r3 healed)" -ge 1
