@@ -41,6 +41,25 @@ static json_object *types_array(const char *list)
     return a;
 }
 
+/* The path of a directory (the bricks keep directories' names in their
+ * handles; a file's names are not recorded): a JSON string, or null. */
+static json_object *dir_path(struct shd *s, struct shd_set *set, const struct bfs_gfid *g,
+                             const struct shd_status *st)
+{
+    if (st->rc < 0 || strcmp(st->ftype, "directory") != 0)
+        return NULL;
+    struct bfs_getxattr_req req = {.name = "brickfs.path"};
+    struct bfs_getxattr_rep rep;
+    req.loc.gfid = *g;
+    json_object *out = NULL;
+    const char *path = NULL;
+    if (bfs_sync_getxattr(set->afr, s->st, &req, &rep) >= 0 &&
+        bfs_dict_get_str(rep.xattrs, "brickfs.path", &path) == 0 && path)
+        out = json_object_new_string(path);
+    bfs_getxattr_rep_clear_dup(&rep);
+    return out;
+}
+
 /* One brick's object; *nsplit counts its split-brain entries. */
 static json_object *brick_info(struct shd *s, struct shd_set *set, int i, bool up,
                                const char *what, uint64_t *pending, uint64_t *nsplit)
@@ -70,7 +89,7 @@ static json_object *brick_info(struct shd *s, struct shd_set *set, int i, bool u
             continue;
         json_object *e = json_object_new_object();
         json_object_object_add(e, "gfid", json_object_new_string(bfs_gfid_fmt(&v[k], gs)));
-        json_object_object_add(e, "path", NULL);
+        json_object_object_add(e, "path", dir_path(s, set, &v[k], &st));
         json_object_object_add(e, "split_brain", json_object_new_boolean(split));
         json_object_object_add(e, "types", types_array(st.rc >= 0 ? st.pending : ""));
         json_object_array_add(entries, e);
@@ -103,10 +122,13 @@ static void print_text(json_object *root)
                (long long)json_object_get_int64(v));
         if (json_object_object_get_ex(b, "entries", &entries))
             for (size_t k = 0; k < json_object_array_length(entries); k++) {
-                json_object *e = json_object_array_get_idx(entries, k), *g, *sb, *ty;
+                json_object *e = json_object_array_get_idx(entries, k), *g, *sb, *ty, *pa;
                 json_object_object_get_ex(e, "gfid", &g);
                 json_object_object_get_ex(e, "split_brain", &sb);
                 json_object_object_get_ex(e, "types", &ty);
+                json_object_object_get_ex(e, "path", &pa);
+                if (pa)
+                    printf("%s ", json_object_get_string(pa));
                 printf("<gfid:%s>%s%s\n", json_object_get_string(g),
                        json_object_get_boolean(sb) ? " - split-brain" : "",
                        json_object_array_length(ty) ? "" : " - no longer pending");

@@ -8,6 +8,7 @@
  *     down (listing through the child, as the daemon does);
  *   - getxattr brickfs.heal.status describes an inode (pending types,
  *     missing copies, sources and sinks) without changing anything;
+ *     brickfs.path (storage/posix) names a directory;
  *   - getxattr brickfs.heal.now on a file whose name the returning brick
  *     lacks leaves it pending; after the heal of its parent (which creates
  *     the name) it heals; the indices end empty and the copies equal;
@@ -289,6 +290,19 @@ static void test_heal_now(void)
     is_str(s.ftype, "directory", "d is a directory");
     is_str(s.missing, "c2", "d is missing on c2");
     ok(strstr(s.pending, "entry") != NULL, "d needs an entry heal (%s)", s.pending);
+
+    struct bfs_getxattr_req preq = {.name = "brickfs.path"};
+    struct bfs_getxattr_rep prep;
+    const char *path = NULL;
+    preq.loc.gfid = d;
+    if (bfs_sync_getxattr(v.afr, v.st, &preq, &prep) > 0)
+        bfs_dict_get_str(prep.xattrs, "brickfs.path", &path);
+    is_str(path, "/d", "brickfs.path of d is /d");
+    bfs_getxattr_rep_clear_dup(&prep);
+    preq.loc.gfid = f;
+    is_int(bfs_sync_getxattr(v.afr, v.st, &preq, &prep), -ENODATA,
+           "brickfs.path of a file: ENODATA (names of files are not recorded)");
+    bfs_getxattr_rep_clear_dup(&prep);
 
     struct bfs_stack *user = bfs_stack_new();
     user->uid = 1000;

@@ -120,6 +120,12 @@ EXPECT_WITHIN "$PROCESS_UP_TIMEOUT" "1 1 1" online r3 3
 n=$(info r3 summary total_pending)
 TEST test "${n:-0}" -ge 1                                    # the indices say what is left
 EXPECT 0 info r3 summary split_brain
+# the full listing names the folders (files are listed by GFID only)
+EXPECT 1 eval "'$SHD' --volfile '$(volfile r3)' --info --json | python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+paths = {e[\"path\"] for b in v[\"bricks\"] for e in b[\"entries\"]}
+print(int(\"/d\" in paths and \"/\" in paths))'"
 
 TEST bfs_spawn shd "$SHD" --volfile "$(volfile r3)" --state-file "$T/shd.json" \
     --log-file "$T/logs/shd.log" --interval 3600 -f
