@@ -79,6 +79,7 @@ static json_object *brick_info(struct shd *s, struct shd_set *set, int i, bool u
                            json_object_new_string(up ? "connected" : "disconnected"));
     *pending = n;
     *nsplit = 0;
+    json_object_object_add(b, "pending", json_object_new_int64((int64_t)n));
     for (size_t k = 0; k < n; k++) {
         struct shd_status st;
         char gs[BFS_GFID_STRLEN];
@@ -154,7 +155,6 @@ int shd_info(struct shd *s, const char *what, bool json)
         for (int i = 0; i < set->n; i++) {
             uint64_t pending = 0, nsplit = 0;
             json_object *b = brick_info(s, set, i, up & (1u << i), what, &pending, &nsplit);
-            json_object_object_add(b, "pending", json_object_new_int64((int64_t)pending));
             json_object_array_add(bricks, b);
             total += pending;
             /* a split-brain is listed by each brick that blames: count the

@@ -285,7 +285,13 @@ static void call_finish(struct ix_call *c, int rc, const void *rep)
     struct ix_priv *p = c->xl->private;
     struct bfs_xl *xl = c->xl;
     struct bfs_gfid g = c->gfid;
+    /* a reply is never NULL: a zeroed one stands for "no reply" (the reply
+     * structs of xattrop, fxattrop and setxattr are a few pointers) */
     static const uint8_t zero_rep[256];
+    _Static_assert(sizeof(struct bfs_xattrop_rep) <= sizeof(zero_rep) &&
+                       sizeof(struct bfs_fxattrop_rep) <= sizeof(zero_rep) &&
+                       sizeof(struct bfs_setxattr_rep) <= sizeof(zero_rep),
+                   "zero_rep too small");
     bfs_unwind_any(c->fop, c->frame, rc, rep ? rep : (const void *)zero_rep);
     call_free(c);
     struct ix_call *n = next_of(p, &g);
@@ -385,11 +391,10 @@ static void call_start(struct ix_call *c)
         call_finish(c, rc, NULL);
 }
 
+/* Queues (or starts) call fop on GFID g through the index. */
 static int index_op(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req,
-                    const struct bfs_dict *xattrs, uint32_t optype, const struct bfs_gfid *g)
+                    const struct bfs_gfid *g)
 {
-    (void)xattrs;
-    (void)optype;
     struct ix_priv *p = xl->private;
     const struct bfs_fop_info *fi = &bfs_fop_info[fop];
     struct ix_call *c = calloc(1, sizeof(*c));
@@ -415,7 +420,7 @@ static int index_xattrop(struct bfs_frame *frame, struct bfs_xl *xl,
     struct ix_priv *p = xl->private;
     if (bfs_gfid_is_null(&req->loc.gfid) || !scan_dict(p, req->xattrs, req->optype).any)
         return bfs_pass_xattrop(frame, FIRST_CHILD(xl), req);
-    return index_op(frame, xl, BFS_FOP_XATTROP, req, req->xattrs, req->optype, &req->loc.gfid);
+    return index_op(frame, xl, BFS_FOP_XATTROP, req, &req->loc.gfid);
 }
 
 static int index_fxattrop(struct bfs_frame *frame, struct bfs_xl *xl,
@@ -425,7 +430,7 @@ static int index_fxattrop(struct bfs_frame *frame, struct bfs_xl *xl,
     const struct bfs_gfid *g = req->fd && req->fd->inode ? &req->fd->inode->gfid : NULL;
     if (!g || bfs_gfid_is_null(g) || !scan_dict(p, req->xattrs, req->optype).any)
         return bfs_pass_fxattrop(frame, FIRST_CHILD(xl), req);
-    return index_op(frame, xl, BFS_FOP_FXATTROP, req, req->xattrs, req->optype, g);
+    return index_op(frame, xl, BFS_FOP_FXATTROP, req, g);
 }
 
 /* ---- enumeration ---- */
@@ -551,7 +556,7 @@ static int index_setxattr(struct bfs_frame *frame, struct bfs_xl *xl,
         bfs_unwind_setxattr(frame, 0, &(struct bfs_setxattr_rep){0});
         return 0;
     }
-    return index_op(frame, xl, BFS_FOP_SETXATTR, req, NULL, 0, &req->loc.gfid);
+    return index_op(frame, xl, BFS_FOP_SETXATTR, req, &req->loc.gfid);
 }
 
 /* ---- module ---- */
