@@ -251,7 +251,8 @@ int shd_resolve(struct shd *s, const char *policy, const char *file, const char 
     int rc = strncmp(file, "gfid:", 5) == 0 ? (bfs_gfid_parse(file + 5, &g) < 0 ? -EINVAL : 0)
                                             : resolve_path(s, file, &g);
     if (rc < 0)
-        return fail(json, "%s: %s", file, rc == -EINVAL ? "not a GFID" : "no such file");
+        return fail(json, "%s: %s", file,
+                    rc == -EINVAL ? "not a GFID" : rc == -ENOENT ? "no such file" : strerror(-rc));
     struct shd_set *set = NULL;
     struct shd_status st = {0};
     for (int k = 0; k < s->nsets && !set; k++) {
