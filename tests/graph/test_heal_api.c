@@ -12,6 +12,8 @@
  *   - getxattr brickfs.heal.now on a file whose name the returning brick
  *     lacks leaves it pending; after the heal of its parent (which creates
  *     the name) it heals; the indices end empty and the copies equal;
+ *   - heal.now does not wait for a busy file (its data lock held by another
+ *     owner): it stays pending, and heals once the lock is released;
  *   - setxattr brickfs.heal.resolve: EPERM for non-root, EALREADY when not
  *     in split-brain, EINVAL for an unknown brick, ENOTUNIQ when the policy
  *     cannot choose, and a real resolution by source-brick, bigger-file and
@@ -281,6 +283,18 @@ static bool content_is(struct vol *v, int i, const char *rel, const char *want)
     return strcmp(buf, want) == 0;
 }
 
+/* Takes or drops replicate's data lock (domain: its name) on f, on brick i. */
+static int lock_data(struct vol *v, int i, const struct bfs_gfid *f, struct bfs_stack *st,
+                     bool lock)
+{
+    struct bfs_inodelk_req req = {.domain = "rep", .cmd = BFS_LK_SETLK};
+    req.loc.gfid = *f;
+    req.lock.type = lock ? F_WRLCK : F_UNLCK;
+    req.lock.whence = SEEK_SET;
+    req.lock.owner = st->lk_owner;
+    return bfs_sync_inodelk(child(v, i), st, &req, NULL);
+}
+
 /* ---- scenarios ---- */
 
 static void test_heal_now(void)
@@ -339,6 +353,27 @@ static void test_heal_now(void)
     for (int i = 0; i < 3; i++)
         is_int(index_settles(&v, i, 0), 0, "index of c%d empty", i);
     is_int(resolve(&v, &f, "bigger-file", NULL), -EALREADY, "resolve when healthy: EALREADY");
+
+    /* a busy file (its data lock held, as a writer's eager lock is) is
+     * left pending at once, not waited for */
+    down(&v, 2);
+    is_int(overwrite(&v, &f, "HELLO"), 0, "d/f rewritten with c2 down");
+    up(&v, 2);
+    struct bfs_stack *other = bfs_stack_new();
+    other->lk_owner = 424242;
+    int held = 0;
+    for (int i = 0; i < 3; i++)
+        held += lock_data(&v, i, &f, other, true) == 0;
+    is_int(held, 3, "another owner holds the data lock of d/f on every brick");
+    s = vx(&v, &f, "brickfs.heal.now", NULL);
+    is_str(s.pending, "data", "heal.now gives up on the busy file: still pending");
+    ok(content_is(&v, 2, "d/f", "hello"), "c2 untouched");
+    for (int i = 0; i < 3; i++)
+        lock_data(&v, i, &f, other, false);
+    bfs_stack_unref(other);
+    s = vx(&v, &f, "brickfs.heal.now", NULL);
+    is_str(s.pending, "", "lock released: healed");
+    ok(content_is(&v, 2, "d/f", "HELLO"), "c2 has the new data");
     vol_close(&v);
 }
 
