@@ -11,9 +11,11 @@
  * in the next pass, after the heal of its parent directory has created it
  * (the parent's entry heal also marks the new names, which puts them on the
  * index). Passes repeat while one of them made progress, at most
- * SHD_MAX_PASSES. An entry whose inode exists on no brick any more (removed
- * while it was pending) is purged from the indices that list it
- * ("brickfs.index.purge").
+ * SHD_MAX_PASSES. After a heal that leaves the inode clean, and for an
+ * inode that exists on no brick any more (removed while it was pending),
+ * the bricks' indices are asked to purge the entry ("brickfs.index.purge":
+ * each index checks the counters itself, so a purge can never drop the
+ * entry of an inode that is pending again).
  *
  * Lifetimes: the lists of one pass are freed at its end; the crawler thread
  * lives from start to SIGTERM.
@@ -201,6 +203,7 @@ static void pass(struct shd *s, struct shd_set *set, struct pass_result *r, int6
         } else if (st.split[0]) {
             r->split++;
         } else if (!st.pending[0]) {
+            purge(s, set, &v[i]); /* an entry left with zero counters goes too */
             r->healed++;
             r->bytes += (uint64_t)st.bytes;
         } else {

@@ -73,26 +73,33 @@ void shd_graph_close(struct shd *s)
     s->sets = NULL;
 }
 
-uint32_t shd_set_up(const struct shd_set *set)
+/* A child mask of replicate's statedump ("up", "reported"). */
+static uint32_t dump_mask(const struct shd_set *set, const char *key)
 {
     struct bfs_xl *xl = set->afr;
     if (!xl->mod->dump)
         return 0;
     char *text = xl->mod->dump(xl);
-    uint32_t up = 0;
+    uint32_t m = 0;
     json_object *o = text ? json_tokener_parse(text) : NULL, *v;
-    if (o && json_object_object_get_ex(o, "up", &v))
-        up = (uint32_t)json_object_get_int64(v);
+    if (o && json_object_object_get_ex(o, key, &v))
+        m = (uint32_t)json_object_get_int64(v);
     json_object_put(o);
     free(text);
-    return up;
+    return m;
 }
 
-static bool all_up(struct shd *s)
+uint32_t shd_set_up(const struct shd_set *set)
+{
+    return dump_mask(set, "up");
+}
+
+/* Has every child of every set said whether it is up (all: is every one up)? */
+static bool settled(struct shd *s, bool all)
 {
     for (int i = 0; i < s->nsets; i++) {
         uint32_t want = s->sets[i].n >= 32 ? ~0u : (1u << s->sets[i].n) - 1;
-        if ((shd_set_up(&s->sets[i]) & want) != want)
+        if ((dump_mask(&s->sets[i], all ? "up" : "reported") & want) != want)
             return false;
     }
     return true;
@@ -100,7 +107,14 @@ static bool all_up(struct shd *s)
 
 void shd_wait_children(struct shd *s, int timeout_ms)
 {
-    for (int waited = 0; waited < timeout_ms && !all_up(s); waited += 50) {
+    /* every child up; or every child heard from and a second more for the
+     * ones that are down to come (a brick just restarted) */
+    int grace = -1;
+    for (int waited = 0; waited < timeout_ms && !settled(s, true); waited += 50) {
+        if (grace < 0 && settled(s, false))
+            grace = waited + 1000;
+        if (grace >= 0 && waited >= grace)
+            break;
         struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
     }

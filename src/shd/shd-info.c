@@ -41,6 +41,25 @@ static json_object *types_array(const char *list)
     return a;
 }
 
+/* The path of a directory (the bricks keep directories' names in their
+ * handles; a file's names are not recorded): a JSON string, or null. */
+static json_object *dir_path(struct shd *s, struct shd_set *set, const struct bfs_gfid *g,
+                             const struct shd_status *st)
+{
+    if (st->rc < 0 || strcmp(st->ftype, "directory") != 0)
+        return NULL;
+    struct bfs_getxattr_req req = {.name = "brickfs.path"};
+    struct bfs_getxattr_rep rep;
+    req.loc.gfid = *g;
+    json_object *out = NULL;
+    const char *path = NULL;
+    if (bfs_sync_getxattr(set->afr, s->st, &req, &rep) >= 0 &&
+        bfs_dict_get_str(rep.xattrs, "brickfs.path", &path) == 0 && path)
+        out = json_object_new_string(path);
+    bfs_getxattr_rep_clear_dup(&rep);
+    return out;
+}
+
 /* One brick's object; *nsplit counts its split-brain entries. */
 static json_object *brick_info(struct shd *s, struct shd_set *set, int i, bool up,
                                const char *what, uint64_t *pending, uint64_t *nsplit)
@@ -60,6 +79,7 @@ static json_object *brick_info(struct shd *s, struct shd_set *set, int i, bool u
                            json_object_new_string(up ? "connected" : "disconnected"));
     *pending = n;
     *nsplit = 0;
+    json_object_object_add(b, "pending", json_object_new_int64((int64_t)n));
     for (size_t k = 0; k < n; k++) {
         struct shd_status st;
         char gs[BFS_GFID_STRLEN];
@@ -70,7 +90,7 @@ static json_object *brick_info(struct shd *s, struct shd_set *set, int i, bool u
             continue;
         json_object *e = json_object_new_object();
         json_object_object_add(e, "gfid", json_object_new_string(bfs_gfid_fmt(&v[k], gs)));
-        json_object_object_add(e, "path", NULL);
+        json_object_object_add(e, "path", dir_path(s, set, &v[k], &st));
         json_object_object_add(e, "split_brain", json_object_new_boolean(split));
         json_object_object_add(e, "types", types_array(st.rc >= 0 ? st.pending : ""));
         json_object_array_add(entries, e);
@@ -103,10 +123,13 @@ static void print_text(json_object *root)
                (long long)json_object_get_int64(v));
         if (json_object_object_get_ex(b, "entries", &entries))
             for (size_t k = 0; k < json_object_array_length(entries); k++) {
-                json_object *e = json_object_array_get_idx(entries, k), *g, *sb, *ty;
+                json_object *e = json_object_array_get_idx(entries, k), *g, *sb, *ty, *pa;
                 json_object_object_get_ex(e, "gfid", &g);
                 json_object_object_get_ex(e, "split_brain", &sb);
                 json_object_object_get_ex(e, "types", &ty);
+                json_object_object_get_ex(e, "path", &pa);
+                if (pa)
+                    printf("%s ", json_object_get_string(pa));
                 printf("<gfid:%s>%s%s\n", json_object_get_string(g),
                        json_object_get_boolean(sb) ? " - split-brain" : "",
                        json_object_array_length(ty) ? "" : " - no longer pending");
@@ -132,7 +155,6 @@ int shd_info(struct shd *s, const char *what, bool json)
         for (int i = 0; i < set->n; i++) {
             uint64_t pending = 0, nsplit = 0;
             json_object *b = brick_info(s, set, i, up & (1u << i), what, &pending, &nsplit);
-            json_object_object_add(b, "pending", json_object_new_int64((int64_t)pending));
             json_object_array_add(bricks, b);
             total += pending;
             /* a split-brain is listed by each brick that blames: count the
@@ -229,7 +251,8 @@ int shd_resolve(struct shd *s, const char *policy, const char *file, const char 
     int rc = strncmp(file, "gfid:", 5) == 0 ? (bfs_gfid_parse(file + 5, &g) < 0 ? -EINVAL : 0)
                                             : resolve_path(s, file, &g);
     if (rc < 0)
-        return fail(json, "%s: %s", file, rc == -EINVAL ? "not a GFID" : "no such file");
+        return fail(json, "%s: %s", file,
+                    rc == -EINVAL ? "not a GFID" : rc == -ENOENT ? "no such file" : strerror(-rc));
     struct shd_set *set = NULL;
     struct shd_status st = {0};
     for (int k = 0; k < s->nsets && !set; k++) {

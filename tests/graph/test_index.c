@@ -7,6 +7,8 @@
  * survive a restart of the brick graph, and are listed through the virtual
  * getxattr "brickfs.index.pending" page by page (2,500 entries in pages of
  * 1,000). Unwatched keys never make entries; non-root callers get EPERM.
+ * The purge call drops stale entries (counters zero, or the file gone) and
+ * keeps live ones (EBUSY).
  * Needs root (trusted xattrs); skips otherwise.
  */
 #include <dirent.h>
@@ -99,6 +101,16 @@ static int add(struct brick *b, const struct bfs_gfid *g, const char *k1, int64_
     req.loc.gfid = *g;
     int rc = bfs_sync_xattrop(b->top, b->st, &req, NULL);
     bfs_dict_unref(d);
+    return rc;
+}
+
+static int purge(struct brick *b, const struct bfs_gfid *g)
+{
+    struct bfs_setxattr_req req = {.xattrs = bfs_dict_new()};
+    req.loc.gfid = *g;
+    bfs_dict_set_int(req.xattrs, "brickfs.index.purge", 1);
+    int rc = bfs_sync_setxattr(b->top, b->st, &req, NULL);
+    bfs_dict_unref(req.xattrs);
     return rc;
 }
 
@@ -198,6 +210,25 @@ static void test_index(void)
     bfs_stack_unref(user);
     is_int(add(&b, &f2, c1, -1, NULL, 0), 0, "f2 healed");
     ok(!indexed(&f2), "f2 removed");
+
+    /* purge: stale entries go, live ones stay */
+    char path[PATH_MAX], gs[BFS_GFID_STRLEN];
+    snprintf(path, sizeof(path), "%s/.brickfs/indices/pending/%s", brick, bfs_gfid_fmt(&f1, gs));
+    ok(mknod(path, S_IFREG | 0600, 0) == 0 && indexed(&f1), "a stale entry (counters zero)");
+    is_int(purge(&b, &f1), 0, "purge of the stale entry");
+    ok(!indexed(&f1), "it is gone");
+    is_int(add(&b, &f1, c1, 1, NULL, 0), 0, "blame c1 on f1");
+    is_int(purge(&b, &f1), -EBUSY, "purge while a counter is set: EBUSY");
+    ok(indexed(&f1), "the entry stays");
+    is_int(add(&b, &f1, c1, -1, NULL, 0), 0, "f1 healed");
+    struct bfs_gfid ghost = f1;
+    ghost.b[0] ^= 0xff; /* a GFID no file has */
+    snprintf(path, sizeof(path), "%s/.brickfs/indices/pending/%s", brick,
+             bfs_gfid_fmt(&ghost, gs));
+    ok(mknod(path, S_IFREG | 0600, 0) == 0, "an entry of a file that is gone");
+    is_int(purge(&b, &ghost), 0, "purge of it");
+    ok(!indexed(&ghost), "it is gone");
+    is_int(purge(&b, &ghost), 0, "purge without an entry: nothing to do");
 
     /* paging through 2,500 entries */
     static struct bfs_gfid all[NP], seen[NP + 1000];

@@ -11,7 +11,8 @@
 #      brickfs-shd started by the test heals everything with no client
 #      access at all: --info goes to 0 pending, the three bricks hold the
 #      same files and no trusted.brickfs.afr.* counter is left; its state
-#      file says what it did; SIGUSR1 makes it crawl again; SIGTERM ends it.
+#      file says what it did; SIGUSR1 makes it crawl again; SIGTERM ends it;
+#      started without -f it detaches and says so by exiting 0.
 #   2. replica 2, quorum none: three files put in split-brain on purpose
 #      (a write with brick 1 down, then another with brick 0 down, with no
 #      client seeing both bricks in between); they read EIO; `--info
@@ -120,6 +121,12 @@ EXPECT_WITHIN "$PROCESS_UP_TIMEOUT" "1 1 1" online r3 3
 n=$(info r3 summary total_pending)
 TEST test "${n:-0}" -ge 1                                    # the indices say what is left
 EXPECT 0 info r3 summary split_brain
+# the full listing names the folders (files are listed by GFID only)
+EXPECT 1 eval "'$SHD' --volfile '$(volfile r3)' --info --json | python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+paths = {e[\"path\"] for b in v[\"bricks\"] for e in b[\"entries\"]}
+print(int(\"/d\" in paths and \"/\" in paths))'"
 
 TEST bfs_spawn shd "$SHD" --volfile "$(volfile r3)" --state-file "$T/shd.json" \
     --log-file "$T/logs/shd.log" --interval 3600 -f
@@ -144,6 +151,12 @@ EXPECT_WITHIN "$PROCESS_UP_TIMEOUT" 1 eval "[ \"\$(state crawls)\" -gt $crawls ]
 TEST kill -TERM "$shd_pid"
 TEST bfs_wait_gone "$shd_pid" "$PROCESS_DOWN_TIMEOUT"
 TEST grep -q "stopped" "$T/logs/shd.log"
+# detached (no -f): the started process returns 0 once the daemon runs
+TEST "$SHD" --volfile "$(volfile r3)" --state-file "$T/shd2.json" --log-file "$T/logs/shd2.log"
+pid2=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pid"])' "$T/shd2.json")
+TEST bfs_pid_alive "$pid2"
+TEST kill -TERM "$pid2"
+TEST bfs_wait_gone "$pid2" "$PROCESS_DOWN_TIMEOUT"
 
 # ---- 2. replica 2: split-brain on purpose, resolved by each policy ----
 # (heal on access off, so that the mount, which sees both bricks between

@@ -5,7 +5,9 @@
  *
  *   getxattr "brickfs.heal.status"  on loc{gfid}: the inode's health now
  *   getxattr "brickfs.heal.now"     on loc{gfid}: heal what is pending
- *                                   (entry, metadata, data), then the status
+ *                                   (entry, metadata, data), then the status;
+ *                                   its locks are tried, not waited for: an
+ *                                   inode busy with a writer stays pending
  *   setxattr "brickfs.heal.resolve" on loc{gfid}, value "bigger-file",
  *                                   "latest-mtime" or "source-brick:CHILD":
  *                                   resolve a data/metadata split-brain
@@ -258,6 +260,9 @@ static int64_t heal_pending(struct afr_priv *p, const struct bfs_gfid *g, const 
 {
     int64_t bytes = 0;
     bool fail = false;
+    /* a file that is being written (its eager lock held) is left for the
+     * next crawl rather than holding the crawl up */
+    p->heal_try = true;
     if (sn->pending & BFS_BIT(AFR_ENTRY))
         fail |= afr_heal_entry(p, g) < 0;
     if (sn->pending & BFS_BIT(AFR_METADATA))
@@ -268,6 +273,7 @@ static int64_t heal_pending(struct afr_priv *p, const struct bfs_gfid *g, const 
         else
             fail = true;
     }
+    p->heal_try = false;
     __atomic_add_fetch(fail ? &p->n_heal_fail : &p->n_heal_ok, 1, __ATOMIC_RELAXED);
     return bytes;
 }

@@ -52,13 +52,14 @@ int afr_hsync(struct afr_hctx *h, int i, int fop, const void *req, void *rep)
 
 static int lock_one(struct afr_hctx *h, int i, bool lock)
 {
+    int cmd = !lock ? 0 : h->p->heal_try ? BFS_LK_SETLK : BFS_LK_SETLKW;
     if (h->lk.kind == BFS_LKSET_INODE) {
         struct bfs_inodelk_req req;
-        bfs_lkset_inodelk_req(&h->lk, h->st->lk_owner, lock ? BFS_LK_SETLKW : 0, &req);
+        bfs_lkset_inodelk_req(&h->lk, h->st->lk_owner, cmd, &req);
         return afr_hsync(h, i, BFS_FOP_INODELK, &req, NULL);
     }
     struct bfs_entrylk_req req;
-    bfs_lkset_entrylk_req(&h->lk, lock ? BFS_LK_SETLKW : 0, &req);
+    bfs_lkset_entrylk_req(&h->lk, cmd, &req);
     return afr_hsync(h, i, BFS_FOP_ENTRYLK, &req, NULL);
 }
 
@@ -118,9 +119,16 @@ int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid
         return -ENOMEM;
     }
     uint32_t up = afr_up(p);
-    for (int i = 0; i < p->n; i++) /* blocking, in child order */
-        if (bfs_mask_has(up, i) && lock_one(h, i, true) == 0)
+    for (int i = 0; i < p->n; i++) { /* blocking, in child order */
+        int rc = bfs_mask_has(up, i) ? lock_one(h, i, true) : -ENOTCONN;
+        if (rc == 0) {
             h->locked |= BFS_BIT(i);
+        } else if (rc == -EAGAIN && p->heal_try) { /* busy: another time */
+            unlock_all(h);
+            hctx_free(h);
+            return -EAGAIN;
+        }
+    }
     if (!h->locked) {
         hctx_free(h);
         return -ENOTCONN;

@@ -58,6 +58,9 @@ struct afr_priv {
     uint64_t gen;                /* atomic: bumped by every child event */
     uint64_t load[AFR_MAX];      /* atomic: read calls in flight per child */
     struct afr_healer *healer;
+    bool heal_try;               /* heal thread only: heals take their locks without
+                                  * waiting and give up (EAGAIN) on a busy inode
+                                  * (the self-heal daemon's heals) */
     /* statistics (atomic) */
     uint64_t n_txn, n_read_failover, n_heal_ok, n_heal_fail, n_split;
 };

@@ -38,12 +38,14 @@
  * not mind. Listing runs on the worker pool.
  *
  * Purge (uid 0): setxattr "brickfs.index.purge" (any value) on loc{gfid}
- * removes the entry of an inode that is gone from this brick (a file
- * unlinked while it had pending counters): the index looks the GFID up
- * below and removes the entry only on ENOENT; EBUSY if the inode exists.
+ * removes a stale entry: that of an inode gone from this brick (a file
+ * unlinked while it had pending counters), or whose watched counters are
+ * all zero (a pre-op whose xattrop never happened). It is checked like a
+ * reply with zeros (getxattr of every xattr, in the GFID's queue); EBUSY
+ * when a counter is set, 0 when there was no entry.
  *
  * Lifetimes: priv from init to fini. A struct ix_call lives from the
- * xattrop's arrival to its answer; a struct ix_busy while calls on its
+ * xattrop's (or purge's) arrival to its answer; a struct ix_busy while calls on its
  * GFID are in the index.
  */
 #include <dirent.h>
@@ -77,7 +79,7 @@ struct ix_call {
     struct ix_call *next;       /* in the queue of its busy GFID */
     struct bfs_frame *frame;
     struct bfs_xl *xl;
-    int fop;                    /* BFS_FOP_XATTROP or BFS_FOP_FXATTROP */
+    int fop;                    /* BFS_FOP_XATTROP, FXATTROP, or SETXATTR: a purge */
     void *req;                  /* our copy */
     void *rep;                  /* the child's answer, kept during the check */
     int rc;
@@ -283,7 +285,13 @@ static void call_finish(struct ix_call *c, int rc, const void *rep)
     struct ix_priv *p = c->xl->private;
     struct bfs_xl *xl = c->xl;
     struct bfs_gfid g = c->gfid;
+    /* a reply is never NULL: a zeroed one stands for "no reply" (the reply
+     * structs of xattrop, fxattrop and setxattr are a few pointers) */
     static const uint8_t zero_rep[256];
+    _Static_assert(sizeof(struct bfs_xattrop_rep) <= sizeof(zero_rep) &&
+                       sizeof(struct bfs_fxattrop_rep) <= sizeof(zero_rep) &&
+                       sizeof(struct bfs_setxattr_rep) <= sizeof(zero_rep),
+                   "zero_rep too small");
     bfs_unwind_any(c->fop, c->frame, rc, rep ? rep : (const void *)zero_rep);
     call_free(c);
     struct ix_call *n = next_of(p, &g);
@@ -306,8 +314,12 @@ static void check_cbk(struct bfs_frame *frame, void *cookie, int rc,
 {
     (void)frame;
     struct ix_call *c = cookie;
-    if (rc >= 0 && !scan_dict(c->xl->private, rep->xattrs, BFS_XATTROP_ADD64).nonzero)
+    bool gone = rc == -ENOENT || rc == -ESTALE;
+    bool zero = rc >= 0 && !scan_dict(c->xl->private, rep->xattrs, BFS_XATTROP_ADD64).nonzero;
+    if (zero || (gone && c->fop == BFS_FOP_SETXATTR))
         entry_del(c->xl, &c->gfid);
+    if (c->fop == BFS_FOP_SETXATTR) /* a purge: EBUSY while a counter is set */
+        c->rc = zero || gone ? 0 : rc < 0 ? rc : -EBUSY;
     call_finish(c, c->rc, c->rep);
 }
 
@@ -357,6 +369,11 @@ static void op_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc, const
 
 static void call_start(struct ix_call *c)
 {
+    if (c->fop == BFS_FOP_SETXATTR) { /* a purge: the check alone */
+        c->rc = 0;
+        check_all(c);
+        return;
+    }
     const struct bfs_dict *x = c->fop == BFS_FOP_XATTROP
                                    ? ((struct bfs_xattrop_req *)c->req)->xattrs
                                    : ((struct bfs_fxattrop_req *)c->req)->xattrs;
@@ -374,11 +391,10 @@ static void call_start(struct ix_call *c)
         call_finish(c, rc, NULL);
 }
 
+/* Queues (or starts) call fop on GFID g through the index. */
 static int index_op(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req,
-                    const struct bfs_dict *xattrs, uint32_t optype, const struct bfs_gfid *g)
+                    const struct bfs_gfid *g)
 {
-    (void)xattrs;
-    (void)optype;
     struct ix_priv *p = xl->private;
     const struct bfs_fop_info *fi = &bfs_fop_info[fop];
     struct ix_call *c = calloc(1, sizeof(*c));
@@ -404,7 +420,7 @@ static int index_xattrop(struct bfs_frame *frame, struct bfs_xl *xl,
     struct ix_priv *p = xl->private;
     if (bfs_gfid_is_null(&req->loc.gfid) || !scan_dict(p, req->xattrs, req->optype).any)
         return bfs_pass_xattrop(frame, FIRST_CHILD(xl), req);
-    return index_op(frame, xl, BFS_FOP_XATTROP, req, req->xattrs, req->optype, &req->loc.gfid);
+    return index_op(frame, xl, BFS_FOP_XATTROP, req, &req->loc.gfid);
 }
 
 static int index_fxattrop(struct bfs_frame *frame, struct bfs_xl *xl,
@@ -414,7 +430,7 @@ static int index_fxattrop(struct bfs_frame *frame, struct bfs_xl *xl,
     const struct bfs_gfid *g = req->fd && req->fd->inode ? &req->fd->inode->gfid : NULL;
     if (!g || bfs_gfid_is_null(g) || !scan_dict(p, req->xattrs, req->optype).any)
         return bfs_pass_fxattrop(frame, FIRST_CHILD(xl), req);
-    return index_op(frame, xl, BFS_FOP_FXATTROP, req, req->xattrs, req->optype, g);
+    return index_op(frame, xl, BFS_FOP_FXATTROP, req, g);
 }
 
 /* ---- enumeration ---- */
@@ -523,23 +539,7 @@ static int index_getxattr(struct bfs_frame *frame, struct bfs_xl *xl,
     return 0;
 }
 
-/* ---- purge: drop the entry of an inode that no longer exists ---- */
-
-static void purge_cbk(struct bfs_frame *frame, void *cookie, int rc,
-                      const struct bfs_lookup_rep *rep)
-{
-    (void)rep;
-    struct bfs_xl *xl = frame->xl;
-    struct bfs_gfid *g = cookie;
-    if (rc == -ENOENT || rc == -ESTALE) {
-        entry_del(xl, g);
-        rc = 0;
-    } else if (rc >= 0) {
-        rc = -EBUSY; /* it exists: its counters decide, not us */
-    }
-    free(g);
-    bfs_unwind_setxattr(frame, rc, &(struct bfs_setxattr_rep){0});
-}
+/* ---- purge: drop a stale entry ---- */
 
 static int index_setxattr(struct bfs_frame *frame, struct bfs_xl *xl,
                           const struct bfs_setxattr_req *req)
@@ -552,16 +552,11 @@ static int index_setxattr(struct bfs_frame *frame, struct bfs_xl *xl,
                             &(struct bfs_setxattr_rep){0});
         return 0;
     }
-    struct bfs_gfid *g = malloc(sizeof(*g));
-    if (!g)
-        return -ENOMEM;
-    *g = req->loc.gfid;
-    struct bfs_lookup_req lreq = {0};
-    lreq.loc.gfid = *g;
-    int rc = bfs_wind_lookup(frame, FIRST_CHILD(xl), purge_cbk, g, &lreq);
-    if (rc < 0)
-        free(g);
-    return rc;
+    if (!entry_exists(xl, &req->loc.gfid)) {
+        bfs_unwind_setxattr(frame, 0, &(struct bfs_setxattr_rep){0});
+        return 0;
+    }
+    return index_op(frame, xl, BFS_FOP_SETXATTR, req, &req->loc.gfid);
 }
 
 /* ---- module ---- */
