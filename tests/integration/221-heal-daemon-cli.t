@@ -211,7 +211,7 @@ TEST kill_brickfsd                                    # nothing restarts the bri
         i=$((i + 1))
         printf 'file %d %0*d\n' "$i" $((i % 500)) 0 >"$M/d/f$i" || exit 1
     done
-) 2>"$T/logs/creator.err" &
+) 2>"$T/logs/creator.log" &   # a failed create says why here
 creator=$!
 count() { ls "$1" | wc -l; }
 EXPECT_WITHIN "$PROCESS_UP_TIMEOUT" 1 eval "[ \$(count '$B/r2/d') -ge 20 ] && echo 1"
