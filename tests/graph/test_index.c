@@ -191,6 +191,20 @@ static void test_index(void)
     is_int(add(&b, &f1, c2, -2, NULL, 0), 0, "c2 healed");
     ok(!indexed(&f1), "every counter zero: f1 removed");
 
+    /* GET_AND_SET: the new values (the request's) decide, not the old ones
+     * the reply carries */
+    struct bfs_dict *d = bfs_dict_new();
+    int64_t one[3] = {(int64_t)htobe64(1), 0, 0}, zero[3] = {0, 0, 0};
+    bfs_dict_set_bin(d, c1, one, sizeof(one));
+    struct bfs_xattrop_req gset = {.optype = BFS_XATTROP_GET_AND_SET, .xattrs = d};
+    gset.loc.gfid = f1;
+    is_int(bfs_sync_xattrop(b.top, b.st, &gset, NULL), 0, "GET_AND_SET c1 = 1");
+    ok(indexed(&f1), "indexed");
+    bfs_dict_set_bin(d, c1, zero, sizeof(zero));
+    is_int(bfs_sync_xattrop(b.top, b.st, &gset, NULL), 0, "GET_AND_SET c1 = 0 (the reply says 1)");
+    ok(!indexed(&f1), "removed");
+    bfs_dict_unref(d);
+
     /* an unwatched key never makes an entry */
     is_int(add(&b, &f2, "trusted.other.counter", 5, NULL, 0), 0, "unwatched xattrop");
     ok(!indexed(&f2), "unwatched key: not indexed");

@@ -15,8 +15,8 @@
  *   down, the entry is created (mknodat, EEXIST is fine): the pre-op of a
  *   transaction is on the index before it is on the inode, so a crash
  *   between pre-op and post-op leaves the entry;
- * - a reply with a watched value non-zero creates the entry too (blame
- *   added by a GET_AND_SET, or an index lost by hand);
+ * - a reply with a watched value non-zero creates the entry too (an
+ *   entry lost by hand; for GET_AND_SET the new values are the request's);
  * - a reply whose watched values are all zero, for an inode with an entry,
  *   makes the index read every xattr of the inode (getxattr, internal): if
  *   no watched key is non-zero any more, the entry is removed.
@@ -303,6 +303,18 @@ static void call_finish(struct ix_call *c, int rc, const void *rep)
         call_start(n);
 }
 
+static const struct bfs_dict *req_xattrs(const struct ix_call *c)
+{
+    return c->fop == BFS_FOP_XATTROP ? ((const struct bfs_xattrop_req *)c->req)->xattrs
+                                     : ((const struct bfs_fxattrop_req *)c->req)->xattrs;
+}
+
+static uint32_t req_optype(const struct ix_call *c)
+{
+    return c->fop == BFS_FOP_XATTROP ? ((const struct bfs_xattrop_req *)c->req)->optype
+                                     : ((const struct bfs_fxattrop_req *)c->req)->optype;
+}
+
 static const struct bfs_dict *rep_xattrs(int fop, const void *rep)
 {
     return fop == BFS_FOP_XATTROP ? ((const struct bfs_xattrop_rep *)rep)->xattrs
@@ -345,7 +357,11 @@ static void op_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc, const
         call_finish(c, rc, rep);
         return;
     }
-    struct scan s = scan_dict(c->xl->private, rep_xattrs(fop, rep), BFS_XATTROP_ADD64);
+    /* the new values: ADD's reply has them; GET_AND_SET's has the old ones,
+     * the new ones are what it was asked to store */
+    const struct bfs_dict *now = req_optype(c) == BFS_XATTROP_GET_AND_SET ? req_xattrs(c)
+                                                                          : rep_xattrs(fop, rep);
+    struct scan s = scan_dict(c->xl->private, now, BFS_XATTROP_ADD64);
     if (s.nonzero || !s.any) {
         if (s.nonzero)
             (void)entry_add(c->xl, &c->gfid);
@@ -374,12 +390,7 @@ static void call_start(struct ix_call *c)
         check_all(c);
         return;
     }
-    const struct bfs_dict *x = c->fop == BFS_FOP_XATTROP
-                                   ? ((struct bfs_xattrop_req *)c->req)->xattrs
-                                   : ((struct bfs_fxattrop_req *)c->req)->xattrs;
-    uint32_t optype = c->fop == BFS_FOP_XATTROP ? ((struct bfs_xattrop_req *)c->req)->optype
-                                                : ((struct bfs_fxattrop_req *)c->req)->optype;
-    if (scan_dict(c->xl->private, x, optype).positive) {
+    if (scan_dict(c->xl->private, req_xattrs(c), req_optype(c)).positive) {
         int rc = entry_add(c->xl, &c->gfid);
         if (rc < 0) {
             call_finish(c, rc, NULL);
