@@ -34,6 +34,15 @@
 
 /* ---- index listing ---- */
 
+/* GFIDs asked of one listing call: SHD_PAGE, or $BRICKFS_SHD_PAGE (tests
+ * use a small page to go through the continuation). */
+static int64_t page_size(void)
+{
+    const char *e = getenv("BRICKFS_SHD_PAGE");
+    long v = e ? atol(e) : 0;
+    return v > 0 && v <= 65536 ? v : SHD_PAGE;
+}
+
 int shd_list_index(struct shd *s, struct bfs_xl *child, struct bfs_gfid **out, size_t *n)
 {
     struct bfs_gfid *v = NULL;
@@ -45,7 +54,7 @@ int shd_list_index(struct shd *s, struct bfs_xl *child, struct bfs_gfid **out, s
         struct bfs_getxattr_rep rep;
         req.loc.gfid.b[15] = 1;
         if (!req.xdata || bfs_dict_set_int(req.xdata, "index-offset", off) < 0 ||
-            bfs_dict_set_int(req.xdata, "index-count", SHD_PAGE) < 0) {
+            bfs_dict_set_int(req.xdata, "index-count", page_size()) < 0) {
             bfs_dict_unref(req.xdata);
             rc = -ENOMEM;
             break;

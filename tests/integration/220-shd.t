@@ -127,8 +127,9 @@ v = json.load(sys.stdin)
 paths = {e[\"path\"] for b in v[\"bricks\"] for e in b[\"entries\"]}
 print(int(\"/d\" in paths and \"/\" in paths))'"
 
-TEST bfs_spawn shd "$SHD" --volfile "$(volfile r3)" --state-file "$T/shd.json" \
-    --log-file "$T/logs/shd.log" --interval 3600 -f
+# pages of 128 GFIDs: the crawl goes through the indices' continuations
+TEST bfs_spawn shd env BRICKFS_SHD_PAGE=128 "$SHD" --volfile "$(volfile r3)" \
+    --state-file "$T/shd.json" --log-file "$T/logs/shd.log" --interval 3600 -f
 shd_pid=$BFS_PID
 EXPECT_WITHIN "$HEAL_TIMEOUT" 0 info r3 summary total_pending
 EXPECT 1 same_bricks "$B/r0" "$B/r1" "$B/r2"
