@@ -7,6 +7,7 @@
  * survive a restart of the brick graph, and are listed through the virtual
  * getxattr "brickfs.index.pending" page by page (2,500 entries in pages of
  * 1,000). Unwatched keys never make entries; non-root callers get EPERM.
+ * fxattrop works on an fd without inode (create's) too.
  * The purge call drops stale entries (counters zero, or the file gone) and
  * keeps live ones (EBUSY).
  * Needs root (trusted xattrs); skips otherwise.
@@ -100,6 +101,17 @@ static int add(struct brick *b, const struct bfs_gfid *g, const char *k1, int64_
     struct bfs_xattrop_req req = {.optype = BFS_XATTROP_ADD64, .xattrs = d};
     req.loc.gfid = *g;
     int rc = bfs_sync_xattrop(b->top, b->st, &req, NULL);
+    bfs_dict_unref(d);
+    return rc;
+}
+
+static int fadd(struct brick *b, struct bfs_fd *fd, const char *key, int64_t v)
+{
+    struct bfs_dict *d = bfs_dict_new();
+    int64_t row[3] = {(int64_t)htobe64((uint64_t)v), 0, 0};
+    bfs_dict_set_bin(d, key, row, sizeof(row));
+    struct bfs_fxattrop_req req = {.fd = fd, .optype = BFS_XATTROP_ADD64, .xattrs = d};
+    int rc = bfs_sync_fxattrop(b->top, b->st, &req, NULL);
     bfs_dict_unref(d);
     return rc;
 }
@@ -204,6 +216,22 @@ static void test_index(void)
     is_int(bfs_sync_xattrop(b.top, b.st, &gset, NULL), 0, "GET_AND_SET c1 = 0 (the reply says 1)");
     ok(!indexed(&f1), "removed");
     bfs_dict_unref(d);
+
+    /* fxattrop on an fd made by create (no inode: the GFID comes from an
+     * fstat) */
+    struct bfs_fd *fd = bfs_fd_new(b.g, NULL, O_RDWR, 0);
+    struct bfs_create_req creq = {.fd = fd, .flags = O_RDWR | O_CREAT, .mode = 0644};
+    struct bfs_create_rep crep;
+    creq.loc.pargfid.b[15] = 1;
+    creq.loc.name = "f3";
+    is_int(bfs_sync_create(b.top, b.st, &creq, &crep), 0, "create f3, keeping its fd");
+    struct bfs_gfid f3 = crep.attr.gfid;
+    bfs_create_rep_clear_dup(&crep);
+    is_int(fadd(&b, fd, dirty, 1), 0, "fxattrop dirty +1 through that fd");
+    ok(indexed(&f3), "f3 indexed");
+    is_int(fadd(&b, fd, dirty, -1), 0, "fxattrop dirty -1");
+    ok(!indexed(&f3), "f3 removed");
+    bfs_fd_unref(fd);
 
     /* an unwatched key never makes an entry */
     is_int(add(&b, &f2, "trusted.other.counter", 5, NULL, 0), 0, "unwatched xattrop");

@@ -22,9 +22,10 @@
  *   no watched key is non-zero any more, the entry is removed.
  * xattrops on one GFID go through the index one at a time (a queue per
  * busy GFID), so a removal decided on one reply can never overtake the
- * entry made for a later one. Calls without a GFID (a loc by name only, an
- * fd without inode) pass through unindexed; replicate and disperse always
- * name the GFID.
+ * entry made for a later one. An fxattrop on an fd without inode (made by
+ * create) learns its GFID from an fstat first. An xattrop on a loc without
+ * GFID (by name only) passes unindexed; replicate and disperse always name
+ * the GFID.
  *
  * Enumeration (clients, uid 0 only; anything else: EPERM): getxattr of the
  * virtual name "brickfs.index.pending" on any loc, xdata "index-offset"
@@ -84,6 +85,7 @@ struct ix_call {
     void *rep;                  /* the child's answer, kept during the check */
     int rc;
     struct bfs_gfid gfid;
+    bool added;                 /* the entry was made before the call went down */
 };
 
 struct ix_busy {
@@ -363,7 +365,7 @@ static void op_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc, const
                                                                           : rep_xattrs(fop, rep);
     struct scan s = scan_dict(c->xl->private, now, BFS_XATTROP_ADD64);
     if (s.nonzero || !s.any) {
-        if (s.nonzero)
+        if (s.nonzero && !c->added)
             (void)entry_add(c->xl, &c->gfid);
         call_finish(c, rc, rep);
         return;
@@ -396,6 +398,7 @@ static void call_start(struct ix_call *c)
             call_finish(c, rc, NULL);
             return;
         }
+        c->added = true;
     }
     int rc = bfs_wind_any(c->fop, c->frame, FIRST_CHILD(c->xl), op_cbk, c, c->req);
     if (rc < 0)
@@ -434,14 +437,47 @@ static int index_xattrop(struct bfs_frame *frame, struct bfs_xl *xl,
     return index_op(frame, xl, BFS_FOP_XATTROP, req, &req->loc.gfid);
 }
 
+/* An fd without an inode (one made by create, before its GFID was known):
+ * the GFID comes from an fstat first. */
+struct ix_fstat {
+    struct bfs_fxattrop_req *req; /* our copy */
+};
+
+static void fstat_cbk(struct bfs_frame *frame, void *cookie, int rc,
+                      const struct bfs_fstat_rep *rep)
+{
+    struct ix_fstat *w = cookie;
+    struct bfs_xl *xl = frame->xl;
+    if (rc >= 0 && !bfs_gfid_is_null(&rep->attr.gfid))
+        rc = index_op(frame, xl, BFS_FOP_FXATTROP, w->req, &rep->attr.gfid);
+    else
+        rc = bfs_pass_fxattrop(frame, FIRST_CHILD(xl), w->req);
+    if (rc < 0)
+        bfs_unwind_fxattrop(frame, rc, &(struct bfs_fxattrop_rep){0});
+    bfs_fxattrop_req_free(w->req);
+    free(w);
+}
+
 static int index_fxattrop(struct bfs_frame *frame, struct bfs_xl *xl,
                           const struct bfs_fxattrop_req *req)
 {
     struct ix_priv *p = xl->private;
-    const struct bfs_gfid *g = req->fd && req->fd->inode ? &req->fd->inode->gfid : NULL;
-    if (!g || bfs_gfid_is_null(g) || !scan_dict(p, req->xattrs, req->optype).any)
+    if (!req->fd || !scan_dict(p, req->xattrs, req->optype).any)
         return bfs_pass_fxattrop(frame, FIRST_CHILD(xl), req);
-    return index_op(frame, xl, BFS_FOP_FXATTROP, req, g);
+    if (req->fd->inode && !bfs_gfid_is_null(&req->fd->inode->gfid))
+        return index_op(frame, xl, BFS_FOP_FXATTROP, req, &req->fd->inode->gfid);
+    struct ix_fstat *w = calloc(1, sizeof(*w));
+    if (!w || !(w->req = bfs_fxattrop_req_dup(req))) {
+        free(w);
+        return -ENOMEM;
+    }
+    struct bfs_fstat_req sreq = {.fd = req->fd};
+    int rc = bfs_wind_fstat(frame, FIRST_CHILD(xl), fstat_cbk, w, &sreq);
+    if (rc < 0) {
+        bfs_fxattrop_req_free(w->req);
+        free(w);
+    }
+    return rc;
 }
 
 /* ---- enumeration ---- */
