@@ -7,7 +7,8 @@
  * survive a restart of the brick graph, and are listed through the virtual
  * getxattr "brickfs.index.pending" page by page (2,500 entries in pages of
  * 1,000). Unwatched keys never make entries; non-root callers get EPERM.
- * fxattrop works on an fd without inode (create's) too.
+ * fxattrop works on an fd without inode (create's) too. Once an inode's
+ * xattrs have been read, post-ops decide without reading them again.
  * The purge call drops stale entries (counters zero, or the file gone) and
  * keeps live ones (EBUSY).
  * Needs root (trusted xattrs); skips otherwise.
@@ -116,6 +117,19 @@ static int fadd(struct brick *b, struct bfs_fd *fd, const char *key, int64_t v)
     return rc;
 }
 
+/* The index's count of full reads of an inode's xattrs (its statedump). */
+static uint64_t checks(struct brick *b)
+{
+    struct bfs_xl *ix = bfs_graph_find(b->g, "ix");
+    char *d = ix->mod->dump(ix);
+    unsigned long long n = 0;
+    const char *at = d ? strstr(d, "\"checks\":") : NULL;
+    if (at)
+        sscanf(at + 9, "%llu", &n);
+    free(d);
+    return n;
+}
+
 static int purge(struct brick *b, const struct bfs_gfid *g)
 {
     struct bfs_setxattr_req req = {.xattrs = bfs_dict_new()};
@@ -202,6 +216,22 @@ static void test_index(void)
     ok(indexed(&f1), "c2 still blamed: f1 stays");
     is_int(add(&b, &f1, c2, -2, NULL, 0), 0, "c2 healed");
     ok(!indexed(&f1), "every counter zero: f1 removed");
+
+    /* after one full read, post-ops decide without reading the inode */
+    uint64_t checks0 = checks(&b);
+    int cycles = 0;
+    for (int i = 0; i < 10; i++)
+        cycles += add(&b, &f1, dirty, 1, c1, 0) == 0 && indexed(&f1) &&
+                  add(&b, &f1, dirty, -1, NULL, 0) == 0 && !indexed(&f1);
+    is_int(cycles, 10, "10 transactions on f1, each indexed then cleared");
+    is_int(checks(&b) - checks0, 0, "with no read of f1's xattrs (its counters are known)");
+    is_int(add(&b, &f1, c2, 1, NULL, 0), 0, "blame c2");
+    is_int(add(&b, &f1, dirty, 1, NULL, 0), 0, "pre-op");
+    is_int(add(&b, &f1, dirty, -1, NULL, 0), 0, "post-op");
+    ok(indexed(&f1), "known blame of c2 keeps f1 indexed");
+    is_int(add(&b, &f1, c2, -1, NULL, 0), 0, "c2 healed");
+    ok(!indexed(&f1), "removed");
+    is_int(checks(&b) - checks0, 0, "still no read");
 
     /* GET_AND_SET: the new values (the request's) decide, not the old ones
      * the reply carries */

@@ -19,7 +19,10 @@
  *   entry lost by hand; for GET_AND_SET the new values are the request's);
  * - a reply whose watched values are all zero, for an inode with an entry,
  *   makes the index read every xattr of the inode (getxattr, internal): if
- *   no watched key is non-zero any more, the entry is removed.
+ *   no watched key is non-zero any more, the entry is removed. After one
+ *   such read the non-zero watched keys of the inode are known and kept
+ *   current from the replies (index-known.c): later post-ops decide
+ *   without reading.
  * xattrops on one GFID go through the index one at a time (a queue per
  * busy GFID), so a removal decided on one reply can never overtake the
  * entry made for a later one. An fxattrop on an fd without inode (made by
@@ -61,52 +64,11 @@
 #include "core/event.h"
 #include "core/fops-util.h"
 #include "core/graph.h"
-#include "core/xlator.h"
-
-#define IX_INTERNAL_KEY "brickfs-internal"
-#define IX_VKEY_PENDING "brickfs.index.pending"
-#define IX_VKEY_OFFSET "brickfs.index.offset"
-#define IX_VKEY_EOF "brickfs.index.eof"
-#define IX_VKEY_PURGE "brickfs.index.purge"
-#define IX_VPREFIX "brickfs.index."
-#define IX_X_OFFSET "index-offset"
-#define IX_X_COUNT "index-count"
-#define IX_COUNT_DEF 1024
-#define IX_COUNT_MAX 65536
-#define IX_MAX_WATCH 16
-#define IX_BUCKETS 64
-
-struct ix_call {
-    struct ix_call *next;       /* in the queue of its busy GFID */
-    struct bfs_frame *frame;
-    struct bfs_xl *xl;
-    int fop;                    /* BFS_FOP_XATTROP, FXATTROP, or SETXATTR: a purge */
-    void *req;                  /* our copy */
-    void *rep;                  /* the child's answer, kept during the check */
-    int rc;
-    struct bfs_gfid gfid;
-    bool added;                 /* the entry was made before the call went down */
-};
-
-struct ix_busy {
-    struct ix_busy *next;       /* in its bucket */
-    struct bfs_gfid gfid;
-    struct ix_call *head, *tail; /* waiting (the running call is not here) */
-};
-
-struct ix_priv {
-    char *dir;                  /* .../.brickfs/indices */
-    int pending_fd;             /* O_DIRECTORY on dir/pending */
-    char *watch[IX_MAX_WATCH];  /* key names; a trailing '*' makes a prefix */
-    int nwatch;
-    pthread_mutex_t lock;       /* busy */
-    struct ix_busy *busy[IX_BUCKETS];
-    uint64_t n_added, n_removed, n_listed; /* statistics (relaxed atomics) */
-};
+#include "index.h"
 
 /* ---- watched keys and values ---- */
 
-static bool watched(const struct ix_priv *p, const char *key)
+bool ix_watched(const struct ix_priv *p, const char *key)
 {
     for (int i = 0; i < p->nwatch; i++) {
         size_t n = strlen(p->watch[i]);
@@ -133,7 +95,7 @@ static int scan_one(const char *key, enum bfs_val_type type, const void *val, si
 {
     (void)type;
     struct scan *s = arg;
-    if (!watched(s->p, key))
+    if (!ix_watched(s->p, key))
         return 0;
     s->any = true;
     const uint8_t *b = val;
@@ -328,8 +290,13 @@ static void check_cbk(struct bfs_frame *frame, void *cookie, int rc,
 {
     (void)frame;
     struct ix_call *c = cookie;
+    struct ix_priv *p = c->xl->private;
     bool gone = rc == -ENOENT || rc == -ESTALE;
-    bool zero = rc >= 0 && !scan_dict(c->xl->private, rep->xattrs, BFS_XATTROP_ADD64).nonzero;
+    bool zero = rc >= 0 && !scan_dict(p, rep->xattrs, BFS_XATTROP_ADD64).nonzero;
+    if (rc >= 0)
+        ix_known_set(p, &c->gfid, rep->xattrs); /* every xattr of the inode: exact */
+    else
+        ix_known_forget(p, &c->gfid);
     if (zero || (gone && c->fop == BFS_FOP_SETXATTR))
         entry_del(c->xl, &c->gfid);
     if (c->fop == BFS_FOP_SETXATTR) /* a purge: EBUSY while a counter is set */
@@ -343,6 +310,7 @@ static void check_all(struct ix_call *c)
     struct bfs_getxattr_req req = {.name = NULL, .xdata = bfs_dict_new()};
     req.loc.gfid = c->gfid;
     int rc = -ENOMEM;
+    __atomic_add_fetch(&((struct ix_priv *)c->xl->private)->n_checks, 1, __ATOMIC_RELAXED);
     if (req.xdata && bfs_dict_set_int(req.xdata, IX_INTERNAL_KEY, 1) == 0)
         rc = bfs_wind_getxattr(c->frame, FIRST_CHILD(c->xl), check_cbk, c, &req);
     bfs_dict_unref(req.xdata);
@@ -354,8 +322,10 @@ static void op_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc, const
 {
     (void)frame;
     struct ix_call *c = cookie;
+    struct ix_priv *p = c->xl->private;
     const struct bfs_fop_info *fi = &bfs_fop_info[fop];
-    if (rc < 0) {
+    if (rc < 0) { /* keys may have been applied in part */
+        ix_known_forget(p, &c->gfid);
         call_finish(c, rc, rep);
         return;
     }
@@ -363,14 +333,20 @@ static void op_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc, const
      * the new ones are what it was asked to store */
     const struct bfs_dict *now = req_optype(c) == BFS_XATTROP_GET_AND_SET ? req_xattrs(c)
                                                                           : rep_xattrs(fop, rep);
-    struct scan s = scan_dict(c->xl->private, now, BFS_XATTROP_ADD64);
-    if (s.nonzero || !s.any) {
+    struct scan s = scan_dict(p, now, BFS_XATTROP_ADD64);
+    int known = ix_known_apply(p, &c->gfid, now); /* 1 some non-zero, 0 none, -1 unknown */
+    if (s.nonzero || !s.any || known == 1) {
         if (s.nonzero && !c->added)
             (void)entry_add(c->xl, &c->gfid);
         call_finish(c, rc, rep);
         return;
     }
     if (!entry_exists(c->xl, &c->gfid)) {
+        call_finish(c, rc, rep);
+        return;
+    }
+    if (known == 0) { /* every watched counter is zero, without a read */
+        entry_del(c->xl, &c->gfid);
         call_finish(c, rc, rep);
         return;
     }
@@ -661,6 +637,7 @@ static void index_fini(struct bfs_xl *xl)
             p->busy[i] = b->next;
             free(b);
         }
+    ix_known_fini(p);
     pthread_mutex_destroy(&p->lock);
     free(p->dir);
     free(p);
@@ -675,6 +652,10 @@ static int index_init(struct bfs_xl *xl)
     p->pending_fd = -1;
     pthread_mutex_init(&p->lock, NULL);
     xl->private = p;
+    if (ix_known_init(p) < 0) {
+        index_fini(xl);
+        return -ENOMEM;
+    }
     const char *dir = bfs_xl_opt_str(xl, "index-directory");
     const char *brick = NULL;
     if (!dir && strcmp(FIRST_CHILD(xl)->type, "storage/posix") == 0)
@@ -709,10 +690,13 @@ static char *index_dump(struct bfs_xl *xl)
 {
     struct ix_priv *p = xl->private;
     char *out = NULL;
-    if (asprintf(&out, "{\"directory\":\"%s\",\"added\":%llu,\"removed\":%llu,\"listed\":%llu}",
+    if (asprintf(&out,
+                 "{\"directory\":\"%s\",\"added\":%llu,\"removed\":%llu,\"listed\":%llu,"
+                 "\"checks\":%llu}",
                  p->dir, (unsigned long long)__atomic_load_n(&p->n_added, __ATOMIC_RELAXED),
                  (unsigned long long)__atomic_load_n(&p->n_removed, __ATOMIC_RELAXED),
-                 (unsigned long long)__atomic_load_n(&p->n_listed, __ATOMIC_RELAXED)) < 0)
+                 (unsigned long long)__atomic_load_n(&p->n_listed, __ATOMIC_RELAXED),
+                 (unsigned long long)__atomic_load_n(&p->n_checks, __ATOMIC_RELAXED)) < 0)
         return NULL;
     return out;
 }
