@@ -15,7 +15,9 @@
  * inode that exists on no brick any more (removed while it was pending),
  * the bricks' indices are asked to purge the entry ("brickfs.index.purge":
  * each index checks the counters itself, so a purge can never drop the
- * entry of an inode that is pending again).
+ * entry of an inode that is pending again). An entry found clean twice in
+ * one crawl (its index keeps it: a counter replicate does not know) is no
+ * progress: it is logged and counted as remaining.
  *
  * Lifetimes: the lists of one pass are freed at its end; the crawler thread
  * lives from start to SIGTERM.
@@ -34,6 +36,15 @@
 
 /* ---- index listing ---- */
 
+/* GFIDs asked of one listing call: SHD_PAGE, or $BRICKFS_SHD_PAGE (tests
+ * use a small page to go through the continuation). */
+static int64_t page_size(void)
+{
+    const char *e = getenv("BRICKFS_SHD_PAGE");
+    long v = e ? atol(e) : 0;
+    return v > 0 && v <= 65536 ? v : SHD_PAGE;
+}
+
 int shd_list_index(struct shd *s, struct bfs_xl *child, struct bfs_gfid **out, size_t *n)
 {
     struct bfs_gfid *v = NULL;
@@ -45,7 +56,7 @@ int shd_list_index(struct shd *s, struct bfs_xl *child, struct bfs_gfid **out, s
         struct bfs_getxattr_rep rep;
         req.loc.gfid.b[15] = 1;
         if (!req.xdata || bfs_dict_set_int(req.xdata, "index-offset", off) < 0 ||
-            bfs_dict_set_int(req.xdata, "index-count", SHD_PAGE) < 0) {
+            bfs_dict_set_int(req.xdata, "index-count", page_size()) < 0) {
             bfs_dict_unref(req.xdata);
             rc = -ENOMEM;
             break;
@@ -179,8 +190,43 @@ struct pass_result {
     uint64_t healed, left, split, bytes;
 };
 
+/* The GFIDs of one crawl of one set found clean already: one listed again
+ * in a later pass (an entry its index would not drop) is no progress. */
+struct gset {
+    struct bfs_gfid *v;
+    size_t n, cap;
+    size_t sorted;              /* v[0..sorted) is sorted */
+};
+
+static bool gset_has(const struct gset *g, const struct bfs_gfid *x)
+{
+    return g->sorted && bsearch(x, g->v, g->sorted, sizeof(*x), cmp_gfid) != NULL;
+}
+
+static void gset_add(struct gset *g, const struct bfs_gfid *x)
+{
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 256;
+        struct bfs_gfid *v = realloc(g->v, cap * sizeof(*v));
+        if (!v)
+            return; /* at worst a repeat counts as progress once more */
+        g->v = v;
+        g->cap = cap;
+    }
+    g->v[g->n++] = *x;
+}
+
+/* After a pass: what it added becomes searchable. */
+static void gset_seal(struct gset *g)
+{
+    if (g->n)
+        qsort(g->v, g->n, sizeof(*g->v), cmp_gfid);
+    g->sorted = g->n;
+}
+
 /* One pass over one set. */
-static void pass(struct shd *s, struct shd_set *set, struct pass_result *r, int64_t *last_write)
+static void pass(struct shd *s, struct shd_set *set, struct gset *clean, struct pass_result *r,
+                 int64_t *last_write)
 {
     struct bfs_gfid *v = NULL;
     size_t n = 0;
@@ -202,8 +248,13 @@ static void pass(struct shd *s, struct shd_set *set, struct pass_result *r, int6
             r->healed++;
         } else if (st.split[0]) {
             r->split++;
+        } else if (!st.pending[0] && gset_has(clean, &v[i])) {
+            r->left++; /* clean, yet still listed: a key replicate does not know */
+            bfs_log(SHD_PROG, BFS_LOG_WARNING, "%s: %s stays on an index with nothing to heal",
+                    set->afr->name, bfs_gfid_fmt(&v[i], gs));
         } else if (!st.pending[0]) {
             purge(s, set, &v[i]); /* an entry left with zero counters goes too */
+            gset_add(clean, &v[i]);
             r->healed++;
             r->bytes += (uint64_t)st.bytes;
         } else {
@@ -235,8 +286,10 @@ void shd_crawl(struct shd *s)
     int64_t last_write = 0;
     for (int k = 0; k < s->nsets && !stopping(s); k++) {
         struct pass_result r = {0};
+        struct gset clean = {0};
         for (int p = 0; p < SHD_MAX_PASSES && !stopping(s); p++) {
-            pass(s, &s->sets[k], &r, &last_write);
+            pass(s, &s->sets[k], &clean, &r, &last_write);
+            gset_seal(&clean);
             healed += r.healed;
             bytes += r.bytes;
             pthread_mutex_lock(&s->lock);
@@ -249,6 +302,7 @@ void shd_crawl(struct shd *s)
             if (!r.healed)
                 break;
         }
+        free(clean.v);
         split += r.split;
         left += r.left + r.split;
         failed += r.left;

@@ -7,6 +7,8 @@
  * survive a restart of the brick graph, and are listed through the virtual
  * getxattr "brickfs.index.pending" page by page (2,500 entries in pages of
  * 1,000). Unwatched keys never make entries; non-root callers get EPERM.
+ * fxattrop works on an fd without inode (create's) too. Once an inode's
+ * xattrs have been read, post-ops decide without reading them again.
  * The purge call drops stale entries (counters zero, or the file gone) and
  * keeps live ones (EBUSY).
  * Needs root (trusted xattrs); skips otherwise.
@@ -104,6 +106,30 @@ static int add(struct brick *b, const struct bfs_gfid *g, const char *k1, int64_
     return rc;
 }
 
+static int fadd(struct brick *b, struct bfs_fd *fd, const char *key, int64_t v)
+{
+    struct bfs_dict *d = bfs_dict_new();
+    int64_t row[3] = {(int64_t)htobe64((uint64_t)v), 0, 0};
+    bfs_dict_set_bin(d, key, row, sizeof(row));
+    struct bfs_fxattrop_req req = {.fd = fd, .optype = BFS_XATTROP_ADD64, .xattrs = d};
+    int rc = bfs_sync_fxattrop(b->top, b->st, &req, NULL);
+    bfs_dict_unref(d);
+    return rc;
+}
+
+/* The index's count of full reads of an inode's xattrs (its statedump). */
+static uint64_t checks(struct brick *b)
+{
+    struct bfs_xl *ix = bfs_graph_find(b->g, "ix");
+    char *d = ix->mod->dump(ix);
+    unsigned long long n = 0;
+    const char *at = d ? strstr(d, "\"checks\":") : NULL;
+    if (at)
+        sscanf(at + 9, "%llu", &n);
+    free(d);
+    return n;
+}
+
 static int purge(struct brick *b, const struct bfs_gfid *g)
 {
     struct bfs_setxattr_req req = {.xattrs = bfs_dict_new()};
@@ -190,6 +216,52 @@ static void test_index(void)
     ok(indexed(&f1), "c2 still blamed: f1 stays");
     is_int(add(&b, &f1, c2, -2, NULL, 0), 0, "c2 healed");
     ok(!indexed(&f1), "every counter zero: f1 removed");
+
+    /* after one full read, post-ops decide without reading the inode */
+    uint64_t checks0 = checks(&b);
+    int cycles = 0;
+    for (int i = 0; i < 10; i++)
+        cycles += add(&b, &f1, dirty, 1, c1, 0) == 0 && indexed(&f1) &&
+                  add(&b, &f1, dirty, -1, NULL, 0) == 0 && !indexed(&f1);
+    is_int(cycles, 10, "10 transactions on f1, each indexed then cleared");
+    is_int(checks(&b) - checks0, 0, "with no read of f1's xattrs (its counters are known)");
+    is_int(add(&b, &f1, c2, 1, NULL, 0), 0, "blame c2");
+    is_int(add(&b, &f1, dirty, 1, NULL, 0), 0, "pre-op");
+    is_int(add(&b, &f1, dirty, -1, NULL, 0), 0, "post-op");
+    ok(indexed(&f1), "known blame of c2 keeps f1 indexed");
+    is_int(add(&b, &f1, c2, -1, NULL, 0), 0, "c2 healed");
+    ok(!indexed(&f1), "removed");
+    is_int(checks(&b) - checks0, 0, "still no read");
+
+    /* GET_AND_SET: the new values (the request's) decide, not the old ones
+     * the reply carries */
+    struct bfs_dict *d = bfs_dict_new();
+    int64_t one[3] = {(int64_t)htobe64(1), 0, 0}, zero[3] = {0, 0, 0};
+    bfs_dict_set_bin(d, c1, one, sizeof(one));
+    struct bfs_xattrop_req gset = {.optype = BFS_XATTROP_GET_AND_SET, .xattrs = d};
+    gset.loc.gfid = f1;
+    is_int(bfs_sync_xattrop(b.top, b.st, &gset, NULL), 0, "GET_AND_SET c1 = 1");
+    ok(indexed(&f1), "indexed");
+    bfs_dict_set_bin(d, c1, zero, sizeof(zero));
+    is_int(bfs_sync_xattrop(b.top, b.st, &gset, NULL), 0, "GET_AND_SET c1 = 0 (the reply says 1)");
+    ok(!indexed(&f1), "removed");
+    bfs_dict_unref(d);
+
+    /* fxattrop on an fd made by create (no inode: the GFID comes from an
+     * fstat) */
+    struct bfs_fd *fd = bfs_fd_new(b.g, NULL, O_RDWR, 0);
+    struct bfs_create_req creq = {.fd = fd, .flags = O_RDWR | O_CREAT, .mode = 0644};
+    struct bfs_create_rep crep;
+    creq.loc.pargfid.b[15] = 1;
+    creq.loc.name = "f3";
+    is_int(bfs_sync_create(b.top, b.st, &creq, &crep), 0, "create f3, keeping its fd");
+    struct bfs_gfid f3 = crep.attr.gfid;
+    bfs_create_rep_clear_dup(&crep);
+    is_int(fadd(&b, fd, dirty, 1), 0, "fxattrop dirty +1 through that fd");
+    ok(indexed(&f3), "f3 indexed");
+    is_int(fadd(&b, fd, dirty, -1), 0, "fxattrop dirty -1");
+    ok(!indexed(&f3), "f3 removed");
+    bfs_fd_unref(fd);
 
     /* an unwatched key never makes an entry */
     is_int(add(&b, &f2, "trusted.other.counter", 5, NULL, 0), 0, "unwatched xattrop");

@@ -15,16 +15,20 @@
  *   down, the entry is created (mknodat, EEXIST is fine): the pre-op of a
  *   transaction is on the index before it is on the inode, so a crash
  *   between pre-op and post-op leaves the entry;
- * - a reply with a watched value non-zero creates the entry too (blame
- *   added by a GET_AND_SET, or an index lost by hand);
+ * - a reply with a watched value non-zero creates the entry too (an
+ *   entry lost by hand; for GET_AND_SET the new values are the request's);
  * - a reply whose watched values are all zero, for an inode with an entry,
  *   makes the index read every xattr of the inode (getxattr, internal): if
- *   no watched key is non-zero any more, the entry is removed.
+ *   no watched key is non-zero any more, the entry is removed. After one
+ *   such read the non-zero watched keys of the inode are known and kept
+ *   current from the replies (index-known.c): later post-ops decide
+ *   without reading.
  * xattrops on one GFID go through the index one at a time (a queue per
  * busy GFID), so a removal decided on one reply can never overtake the
- * entry made for a later one. Calls without a GFID (a loc by name only, an
- * fd without inode) pass through unindexed; replicate and disperse always
- * name the GFID.
+ * entry made for a later one. An fxattrop on an fd without inode (made by
+ * create) learns its GFID from an fstat first. An xattrop on a loc without
+ * GFID (by name only) passes unindexed; replicate and disperse always name
+ * the GFID.
  *
  * Enumeration (clients, uid 0 only; anything else: EPERM): getxattr of the
  * virtual name "brickfs.index.pending" on any loc, xdata "index-offset"
@@ -60,51 +64,11 @@
 #include "core/event.h"
 #include "core/fops-util.h"
 #include "core/graph.h"
-#include "core/xlator.h"
-
-#define IX_INTERNAL_KEY "brickfs-internal"
-#define IX_VKEY_PENDING "brickfs.index.pending"
-#define IX_VKEY_OFFSET "brickfs.index.offset"
-#define IX_VKEY_EOF "brickfs.index.eof"
-#define IX_VKEY_PURGE "brickfs.index.purge"
-#define IX_VPREFIX "brickfs.index."
-#define IX_X_OFFSET "index-offset"
-#define IX_X_COUNT "index-count"
-#define IX_COUNT_DEF 1024
-#define IX_COUNT_MAX 65536
-#define IX_MAX_WATCH 16
-#define IX_BUCKETS 64
-
-struct ix_call {
-    struct ix_call *next;       /* in the queue of its busy GFID */
-    struct bfs_frame *frame;
-    struct bfs_xl *xl;
-    int fop;                    /* BFS_FOP_XATTROP, FXATTROP, or SETXATTR: a purge */
-    void *req;                  /* our copy */
-    void *rep;                  /* the child's answer, kept during the check */
-    int rc;
-    struct bfs_gfid gfid;
-};
-
-struct ix_busy {
-    struct ix_busy *next;       /* in its bucket */
-    struct bfs_gfid gfid;
-    struct ix_call *head, *tail; /* waiting (the running call is not here) */
-};
-
-struct ix_priv {
-    char *dir;                  /* .../.brickfs/indices */
-    int pending_fd;             /* O_DIRECTORY on dir/pending */
-    char *watch[IX_MAX_WATCH];  /* key names; a trailing '*' makes a prefix */
-    int nwatch;
-    pthread_mutex_t lock;       /* busy */
-    struct ix_busy *busy[IX_BUCKETS];
-    uint64_t n_added, n_removed, n_listed; /* statistics (relaxed atomics) */
-};
+#include "index.h"
 
 /* ---- watched keys and values ---- */
 
-static bool watched(const struct ix_priv *p, const char *key)
+bool ix_watched(const struct ix_priv *p, const char *key)
 {
     for (int i = 0; i < p->nwatch; i++) {
         size_t n = strlen(p->watch[i]);
@@ -131,7 +95,7 @@ static int scan_one(const char *key, enum bfs_val_type type, const void *val, si
 {
     (void)type;
     struct scan *s = arg;
-    if (!watched(s->p, key))
+    if (!ix_watched(s->p, key))
         return 0;
     s->any = true;
     const uint8_t *b = val;
@@ -303,6 +267,18 @@ static void call_finish(struct ix_call *c, int rc, const void *rep)
         call_start(n);
 }
 
+static const struct bfs_dict *req_xattrs(const struct ix_call *c)
+{
+    return c->fop == BFS_FOP_XATTROP ? ((const struct bfs_xattrop_req *)c->req)->xattrs
+                                     : ((const struct bfs_fxattrop_req *)c->req)->xattrs;
+}
+
+static uint32_t req_optype(const struct ix_call *c)
+{
+    return c->fop == BFS_FOP_XATTROP ? ((const struct bfs_xattrop_req *)c->req)->optype
+                                     : ((const struct bfs_fxattrop_req *)c->req)->optype;
+}
+
 static const struct bfs_dict *rep_xattrs(int fop, const void *rep)
 {
     return fop == BFS_FOP_XATTROP ? ((const struct bfs_xattrop_rep *)rep)->xattrs
@@ -314,8 +290,13 @@ static void check_cbk(struct bfs_frame *frame, void *cookie, int rc,
 {
     (void)frame;
     struct ix_call *c = cookie;
+    struct ix_priv *p = c->xl->private;
     bool gone = rc == -ENOENT || rc == -ESTALE;
-    bool zero = rc >= 0 && !scan_dict(c->xl->private, rep->xattrs, BFS_XATTROP_ADD64).nonzero;
+    bool zero = rc >= 0 && !scan_dict(p, rep->xattrs, BFS_XATTROP_ADD64).nonzero;
+    if (rc >= 0)
+        ix_known_set(p, &c->gfid, rep->xattrs); /* every xattr of the inode: exact */
+    else
+        ix_known_forget(p, &c->gfid);
     if (zero || (gone && c->fop == BFS_FOP_SETXATTR))
         entry_del(c->xl, &c->gfid);
     if (c->fop == BFS_FOP_SETXATTR) /* a purge: EBUSY while a counter is set */
@@ -329,6 +310,7 @@ static void check_all(struct ix_call *c)
     struct bfs_getxattr_req req = {.name = NULL, .xdata = bfs_dict_new()};
     req.loc.gfid = c->gfid;
     int rc = -ENOMEM;
+    __atomic_add_fetch(&((struct ix_priv *)c->xl->private)->n_checks, 1, __ATOMIC_RELAXED);
     if (req.xdata && bfs_dict_set_int(req.xdata, IX_INTERNAL_KEY, 1) == 0)
         rc = bfs_wind_getxattr(c->frame, FIRST_CHILD(c->xl), check_cbk, c, &req);
     bfs_dict_unref(req.xdata);
@@ -340,19 +322,31 @@ static void op_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc, const
 {
     (void)frame;
     struct ix_call *c = cookie;
+    struct ix_priv *p = c->xl->private;
     const struct bfs_fop_info *fi = &bfs_fop_info[fop];
-    if (rc < 0) {
+    if (rc < 0) { /* keys may have been applied in part */
+        ix_known_forget(p, &c->gfid);
         call_finish(c, rc, rep);
         return;
     }
-    struct scan s = scan_dict(c->xl->private, rep_xattrs(fop, rep), BFS_XATTROP_ADD64);
-    if (s.nonzero || !s.any) {
-        if (s.nonzero)
+    /* the new values: ADD's reply has them; GET_AND_SET's has the old ones,
+     * the new ones are what it was asked to store */
+    const struct bfs_dict *now = req_optype(c) == BFS_XATTROP_GET_AND_SET ? req_xattrs(c)
+                                                                          : rep_xattrs(fop, rep);
+    struct scan s = scan_dict(p, now, BFS_XATTROP_ADD64);
+    int known = ix_known_apply(p, &c->gfid, now); /* 1 some non-zero, 0 none, -1 unknown */
+    if (s.nonzero || !s.any || known == 1) {
+        if (s.nonzero && !c->added)
             (void)entry_add(c->xl, &c->gfid);
         call_finish(c, rc, rep);
         return;
     }
     if (!entry_exists(c->xl, &c->gfid)) {
+        call_finish(c, rc, rep);
+        return;
+    }
+    if (known == 0) { /* every watched counter is zero, without a read */
+        entry_del(c->xl, &c->gfid);
         call_finish(c, rc, rep);
         return;
     }
@@ -374,17 +368,13 @@ static void call_start(struct ix_call *c)
         check_all(c);
         return;
     }
-    const struct bfs_dict *x = c->fop == BFS_FOP_XATTROP
-                                   ? ((struct bfs_xattrop_req *)c->req)->xattrs
-                                   : ((struct bfs_fxattrop_req *)c->req)->xattrs;
-    uint32_t optype = c->fop == BFS_FOP_XATTROP ? ((struct bfs_xattrop_req *)c->req)->optype
-                                                : ((struct bfs_fxattrop_req *)c->req)->optype;
-    if (scan_dict(c->xl->private, x, optype).positive) {
+    if (scan_dict(c->xl->private, req_xattrs(c), req_optype(c)).positive) {
         int rc = entry_add(c->xl, &c->gfid);
         if (rc < 0) {
             call_finish(c, rc, NULL);
             return;
         }
+        c->added = true;
     }
     int rc = bfs_wind_any(c->fop, c->frame, FIRST_CHILD(c->xl), op_cbk, c, c->req);
     if (rc < 0)
@@ -423,14 +413,47 @@ static int index_xattrop(struct bfs_frame *frame, struct bfs_xl *xl,
     return index_op(frame, xl, BFS_FOP_XATTROP, req, &req->loc.gfid);
 }
 
+/* An fd without an inode (one made by create, before its GFID was known):
+ * the GFID comes from an fstat first. */
+struct ix_fstat {
+    struct bfs_fxattrop_req *req; /* our copy */
+};
+
+static void fstat_cbk(struct bfs_frame *frame, void *cookie, int rc,
+                      const struct bfs_fstat_rep *rep)
+{
+    struct ix_fstat *w = cookie;
+    struct bfs_xl *xl = frame->xl;
+    if (rc >= 0 && !bfs_gfid_is_null(&rep->attr.gfid))
+        rc = index_op(frame, xl, BFS_FOP_FXATTROP, w->req, &rep->attr.gfid);
+    else
+        rc = bfs_pass_fxattrop(frame, FIRST_CHILD(xl), w->req);
+    if (rc < 0)
+        bfs_unwind_fxattrop(frame, rc, &(struct bfs_fxattrop_rep){0});
+    bfs_fxattrop_req_free(w->req);
+    free(w);
+}
+
 static int index_fxattrop(struct bfs_frame *frame, struct bfs_xl *xl,
                           const struct bfs_fxattrop_req *req)
 {
     struct ix_priv *p = xl->private;
-    const struct bfs_gfid *g = req->fd && req->fd->inode ? &req->fd->inode->gfid : NULL;
-    if (!g || bfs_gfid_is_null(g) || !scan_dict(p, req->xattrs, req->optype).any)
+    if (!req->fd || !scan_dict(p, req->xattrs, req->optype).any)
         return bfs_pass_fxattrop(frame, FIRST_CHILD(xl), req);
-    return index_op(frame, xl, BFS_FOP_FXATTROP, req, g);
+    if (req->fd->inode && !bfs_gfid_is_null(&req->fd->inode->gfid))
+        return index_op(frame, xl, BFS_FOP_FXATTROP, req, &req->fd->inode->gfid);
+    struct ix_fstat *w = calloc(1, sizeof(*w));
+    if (!w || !(w->req = bfs_fxattrop_req_dup(req))) {
+        free(w);
+        return -ENOMEM;
+    }
+    struct bfs_fstat_req sreq = {.fd = req->fd};
+    int rc = bfs_wind_fstat(frame, FIRST_CHILD(xl), fstat_cbk, w, &sreq);
+    if (rc < 0) {
+        bfs_fxattrop_req_free(w->req);
+        free(w);
+    }
+    return rc;
 }
 
 /* ---- enumeration ---- */
@@ -614,6 +637,7 @@ static void index_fini(struct bfs_xl *xl)
             p->busy[i] = b->next;
             free(b);
         }
+    ix_known_fini(p);
     pthread_mutex_destroy(&p->lock);
     free(p->dir);
     free(p);
@@ -628,6 +652,10 @@ static int index_init(struct bfs_xl *xl)
     p->pending_fd = -1;
     pthread_mutex_init(&p->lock, NULL);
     xl->private = p;
+    if (ix_known_init(p) < 0) {
+        index_fini(xl);
+        return -ENOMEM;
+    }
     const char *dir = bfs_xl_opt_str(xl, "index-directory");
     const char *brick = NULL;
     if (!dir && strcmp(FIRST_CHILD(xl)->type, "storage/posix") == 0)
@@ -662,10 +690,13 @@ static char *index_dump(struct bfs_xl *xl)
 {
     struct ix_priv *p = xl->private;
     char *out = NULL;
-    if (asprintf(&out, "{\"directory\":\"%s\",\"added\":%llu,\"removed\":%llu,\"listed\":%llu}",
+    if (asprintf(&out,
+                 "{\"directory\":\"%s\",\"added\":%llu,\"removed\":%llu,\"listed\":%llu,"
+                 "\"checks\":%llu}",
                  p->dir, (unsigned long long)__atomic_load_n(&p->n_added, __ATOMIC_RELAXED),
                  (unsigned long long)__atomic_load_n(&p->n_removed, __ATOMIC_RELAXED),
-                 (unsigned long long)__atomic_load_n(&p->n_listed, __ATOMIC_RELAXED)) < 0)
+                 (unsigned long long)__atomic_load_n(&p->n_listed, __ATOMIC_RELAXED),
+                 (unsigned long long)__atomic_load_n(&p->n_checks, __ATOMIC_RELAXED)) < 0)
         return NULL;
     return out;
 }
