@@ -5,7 +5,7 @@
 #   passthrough  that folder through bench/passthrough.c, a minimal FUSE
 #                file system: the ceiling any FUSE client can reach here
 #   brickfs      a one-brick brickfs volume over TCP on 127.0.0.1:
-#                brickfs-brick (storage/posix -> features/locks ->
+#                brickfs-brick (storage/posix -> features/index -> features/locks ->
 #                debug/io-stats -> protocol/server) on that file system,
 #                brickfs-mount --volfile (protocol/client -> debug/io-stats)
 # and prints one table with the median figures, the ratio brickfs /

@@ -20,9 +20,7 @@ struct vcmd {
     const char *help;
 };
 
-/* One call; prints the JSON with --json and the error line on failure.
- * CLI_OK with r filled (free it), or CLI_ERR. */
-static int call(const struct cli *c, const char *what, const char *method, const char *path,
+int cli_call(const struct cli *c, const char *what, const char *method, const char *path,
                 struct json_object *body, struct cli_resp *r)
 {
     int rc = cli_http(c, method, path, body, r);
@@ -45,7 +43,7 @@ static int simple(const struct cli *c, const char *what, const char *method, con
                   struct json_object *body, const char *name)
 {
     struct cli_resp r;
-    int rc = call(c, what, method, path, body, &r);
+    int rc = cli_call(c, what, method, path, body, &r);
     if (rc == CLI_OK) {
         if (!c->json)
             printf("%s: %s: success\n", what, name);
@@ -138,7 +136,7 @@ static int do_create(const struct cli *c, const char *what, int argc, char **arg
     }
     json_object_object_add(b, "bricks", bricks);
     struct cli_resp r;
-    int rc = call(c, what, "POST", "/v1/volumes", b, &r);
+    int rc = cli_call(c, what, "POST", "/v1/volumes", b, &r);
     if (rc == CLI_OK) {
         if (!c->json)
             printf("%s: %s: success: please start the volume to access data\n", what, argv[0]);
@@ -190,7 +188,7 @@ static int do_info(const struct cli *c, const char *what, int argc, char **argv)
     if (argc > 1)
         return cli_fail(CLI_USAGE, what, "usage: volume info [NAME]");
     snprintf(path, sizeof(path), argc ? "/v1/volumes/%s" : "/v1/volumes", argc ? argv[0] : "");
-    int rc = call(c, what, "GET", path, NULL, &r);
+    int rc = cli_call(c, what, "GET", path, NULL, &r);
     if (rc != CLI_OK || c->json)
         goto out;
     struct json_object *vols;
@@ -219,7 +217,7 @@ static int do_list(const struct cli *c, const char *what, int argc, char **argv)
     (void)argv;
     if (argc != 0)
         return cli_fail(CLI_USAGE, what, "usage: volume list");
-    int rc = call(c, what, "GET", "/v1/volumes", NULL, &r);
+    int rc = cli_call(c, what, "GET", "/v1/volumes", NULL, &r);
     if (rc != CLI_OK)
         return rc;
     if (!c->json && json_object_object_get_ex(r.json, "volumes", &vols)) {
@@ -242,7 +240,7 @@ static int do_status(const struct cli *c, const char *what, int argc, char **arg
         return cli_fail(CLI_USAGE, what, "usage: volume status [NAME]");
     snprintf(path, sizeof(path), argc ? "/v1/volumes/%s/status" : "/v1/status",
              argc ? argv[0] : "");
-    int rc = call(c, what, "GET", path, NULL, &r);
+    int rc = cli_call(c, what, "GET", path, NULL, &r);
     if (rc != CLI_OK)
         return rc;
     struct json_object *vols;
@@ -267,7 +265,7 @@ static int do_set(const struct cli *c, const char *what, int argc, char **argv)
 {
     struct cli_resp r;
     if (argc == 1 && strcmp(argv[0], "help") == 0) {
-        int rc = call(c, what, "GET", "/v1/options", NULL, &r);
+        int rc = cli_call(c, what, "GET", "/v1/options", NULL, &r);
         if (rc == CLI_OK && !c->json)
             cli_print_options_help(r.json);
         if (rc == CLI_OK)
@@ -282,7 +280,7 @@ static int do_set(const struct cli *c, const char *what, int argc, char **argv)
     struct json_object *b = json_object_new_object(), *o = json_object_new_object(), *rn;
     json_object_object_add(o, argv[1], json_object_new_string(argv[2]));
     json_object_object_add(b, "options", o);
-    int rc = call(c, what, "POST", path, b, &r);
+    int rc = cli_call(c, what, "POST", path, b, &r);
     if (rc != CLI_OK)
         return rc;
     if (!c->json) {
@@ -304,7 +302,7 @@ static int do_get(const struct cli *c, const char *what, int argc, char **argv)
     char path[300];
     snprintf(path, sizeof(path), "/v1/volumes/%s/options%s%s", argv[0],
              strcmp(argv[1], "all") ? "/" : "", strcmp(argv[1], "all") ? argv[1] : "");
-    int rc = call(c, what, "GET", path, NULL, &r);
+    int rc = cli_call(c, what, "GET", path, NULL, &r);
     if (rc == CLI_OK && !c->json)
         cli_print_get(r.json);
     if (rc == CLI_OK)
@@ -320,7 +318,7 @@ static int do_reset(const struct cli *c, const char *what, int argc, char **argv
     snprintf(path, sizeof(path), "/v1/volumes/%s/options%s%s", argv[0], argc == 2 ? "/" : "",
              argc == 2 ? argv[1] : "");
     struct cli_resp r;
-    int rc = call(c, what, "DELETE", path, NULL, &r);
+    int rc = cli_call(c, what, "DELETE", path, NULL, &r);
     if (rc == CLI_OK) {
         if (!c->json)
             printf("%s: success\n", what);
@@ -359,6 +357,7 @@ static const struct vcmd cmds[] = {
      "Sets a volume option, checked against the translators' option descriptors.\n"
      "'volume set help' lists every option with its type, default and description."},
     {"get", do_get, "volume get NAME KEY|all", "Shows an option's value (set or default)."},
+    {"heal", cli_volume_heal, CLI_HEAL_USAGE, CLI_HEAL_HELP},
     {"reset", do_reset, "volume reset NAME [KEY]",
      "Returns one option, or every option, to its default."},
 };

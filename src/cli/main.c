@@ -25,6 +25,8 @@ static const char usage[] =
     "  volume info [NAME]             volume list                volume status [NAME]\n"
     "  volume set NAME KEY VALUE      volume get NAME KEY|all    volume reset NAME [KEY]\n"
     "  volume set help\n"
+    "  volume heal NAME [info [summary|split-brain] | statistics | progress]\n"
+    "  volume heal NAME split-brain {bigger-file FILE | latest-mtime FILE | source-brick HOST:/DIR [FILE]}\n"
     "\n"
     "Global options (anywhere on the line):\n"
     "  --server HOST[:PORT]  the brickfsd to talk to [$BRICKFS_SERVER, 127.0.0.1:24100]\n"

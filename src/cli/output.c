@@ -96,6 +96,19 @@ void cli_print_status(struct json_object *st)
         printf("%-48s %-6s %-7s %-8s %s\n", where, or_dash(str(b, "port")), online ? "Y" : "N",
                pid, or_dash(str(b, "restarts")));
     }
+    struct json_object *d, *o;
+    if (json_object_object_get_ex(st, "self_heal_daemon", &d)) {
+        char who[128], pid[16] = "N/A";
+        bool on = json_object_object_get_ex(d, "online", &o) && json_object_get_boolean(o);
+        bool enabled = json_object_object_get_ex(d, "enabled", &o) && json_object_get_boolean(o);
+        int p = json_object_object_get_ex(d, "pid", &o) ? json_object_get_int(o) : 0;
+        if (p > 0)
+            snprintf(pid, sizeof(pid), "%d", p);
+        snprintf(who, sizeof(who), "Self-heal Daemon on %s%s", or_dash(str(d, "host")),
+                 enabled ? "" : " (off)");
+        printf("%-48s %-6s %-7s %-8s %s\n", who, "N/A", on ? "Y" : "N", pid,
+               or_dash(str(d, "restarts")));
+    }
 }
 
 void cli_print_options_help(struct json_object *resp)

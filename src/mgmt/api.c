@@ -160,6 +160,46 @@ static void volfile(struct bfs_mgmt *m, const char *name, const char *inm, const
     r->body = text;
 }
 
+static const char *str_field(struct json_object *b, const char *key)
+{
+    struct json_object *o;
+    if (!b || !json_object_object_get_ex(b, key, &o) || !json_object_is_type(o, json_type_string))
+        return NULL;
+    return json_object_get_string(o);
+}
+
+/* /v1/volumes/NAME/heal[/...] */
+static void heal_routes(struct bfs_mgmt *m, const char *method, char segs[][256], int n,
+                        struct json_object *b, struct bfs_http_reply *r)
+{
+    const char *name = segs[2], *what = n > 4 ? segs[4] : NULL;
+    struct json_object *out = NULL;
+    struct bfs_err e = {0};
+    bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+    int rc;
+    if (!what && post)
+        rc = bfs_op_heal(m, name, &out, &e);
+    else if (what && strcmp(what, "info") == 0 && n <= 6 && get)
+        rc = bfs_op_heal_info(m, name, n == 6 ? segs[5] : NULL, &out, &e);
+    else if (what && n == 5 && (strcmp(what, "statistics") == 0 || strcmp(what, "progress") == 0)
+             && get)
+        rc = bfs_op_heal_stats(m, name, &out, &e);
+    else if (what && n == 5 && strcmp(what, "split-brain") == 0 && post) {
+        if (b && !json_object_is_type(b, json_type_object))
+            return reply_error(r, 400, "the body must be a JSON object: {\"policy\": ..., "
+                               "\"file\": ..., \"source_brick\": ...}");
+        rc = bfs_op_heal_resolve(m, name, str_field(b, "policy"), str_field(b, "file"),
+                                 str_field(b, "source_brick"), &out, &e);
+    } else if (!what || (n == 5 && (strcmp(what, "statistics") == 0 ||
+                                    strcmp(what, "progress") == 0 ||
+                                    strcmp(what, "split-brain") == 0)) ||
+               (strcmp(what, "info") == 0 && n <= 6))
+        return reply_error(r, 405, "method not allowed on this route (docs/API.md)");
+    else
+        return reply_error(r, 404, "no such API route (docs/API.md lists them)");
+    reply_op(r, rc, 200, out, &e);
+}
+
 /* /v1/volumes/NAME[/...] */
 static void volume_routes(struct bfs_mgmt *m, const char *method, char segs[][256], int n,
                           struct json_object *b, const char *inm, const char *host,
@@ -172,6 +212,8 @@ static void volume_routes(struct bfs_mgmt *m, const char *method, char segs[][25
     bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
     bool del = strcmp(method, "DELETE") == 0;
     int rc;
+    if (sub && strcmp(sub, "heal") == 0)
+        return heal_routes(m, method, segs, n, b, r);
     if (!sub && get)
         rc = bfs_op_info(m, name, &out, &e);
     else if (!sub && del)

@@ -32,6 +32,8 @@ struct bfs_mgmt {
     char *listen;            /* HOST:PORT as given */
     int port_lo, port_hi;    /* brick port range */
     char *brick_bin;
+    char *shd_bin;           /* brickfs-shd: self-heal daemon and heal one-shots */
+    int heal_timeout_ms;     /* limit of a brickfs-shd --info / --resolve run */
     int stop_timeout_ms;     /* SIGTERM -> SIGKILL */
     int start_timeout_ms;    /* a brick must write its port file within this */
     struct bfs_store *store;
@@ -129,7 +131,8 @@ void bfs_bricks_unmark(const struct bfs_volume *v);
 void bfs_bricks_remark(const struct bfs_volume *v);
 
 /* ---- option catalogue (catalog.c) ---- */
-enum { BFS_SIDE_CLIENT = 1, BFS_SIDE_BRICK = 2 };
+/* MGMT: an option of brickfsd itself (the self-heal daemon's), in no volfile. */
+enum { BFS_SIDE_CLIENT = 1, BFS_SIDE_BRICK = 2, BFS_SIDE_MGMT = 4 };
 struct bfs_option_desc;
 struct bfs_catalog_entry {
     const struct bfs_option_desc *d;
@@ -154,6 +157,9 @@ char *bfs_volgen_brick(struct bfs_mgmt *m, const struct bfs_volume *v, int idx);
  * mgmt_addr (HOST:PORT of this brickfsd as the client reaches it; NULL =
  * --listen) where its brick listens (docs/design/graph-switch.md). */
 char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *mgmt_addr);
+/* Writes v's client volfile (mgmt-server: --listen) to path atomically. */
+int bfs_volgen_write_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *path,
+                            struct bfs_err *e);
 /* STATE/volfiles/VOL/BRICK.vol into buf. */
 void bfs_volgen_brick_path(struct bfs_mgmt *m, const struct bfs_volume *v, int idx, char *buf,
                            size_t len);
@@ -189,6 +195,33 @@ void bfs_sup_brick_state(struct bfs_mgmt *m, const struct bfs_volume *v, int idx
 void bfs_sup_reconcile(struct bfs_mgmt *m);
 /* Drops the process entries of a deleted (stopped) volume. */
 void bfs_sup_forget(struct bfs_mgmt *m, const char *vol);
+
+/* ---- the self-heal daemon of a volume (sup-shd.c); all with m->lock held ---- */
+#define BFS_OPT_SHD "cluster.self-heal-daemon"
+#define BFS_OPT_HEAL_INTERVAL "cluster.heal-timeout"
+/* Started, replicated and cluster.self-heal-daemon on. */
+bool bfs_shd_wanted(const struct bfs_volume *v);
+/* cluster.heal-timeout: seconds between the daemon's crawls. */
+int bfs_shd_interval(const struct bfs_volume *v);
+/* STATE/volfiles/VOL/shd.vol, STATE/shd/VOL.json, LOG/shd/VOL.log, RUN/shd/VOL.pid
+ * (each buffer len bytes). */
+void bfs_shd_paths(struct bfs_mgmt *m, const char *vol, char *volfile, char *statefile,
+                   char *logfile, char *pidfile, size_t len);
+/* Makes v's daemon match bfs_shd_wanted(v): starts, stops, or restarts it
+ * (a changed interval). Errors are logged: a daemon that cannot start is
+ * retried with backoff, the volume works on without it. */
+void bfs_sup_shd_sync(struct bfs_mgmt *m, const struct bfs_volume *v);
+/* Startup: adopt a running daemon of v, or start or stop one. */
+void bfs_sup_shd_reconcile(struct bfs_mgmt *m, const struct bfs_volume *v);
+struct bfs_shd_state {
+    bool enabled;  /* bfs_shd_wanted */
+    int pid;       /* 0 = not running */
+    bool online;
+    int restarts;
+};
+void bfs_sup_shd_state(struct bfs_mgmt *m, const struct bfs_volume *v, struct bfs_shd_state *out);
+/* SIGUSR1 to v's daemon (crawl now); -ESRCH if it does not run. */
+int bfs_sup_shd_kick(struct bfs_mgmt *m, const struct bfs_volume *v);
 
 /* ---- operations (volume-ops.c): take m->lock themselves ---- */
 struct bfs_volcreate_req {
@@ -226,6 +259,33 @@ int bfs_op_client_volfile(struct bfs_mgmt *m, const char *name, const char *mgmt
 /* One brick's entry of the port map (volume status), by brick name. */
 int bfs_op_brick_status(struct bfs_mgmt *m, const char *name, const char *brick,
                         struct json_object **out, struct bfs_err *e);
+
+/* ---- heal (heal-ops.c): take m->lock themselves; never hold it while
+ * brickfs-shd runs ---- */
+int bfs_op_heal(struct bfs_mgmt *m, const char *name, struct json_object **out,
+                struct bfs_err *e);
+/* mode: NULL (every pending entry), "summary" or "split-brain". */
+int bfs_op_heal_info(struct bfs_mgmt *m, const char *name, const char *mode,
+                     struct json_object **out, struct bfs_err *e);
+int bfs_op_heal_stats(struct bfs_mgmt *m, const char *name, struct json_object **out,
+                      struct bfs_err *e);
+/* policy: bigger-file, latest-mtime or source-brick; file NULL (only with
+ * source-brick: every file in split-brain); brick "HOST:/DIR" or NULL. */
+int bfs_op_heal_resolve(struct bfs_mgmt *m, const char *name, const char *policy,
+                        const char *file, const char *brick, struct json_object **out,
+                        struct bfs_err *e);
+
+/* ---- running brickfs-shd once (shd-run.c) ---- */
+struct bfs_run_result {
+    int status;     /* exit status; -1 = killed (timeout or signal) */
+    bool timed_out;
+    char *out;      /* standard output (malloc'd, NUL-terminated) */
+    char *err;      /* standard error, same */
+};
+/* Runs argv (argv[0] the program) with no stdin, collecting its outputs,
+ * killing it after timeout_ms. 0, or -errno if it could not be run. */
+int bfs_run_capture(char *const argv[], int timeout_ms, struct bfs_run_result *r);
+void bfs_run_result_free(struct bfs_run_result *r);
 
 /* ---- HTTP (http.c, api.c) ---- */
 struct bfs_http_reply {

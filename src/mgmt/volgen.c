@@ -2,7 +2,7 @@
  * volgen.c — volfiles from a volume document (docs/design/management.md,
  * "Volfiles"). The graphs:
  *
- *   brick VOL-brick-N: storage/posix -> features/locks -> debug/io-stats
+ *   brick VOL-brick-N: storage/posix -> features/index -> features/locks -> debug/io-stats
  *                      (named VOL-brick-N, what clients ask for) -> protocol/server
  *   client:            protocol/client x N -> cluster/distribute (N > 1)
  *                      -> debug/io-stats (named VOL)
@@ -110,9 +110,12 @@ char *bfs_volgen_brick(struct bfs_mgmt *m, const struct bfs_volume *v, int idx)
     put(&b, "    option brick-name %s:%s\n", br->host, br->path);
     put_set_opts(m, &b, v, "storage/posix");
     put(&b, "end-volume\n\n");
-    snprintf(n2, sizeof(n2), "%s-locks", bn);
-    put_xl(m, &b, v, n2, "features/locks", n1);
-    put_xl(m, &b, v, bn, "debug/io-stats", n2);
+    /* the pending-heal index sits right on the storage (self-heal-daemon.md) */
+    snprintf(n2, sizeof(n2), "%s-index", bn);
+    put_xl(m, &b, v, n2, "features/index", n1);
+    snprintf(n1, sizeof(n1), "%s-locks", bn);
+    put_xl(m, &b, v, n1, "features/locks", n2);
+    put_xl(m, &b, v, bn, "debug/io-stats", n1);
     put(&b, "volume %s-server\n    type protocol/server\n", bn);
     put(&b, "    option transport.listen-address %s\n", bfs_brick_listen_addr(br->host));
     put(&b, "    option transport.listen-port %d\n", br->port);
@@ -208,6 +211,19 @@ int bfs_volgen_write(struct bfs_mgmt *m, const struct bfs_volume *v, struct bfs_
         if (rc < 0)
             return bfs_fail(e, 500, "cannot write volfile %s: %s", path, strerror(-rc));
     }
+    return 0;
+}
+
+int bfs_volgen_write_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *path,
+                            struct bfs_err *e)
+{
+    char *text = bfs_volgen_client(m, v, NULL);
+    if (!text)
+        return bfs_fail(e, 500, "out of memory");
+    int rc = bfs_write_file_atomic(path, text, strlen(text));
+    free(text);
+    if (rc < 0)
+        return bfs_fail(e, 500, "cannot write volfile %s: %s", path, strerror(-rc));
     return 0;
 }
 

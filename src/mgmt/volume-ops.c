@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -271,6 +272,17 @@ static struct json_object *status_json(struct bfs_mgmt *m, const struct bfs_volu
     for (int i = 0; i < v->nbricks; i++)
         json_object_array_add(arr, brick_json(m, v, i));
     json_object_object_add(j, "bricks", arr);
+    if (v->replica > 0) {
+        struct bfs_shd_state st;
+        bfs_sup_shd_state(m, v, &st);
+        struct json_object *d = json_object_new_object();
+        json_object_object_add(d, "host", json_object_new_string("localhost"));
+        json_object_object_add(d, "enabled", json_object_new_boolean(st.enabled));
+        json_object_object_add(d, "pid", json_object_new_int(st.pid));
+        json_object_object_add(d, "online", json_object_new_boolean(st.online));
+        json_object_object_add(d, "restarts", json_object_new_int(st.restarts));
+        json_object_object_add(j, "self_heal_daemon", d);
+    }
     return j;
 }
 
@@ -297,6 +309,7 @@ static int start_locked(struct bfs_mgmt *m, const char *name, bool force,
         save_or_fail(m, v, &ignore);
     }
     if (rc == 0) {
+        bfs_sup_shd_sync(m, v); /* after the bricks: it connects to them */
         bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s started%s", name, force ? " (force)" : "");
         *out = status_json(m, v);
     }
@@ -371,6 +384,9 @@ static int delete_locked(struct bfs_mgmt *m, const char *name, struct json_objec
     }
     bfs_bricks_unmark(v);
     bfs_volgen_remove(m, name);
+    char statefile[4200];
+    bfs_shd_paths(m, name, NULL, statefile, NULL, NULL, sizeof(statefile));
+    unlink(statefile);
     bfs_sup_forget(m, name);
     bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s deleted", name);
     *out = json_object_new_object();

@@ -131,10 +131,10 @@ static uint32_t copy_file(struct afr_hctx *h, int src, uint32_t sinks)
     return sinks;
 }
 
-int afr_heal_data(struct afr_priv *p, const struct bfs_gfid *g)
+int afr_heal_data(struct afr_priv *p, const struct bfs_gfid *g, int force)
 {
     struct afr_hctx h;
-    int rc = afr_heal_begin(&h, p, g, AFR_DATA);
+    int rc = afr_heal_begin(&h, p, g, AFR_DATA, force);
     if (rc < 0)
         return rc;
     int ref = bfs_mask_first(h.s.valid);

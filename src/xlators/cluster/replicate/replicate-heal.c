@@ -38,13 +38,14 @@ int afr_hsync(struct afr_hctx *h, int i, int fop, const void *req, void *rep)
 
 static int lock_one(struct afr_hctx *h, int i, bool lock)
 {
+    int cmd = !lock ? 0 : h->p->heal_try ? BFS_LK_SETLK : BFS_LK_SETLKW;
     if (h->lk.kind == BFS_LKSET_INODE) {
         struct bfs_inodelk_req req;
-        bfs_lkset_inodelk_req(&h->lk, h->st->lk_owner, lock ? BFS_LK_SETLKW : 0, &req);
+        bfs_lkset_inodelk_req(&h->lk, h->st->lk_owner, cmd, &req);
         return afr_hsync(h, i, BFS_FOP_INODELK, &req, NULL);
     }
     struct bfs_entrylk_req req;
-    bfs_lkset_entrylk_req(&h->lk, lock ? BFS_LK_SETLKW : 0, &req);
+    bfs_lkset_entrylk_req(&h->lk, cmd, &req);
     return afr_hsync(h, i, BFS_FOP_ENTRYLK, &req, NULL);
 }
 
@@ -87,7 +88,8 @@ static void inspect(struct afr_hctx *h)
     bfs_dict_unref(req.xdata);
 }
 
-int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid *g, int t)
+int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid *g, int t,
+                   int force)
 {
     memset(h, 0, sizeof(*h));
     h->p = p;
@@ -103,9 +105,16 @@ int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid
         return -ENOMEM;
     }
     uint32_t up = afr_up(p);
-    for (int i = 0; i < p->n; i++) /* blocking, in child order */
-        if (bfs_mask_has(up, i) && lock_one(h, i, true) == 0)
+    for (int i = 0; i < p->n; i++) { /* blocking, in child order */
+        int rc = bfs_mask_has(up, i) ? lock_one(h, i, true) : -ENOTCONN;
+        if (rc == 0) {
             h->locked |= BFS_BIT(i);
+        } else if (rc == -EAGAIN && p->heal_try) { /* busy: another time */
+            unlock_all(h);
+            hctx_free(h);
+            return -EAGAIN;
+        }
+    }
     if (!h->locked) {
         hctx_free(h);
         return -ENOTCONN;
@@ -116,7 +125,7 @@ int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid
         hctx_free(h);
         return -ENOENT;
     }
-    afr_decide(&h->s, t, __atomic_load_n(&p->fav_policy, __ATOMIC_RELAXED), -1, &h->d);
+    afr_decide(&h->s, t, __atomic_load_n(&p->fav_policy, __ATOMIC_RELAXED), force, &h->d);
     return 0;
 }
 
@@ -205,15 +214,19 @@ static void run_job(void *owner, void *job)
 {
     struct afr_priv *p = owner;
     struct afr_heal_req *r = job;
+    if (r->vop) {
+        afr_vop_run(p, r);
+        return;
+    }
     int rc = 0;
     if (!bfs_gfid_is_null(&r->pargfid))
         rc = afr_heal_entry(p, &r->pargfid);
     if (r->types & BFS_BIT(AFR_ENTRY))
         rc = afr_heal_entry(p, &r->gfid) < 0 ? -1 : rc;
     if (r->types & BFS_BIT(AFR_METADATA))
-        rc = afr_heal_meta(p, &r->gfid) < 0 ? -1 : rc;
+        rc = afr_heal_meta(p, &r->gfid, -1) < 0 ? -1 : rc;
     if (r->types & BFS_BIT(AFR_DATA))
-        rc = afr_heal_data(p, &r->gfid) < 0 ? -1 : rc;
+        rc = afr_heal_data(p, &r->gfid, -1) < 0 ? -1 : rc;
     __atomic_add_fetch(rc < 0 ? &p->n_heal_fail : &p->n_heal_ok, 1, __ATOMIC_RELAXED);
     if (r->frame)
         afr_lookup_resume(p->xl, r->frame, r->req);
@@ -224,7 +237,9 @@ static void drop_job(void *owner, void *job)
 {
     (void)owner;
     struct afr_heal_req *r = job;
-    if (r->frame) {
+    if (r->vop) {
+        afr_vop_cancel(r);
+    } else if (r->frame) {
         bfs_unwind_lookup(r->frame, -ENOTCONN, NULL);
         bfs_lookup_req_free(r->req);
     }
@@ -235,7 +250,8 @@ static bool merge_job(void *queued, const void *job)
 {
     struct afr_heal_req *q = queued;
     const struct afr_heal_req *j = job;
-    if (!bfs_gfid_eq(&q->gfid, &j->gfid) || !bfs_gfid_eq(&q->pargfid, &j->pargfid))
+    if (q->vop || j->vop || !bfs_gfid_eq(&q->gfid, &j->gfid) ||
+        !bfs_gfid_eq(&q->pargfid, &j->pargfid))
         return false;
     q->types |= j->types;
     return true;
@@ -258,7 +274,8 @@ void afr_heal_stop(struct afr_priv *p)
 int afr_heal_request(struct afr_priv *p, const struct afr_heal_req *r)
 {
     size_t limit = (size_t)__atomic_load_n(&p->heal_count, __ATOMIC_RELAXED);
-    return bfs_healq_push(p->healq, r, r->frame != NULL, limit);
+    /* A daemon's request (vop) waits for an answer like a lookup: never refused. */
+    return bfs_healq_push(p->healq, r, r->frame != NULL || r->vop, limit);
 }
 
 size_t afr_heal_queued(struct afr_priv *p)

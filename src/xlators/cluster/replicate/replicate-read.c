@@ -254,6 +254,8 @@ int afr_read(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_read_req *
 
 int afr_getxattr(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_getxattr_req *req)
 {
+    if (afr_vop_getxattr(f, xl, req))
+        return 0;
     return read_start(f, xl, BFS_FOP_GETXATTR, req, &req->loc, NULL, AFR_METADATA, 0);
 }
 

@@ -310,12 +310,13 @@ static char *afr_dump(struct bfs_xl *xl)
     struct afr_priv *p = afr_priv(xl);
     char *s = NULL;
     int n = asprintf(&s,
-                     "{\"name\":\"%s\",\"children\":%d,\"arbiter\":%d,\"up\":%u,"
+                     "{\"name\":\"%s\",\"children\":%d,\"arbiter\":%d,\"up\":%u,\"reported\":%u,"
                      "\"quorum\":\"%s\",\"generation\":%" PRIu64 ",\"transactions\":%" PRIu64
                      ",\"read_failovers\":%" PRIu64 ",\"heals_done\":%" PRIu64
                      ",\"heals_failed\":%" PRIu64 ",\"split_brains\":%" PRIu64
                      ",\"heals_queued\":%zu}",
                      xl->name, p->n, p->arbiter, afr_up(p),
+                     __atomic_load_n(&p->reported, __ATOMIC_RELAXED),
                      bfs_quorum_name(__atomic_load_n(&p->cl.qtype, __ATOMIC_RELAXED)),
                      __atomic_load_n(&p->gen, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_txn, __ATOMIC_RELAXED),

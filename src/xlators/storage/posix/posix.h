@@ -40,6 +40,7 @@
 #define PX_INTERNAL_KEY "brickfs-internal" /* xdata INT 1: a brick-side translator */
 #define PX_GFID_REQ_KEY "gfid-req"         /* xdata BIN[16]: GFID for a new entry */
 #define PX_HIDDEN ".brickfs"
+#define PX_VKEY_PATH "brickfs.path"     /* virtual getxattr: a directory's path */
 #define PX_NLOCKS 256              /* striped per-GFID mutexes */
 #define PX_HPATH_LEN 48            /* "ab/cd/<36 chars>" + NUL, with room */
 #define PX_PROC_FD_LEN 40          /* "/proc/self/fd/<int>" + NUL */
@@ -222,6 +223,9 @@ int bfs__px_gfid_for_new(const struct bfs_dict *xdata, struct bfs_gfid *out, boo
 /* Resolution. Every result is opened relative to the brick root without
  * following any symlink; a GFID goes through its handle. */
 int bfs__px_resolve_gfid(struct px_priv *p, const struct bfs_gfid *g, struct px_obj *o);
+/* The path of directory g from the brick root ("/a/b"; "/" for the root),
+ * from its handle chain (malloc'd into *out). -ESTALE if the chain is broken. */
+int bfs__px_dir_path(struct px_priv *p, const struct bfs_gfid *g, char **out);
 int bfs__px_resolve_entry(struct px_priv *p, const struct px_obj *par, const char *name,
                           struct px_obj *o);
 /* By loc.gfid when set, else by (loc.pargfid, loc.name). */
