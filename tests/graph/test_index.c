@@ -233,6 +233,25 @@ static void test_index(void)
     ok(!indexed(&f1), "removed");
     is_int(checks(&b) - checks0, 0, "still no read");
 
+    /* a new file is known at once: its first post-op reads nothing */
+    struct bfs_gfid f4;
+    is_int(create(&b, "f4", &f4), 0, "create f4");
+    is_int(add(&b, &f4, dirty, 1, c1, 0), 0, "pre-op on f4");
+    ok(indexed(&f4), "f4 indexed");
+    is_int(add(&b, &f4, dirty, -1, NULL, 0), 0, "post-op on f4");
+    ok(!indexed(&f4), "f4 removed");
+    is_int(checks(&b) - checks0, 0, "without reading f4 (create said it was new)");
+    /* create of an existing name opens the file: what is known stays */
+    struct bfs_gfid f5;
+    is_int(add(&b, &f1, c1, 1, NULL, 0), 0, "blame c1 on f1");
+    is_int(create(&b, "f1", &f5), 0, "create of the name f1 again (opens it)");
+    ok(bfs_gfid_eq(&f5, &f1), "same file");
+    is_int(add(&b, &f1, dirty, 1, NULL, 0), 0, "pre-op on f1");
+    is_int(add(&b, &f1, dirty, -1, NULL, 0), 0, "post-op on f1");
+    ok(indexed(&f1), "f1 still indexed (c1 blamed)");
+    is_int(add(&b, &f1, c1, -1, NULL, 0), 0, "c1 healed");
+    ok(!indexed(&f1), "f1 removed");
+
     /* GET_AND_SET: the new values (the request's) decide, not the old ones
      * the reply carries */
     struct bfs_dict *d = bfs_dict_new();

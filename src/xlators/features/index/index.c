@@ -22,7 +22,8 @@
  *   no watched key is non-zero any more, the entry is removed. After one
  *   such read the non-zero watched keys of the inode are known and kept
  *   current from the replies (index-known.c): later post-ops decide
- *   without reading.
+ *   without reading. A new inode (mkdir, mknod, symlink, and create when
+ *   storage/posix says it made the file) is known at once: no counters.
  * xattrops on one GFID go through the index one at a time (a queue per
  * busy GFID), so a removal decided on one reply can never overtake the
  * entry made for a later one. An fxattrop on an fd without inode (made by
@@ -456,6 +457,50 @@ static int index_fxattrop(struct bfs_frame *frame, struct bfs_xl *xl,
     return rc;
 }
 
+/* ---- new inodes: nothing to read at their first post-op ---- */
+
+static void new_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc, const void *rep)
+{
+    (void)cookie;
+    struct bfs_xl *xl = frame->xl;
+    const struct bfs_iatt *a = NULL;
+    int64_t created = 0;
+    switch (fop) {
+    case BFS_FOP_CREATE: /* may have opened an existing file: posix says */
+        if (bfs_dict_get_int(((const struct bfs_create_rep *)rep)->xdata, IX_CREATED_KEY,
+                             &created) == 0 && created == 1)
+            a = &((const struct bfs_create_rep *)rep)->attr;
+        break;
+    case BFS_FOP_MKDIR: a = &((const struct bfs_mkdir_rep *)rep)->attr; break;
+    case BFS_FOP_MKNOD: a = &((const struct bfs_mknod_rep *)rep)->attr; break;
+    case BFS_FOP_SYMLINK: a = &((const struct bfs_symlink_rep *)rep)->attr; break;
+    }
+    if (rc >= 0 && a && !bfs_gfid_is_null(&a->gfid))
+        ix_known_set(xl->private, &a->gfid, NULL);
+    bfs_unwind_any(fop, frame, rc, rep);
+}
+
+static int index_create(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_create_req *r)
+{
+    return bfs_wind_any(BFS_FOP_CREATE, f, FIRST_CHILD(xl), new_cbk, NULL, r);
+}
+
+static int index_mkdir(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_mkdir_req *r)
+{
+    return bfs_wind_any(BFS_FOP_MKDIR, f, FIRST_CHILD(xl), new_cbk, NULL, r);
+}
+
+static int index_mknod(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_mknod_req *r)
+{
+    return bfs_wind_any(BFS_FOP_MKNOD, f, FIRST_CHILD(xl), new_cbk, NULL, r);
+}
+
+static int index_symlink(struct bfs_frame *f, struct bfs_xl *xl,
+                         const struct bfs_symlink_req *r)
+{
+    return bfs_wind_any(BFS_FOP_SYMLINK, f, FIRST_CHILD(xl), new_cbk, NULL, r);
+}
+
 /* ---- enumeration ---- */
 
 struct ix_list {
@@ -716,6 +761,10 @@ static const struct bfs_fops index_fops = {
     .fxattrop = index_fxattrop,
     .getxattr = index_getxattr,
     .setxattr = index_setxattr,
+    .create = index_create,
+    .mkdir = index_mkdir,
+    .mknod = index_mknod,
+    .symlink = index_symlink,
 };
 
 BFS_XL_MODULE(.type = "features/index", .fops = &index_fops, .options = index_options,

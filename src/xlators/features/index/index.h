@@ -12,6 +12,7 @@
 #include "core/xlator.h"
 
 #define IX_INTERNAL_KEY "brickfs-internal"
+#define IX_CREATED_KEY "brickfs-created" /* storage/posix's create reply: a new file */
 #define IX_VKEY_PENDING "brickfs.index.pending"
 #define IX_VKEY_OFFSET "brickfs.index.offset"
 #define IX_VKEY_EOF "brickfs.index.eof"

@@ -169,6 +169,9 @@ static int do_create(struct px_job *j, const struct bfs_create_req *req,
         rc = bfs__px_fd_install(j, req->fd, fd, NULL, &o.gfid);
     else if (fd >= 0)
         SYS.close(fd);
+    /* features/index: a new inode has no counters to read */
+    if (rc >= 0 && created && (rep->xdata = bfs_dict_new()))
+        (void)bfs_dict_set_int(rep->xdata, PX_CREATED_KEY, 1);
     bfs__px_obj_close(&o);
     bfs__px_obj_close(&par);
     return rc;

@@ -39,6 +39,7 @@
 #define PX_INTERNAL_PREFIX "trusted.brickfs."
 #define PX_INTERNAL_KEY "brickfs-internal" /* xdata INT 1: a brick-side translator */
 #define PX_GFID_REQ_KEY "gfid-req"         /* xdata BIN[16]: GFID for a new entry */
+#define PX_CREATED_KEY "brickfs-created"   /* create reply xdata INT 1: a new file */
 #define PX_HIDDEN ".brickfs"
 #define PX_VKEY_PATH "brickfs.path"     /* virtual getxattr: a directory's path */
 #define PX_NLOCKS 256              /* striped per-GFID mutexes */
