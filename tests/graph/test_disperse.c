@@ -690,7 +690,8 @@ static void meta_entry_heal(int n, int r)
     struct bfs_gfid g, g2;
     ok(create(&v, "m", &fd, &g) == 0 && create_closed(&v, "gone", &g2) == 0,
        "%d+%d meta: two files", n - r, r);
-    quiesce_name(&v, "gone"); /* its unlock runs behind the answer: let it reach child 2 */
+    quiesce_name(&v, "m"); /* their unlocks run behind the answers: let them reach child 2 */
+    quiesce_name(&v, "gone");
     down(&v, 2);
     struct bfs_setattr_req sreq = {.valid = BFS_SET_MODE};
     sreq.loc.gfid = g;
@@ -741,6 +742,15 @@ static void meta_entry_heal(int n, int r)
     ok(bfs_sync_fallocate(v.ec, v.st, &freq, NULL) == 0 && fstat_size(&v, tfd, &size) == 0 &&
            size == 21000,
        "%d+%d meta: fallocate grows the size", n - r, r);
+    /* seek answers conservatively: the whole file is data */
+    struct bfs_seek_req kreq = {.fd = tfd, .offset = 5, .what = SEEK_HOLE};
+    struct bfs_seek_rep krep;
+    ok(bfs_sync_seek(v.ec, v.st, &kreq, &krep) == 0 && krep.offset == 21000,
+       "%d+%d meta: SEEK_HOLE answers the size", n - r, r);
+    kreq.offset = 21000;
+    kreq.what = SEEK_DATA;
+    ok(bfs_sync_seek(v.ec, v.st, &kreq, &krep) == -ENXIO, "%d+%d meta: SEEK_DATA past the end",
+       n - r, r);
     flush_close(&v, tfd);
     vol_close(&v);
 }

@@ -114,6 +114,7 @@ layout()
         resume "$S"
     done
     echo "# $name: $(wl get "$S" errors) failed call(s), last $(wl get "$S" last_errno)"
+    [ -s "$S/errors.log" ] && sed "s/^/# failed: /" "$S/errors.log"
     EXPECT 0 wl get "$S" errors
     touch "$S/stop"
     EXPECT_WITHIN 120 1 is_stopped "$S"

@@ -74,6 +74,8 @@ def attempt(fn, status, state):
         except OSError as e:
             status["errors"] += 1
             status["last_errno"] = errno.errorcode.get(e.errno, str(e.errno))
+            with open(os.path.join(state, "errors.log"), "a") as f:
+                f.write("%.6f %s %s\n" % (time.time(), fn.__name__, status["last_errno"]))
             save(os.path.join(state, "status"), status)
             time.sleep(0.05)
 

@@ -135,8 +135,12 @@ static int mt_combine(struct bfs_txn *t)
     ec_ictx_failed(ec_ictx_peek(p->xl, m->inode), t->type, t->failed);
     if (m->chosen < 0)
         return err ? err : -EIO;
-    if (bfs_mask_count(t->ok) < ec_quorum(p))
+    if (bfs_mask_count(t->ok) < ec_quorum(p)) {
+        XL_WARN(p->xl, "a %s change reached %d child(ren), %d needed: EIO",
+                t->type == EC_ENTRY ? "name" : "metadata", bfs_mask_count(t->ok),
+                ec_quorum(p));
         return -EIO;
+    }
     if (t->type == EC_ENTRY)
         remember_new(m);
     return t->op.replies[m->chosen].rc;

@@ -170,6 +170,8 @@ static int read_pick(struct ec_rd *r)
             r->op.state = RD_START;
             return BFS_OP_CONTINUE;
         }
+        XL_WARN(p->xl, "read: %d good fragment(s) reachable, %d needed: EIO",
+                bfs_mask_count(cand), p->k);
         return answer(r, -EIO, NULL);
     }
     uint64_t len = q->size;

@@ -214,6 +214,7 @@ static int wind_reads(struct ec_wtxn *w)
     w->readers = ec_pick_k(p, t->run & ~w->rd_failed);
     bfs_op_reset_replies(&t->op);
     if (!w->readers) {
+        XL_WARN(p->xl, "read-modify-write: fewer than %d good fragments: EIO", p->k);
         fail_all(w, t->run, -EIO); /* fewer than k good fragments: nothing is changed */
         w->stage = WS_DONE;
         return BFS_OP_CONTINUE;
@@ -453,6 +454,8 @@ static uint32_t tx_wind(struct bfs_txn *t, uint32_t run)
     struct ec_wtxn *w = (struct ec_wtxn *)t;
     w->stage = WS_PLAN;
     if (bfs_mask_count(run) < ec_quorum(w->p)) {
+        XL_WARN(w->p->xl, "a data change would reach %d child(ren), %d needed: EIO",
+                bfs_mask_count(run), ec_quorum(w->p));
         fail_all(w, run, -EIO); /* too few fragments would be written */
         w->stage = WS_DONE;
         return 0;
@@ -503,8 +506,11 @@ static int tx_combine(struct bfs_txn *t)
             err = r->rc;
     }
     __atomic_add_fetch(&p->n_txn, 1, __ATOMIC_RELAXED);
-    if (w->chosen >= 0 && bfs_mask_count(t->ok) < ec_quorum(p))
+    if (w->chosen >= 0 && bfs_mask_count(t->ok) < ec_quorum(p)) {
+        XL_WARN(p->xl, "a data change reached %d child(ren), %d needed: EIO",
+                bfs_mask_count(t->ok), ec_quorum(p));
         return -EIO; /* written, but to too few children to be read back */
+    }
     if (w->chosen < 0) {
         struct ec_inode *c = ec_ictx_peek(p->xl, w->inode);
         if (c && w->delta) { /* the size did not move after all */
