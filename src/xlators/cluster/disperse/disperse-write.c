@@ -327,6 +327,7 @@ static int build_piece(struct ec_wtxn *w, int j)
 /* The size after the change, in wind order (concurrent deltas add up). */
 static void move_size(struct ec_wtxn *w)
 {
+    __atomic_add_fetch(&w->p->dseq, 1, __ATOMIC_ACQ_REL);
     struct ec_inode *c = ec_ictx(w->p->xl, w->inode);
     pthread_mutex_lock(&c->lock);
     uint64_t cur = c->size, end = w->off + w->len;
@@ -527,6 +528,11 @@ static int tx_combine(struct bfs_txn *t)
 static void tx_answer(struct bfs_txn *t, int rc)
 {
     struct ec_wtxn *w = (struct ec_wtxn *)t;
+    __atomic_add_fetch(&w->p->dseq, 1, __ATOMIC_ACQ_REL); /* lookups in flight predate it */
+    if (rc < 0)
+        XL_WARN(w->p->xl, "%s failed: %s (set %#x, ran on %#x, ok %#x, failed %#x)",
+                bfs_fop_info[w->fop].name, strerror(-rc), t->lk->set, t->run, t->ok,
+                t->failed);
     if (rc == -EROFS)
         rc = -EIO; /* below quorum: for disperse the data is not there */
     if (w->open_rep) {
@@ -640,10 +646,12 @@ static void trunc_opened(void *arg, int rc)
     struct ec_wtxn *w = tc->w;
     struct bfs_frame *frame = tc->frame;
     free(tc);
-    if (rc >= 0)
+    if (rc >= 0) {
         rc = start(w, frame, true, false);
-    else
+    } else {
+        XL_WARN(w->p->xl, "truncate: the file opened on too few children: %s", strerror(-rc));
         wtxn_free(w);
+    }
     if (rc < 0)
         bfs_unwind_truncate(frame, rc, NULL);
 }
