@@ -755,6 +755,46 @@ static void meta_entry_heal(int n, int r)
     vol_close(&v);
 }
 
+/* A child that fails the fop itself (not the lock or the pre-op) is blamed
+ * before the answer; the answer still carries the file's attributes (the
+ * blame stage must not eat the fop's replies). */
+static void fop_fails_on_one(int n, int r)
+{
+    struct vol v;
+    ok(vol_open(&v, n, r, NULL) == 0, "%d+%d blame: graph", n - r, r);
+    struct model m = {.b = calloc(1, MAXF + 65536)};
+    struct bfs_fd *fd;
+    struct bfs_gfid g;
+    ok(create(&v, "b", &fd, &g) == 0 && m_write(&v, fd, &m, 0, 20000) == 20000,
+       "%d+%d blame: a file", n - r, r);
+    reconf(&v, 1, "enable", "ftruncate,write");
+    reconf(&v, 1, "failure", "100");
+    struct bfs_ftruncate_req req = {.fd = fd, .offset = 7001};
+    struct bfs_ftruncate_rep rep;
+    int rc = bfs_sync_ftruncate(v.ec, v.st, &req, &rep);
+    ok(rc == 0 && S_ISREG(rep.post.mode) && rep.post.size == 7001 && S_ISREG(rep.pre.mode),
+       "%d+%d blame: ftruncate failing on one child answers the file's attributes "
+       "(rc %d, mode %o, size %llu)", n - r, r, rc, rep.post.mode,
+       (unsigned long long)rep.post.size);
+    bfs_ftruncate_rep_clear_dup(&rep);
+    m_truncate(&m, 7001);
+    struct bfs_write_req wreq = {.fd = fd, .offset = 3};
+    struct bfs_write_rep wrep;
+    wreq.data.data = "abc";
+    wreq.data.len = 3;
+    rc = bfs_sync_write(v.ec, v.st, &wreq, &wrep);
+    ok(rc == 3 && S_ISREG(wrep.post.mode) && wrep.post.size == 7001,
+       "%d+%d blame: so does a write", n - r, r);
+    bfs_write_rep_clear_dup(&wrep);
+    memcpy(m.b + 3, "abc", 3);
+    ok(same(&v, fd, &m), "%d+%d blame: the data is right", n - r, r);
+    reconf(&v, 1, "failure", "0");
+    reconf(&v, 1, "enable", "all");
+    flush_close(&v, fd);
+    free(m.b);
+    vol_close(&v);
+}
+
 int main(void)
 {
     plan_lazy();
@@ -783,6 +823,8 @@ int main(void)
             crashed_writer(n, r);
         if (!only || strcmp(only, "meta") == 0)
             meta_entry_heal(n, r);
+        if (!only || strcmp(only, "blame") == 0)
+            fop_fails_on_one(n, r);
     }
     bfs_proc_free(proc);
     char cmd[300];
