@@ -15,7 +15,10 @@
 #     (sizes ceil(size/stripe)*chunk ~ size/k, data fragments byte-exact);
 #   - at the end: the mount reads every file right with R bricks down, a
 #     read with R+1 down fails EIO or ENOTCONN (never wrong data), and after
-#     the restart and heal the bricks are right again.
+#     the restart and heal the bricks are right again;
+#   - two mounts (two clients) write interleaved pieces that share every
+#     stripe of one file at the same time: both writers' pieces are there
+#     (the inodelk between clients, eager locks handed over).
 #
 # The mount runs with entry-timeout=0 and attr-timeout=0, so that every
 # access is a lookup (heal on access); the volfile heals in the foreground.
@@ -130,6 +133,19 @@ layout()
     for ((i = 0; i <= r; i++)); do TEST start_brick "$name-b$i"; done
     EXPECT_WITHIN "$HEAL_TIMEOUT" ok heal_converged "$M" "$S" "$k" "$chunk" "${dirs[@]}"
     EXPECT ok wl verify "$M" "$S"
+    # two clients, one file, every stripe written by both
+    local M2=$T/mnt2-$name
+    TEST mount_brickfs "$vf" "$M2" -o entry-timeout=0,attr-timeout=0
+    TEST touch "$M/shared"
+    wl pieces "$M" shared 0 12 1000 >"$T/p0.out" 2>&1 &
+    local p0=$!
+    wl pieces "$M2" shared 1 12 1000 >"$T/p1.out" 2>&1 &
+    local p1=$!
+    TEST wait "$p0"
+    TEST wait "$p1"
+    EXPECT ok wl pieces-check "$M" shared 12 1000
+    EXPECT ok wl pieces-check "$M2" shared 12 1000
+    TEST umount_brickfs "$M2"
     TEST umount_brickfs "$M"
 }
 

@@ -20,6 +20,13 @@
   touch MNT STATE        stats and reads every file (lookups: heal on access).
   read-fails MNT NAME    reading NAME fails with EIO or ENOTCONN: prints the
                          errno name, or "read-ok".
+  pieces MNT NAME ID N PIECE
+                         writes pieces j*2+ID (j < N) of PIECE bytes of
+                         NAME through one descriptor, each a pattern of (ID,
+                         j): two writers (ID 0 and 1, two mounts) interleave
+                         in every stripe.
+  pieces-check MNT NAME N PIECE
+                         NAME holds both writers' pieces: "ok".
 """
 import errno
 import json
@@ -216,6 +223,32 @@ def read_fails(mnt, name):
         print(errno.errorcode.get(e.errno, str(e.errno)))
 
 
+def piece(i, j, size):
+    return bytes(((i * 131 + j * 7 + k) % 251) for k in range(size))
+
+
+def pieces(mnt, name, wid, n, size):
+    fd = os.open(os.path.join(mnt, name), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        for j in range(n):
+            os.pwrite(fd, piece(wid, j, size), (j * 2 + wid) * size)
+    finally:
+        os.close(fd)
+    print("ok")
+
+
+def pieces_check(mnt, name, n, size):
+    with open(os.path.join(mnt, name), "rb") as f:
+        got = f.read()
+    want = b"".join(piece(j % 2, j // 2, size) for j in range(2 * n))
+    if got == want:
+        print("ok")
+    else:
+        first = next((i for i in range(min(len(got), len(want))) if got[i] != want[i]),
+                     min(len(got), len(want)))
+        print("differs: %d bytes, want %d, first difference at %d" % (len(got), len(want), first))
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "run":
@@ -228,6 +261,10 @@ def main():
         touch(sys.argv[2], sys.argv[3])
     elif cmd == "read-fails":
         read_fails(sys.argv[2], sys.argv[3])
+    elif cmd == "pieces":
+        pieces(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
+    elif cmd == "pieces-check":
+        pieces_check(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     elif cmd == "get":
         print(load(os.path.join(sys.argv[2], "status"), {}).get(sys.argv[3], ""))
     else:
