@@ -170,6 +170,17 @@ static int create(struct vol *v, const char *name, struct bfs_fd **fdp, struct b
     return rc;
 }
 
+static int flush_close(struct vol *v, struct bfs_fd *fd);
+
+static int create_closed(struct vol *v, const char *name, struct bfs_gfid *g)
+{
+    struct bfs_fd *fd;
+    int rc = create(v, name, &fd, g);
+    if (rc == 0)
+        rc = flush_close(v, fd);
+    return rc;
+}
+
 static int open_(struct vol *v, const struct bfs_gfid *g, int flags, struct bfs_fd **fdp)
 {
     struct bfs_inode *inode = bfs_inode_get(v->g->itable, g, S_IFREG);
@@ -396,6 +407,21 @@ static bool settled(struct vol *v, const char *rel, const struct model *m, uint3
 
 /* ---- scenarios ---- */
 
+/* Entry changes unlock behind their answer; taking the same entry lock
+ * (blocking) and dropping it waits for that, so that a child made "down"
+ * next does not keep a lock whose unlock it refused (a real brick drops
+ * the locks of a client that goes away). */
+static void quiesce_name(struct vol *v, const char *name)
+{
+    struct bfs_entrylk_req req = {.domain = "ec", .loc = {.gfid = ROOT}, .basename = name,
+                                  .cmd = BFS_ENTRYLK_LOCK, .type = BFS_ENTRYLK_WRLCK};
+    if (bfs_sync_entrylk(v->ec, v->st, &req, NULL) == 0) {
+        req.cmd = BFS_ENTRYLK_UNLOCK;
+        (void)bfs_sync_entrylk(v->ec, v->st, &req, NULL);
+    }
+}
+
+
 /* Random writes, appends, truncates, zerofill, discard; compared throughout. */
 static void random_io(int n, int r)
 {
@@ -495,6 +521,7 @@ static void degraded(int n, int r)
     ok(create(&v, "d", &fd, &g) == 0 && m_write(&v, fd, &m, 0, 100000) == 100000,
        "%d+%d degraded: a file of 100000 bytes", n - r, r);
     flush_close(&v, fd);
+    quiesce_name(&v, "d");
     /* R data children down (the worst case: decode everything) */
     for (int i = 0; i < r; i++)
         down(&v, i);
@@ -619,6 +646,155 @@ static void concurrent(int n, int r)
     vol_close(&v);
 }
 
+/* A client that died mid-write leaves dirty marks and possibly parity that
+ * does not match the data: heal recomputes the parity from the data. */
+static void crashed_writer(int n, int r)
+{
+    struct vol v;
+    ok(vol_open(&v, n, r, NULL) == 0, "%d+%d crash: graph", n - r, r);
+    struct model m = {.b = calloc(1, MAXF + 65536)};
+    struct bfs_fd *fd;
+    struct bfs_gfid g;
+    ok(create(&v, "x", &fd, &g) == 0 && m_write(&v, fd, &m, 0, 50000) == 50000,
+       "%d+%d crash: a file", n - r, r);
+    flush_close(&v, fd);
+    ok(settled(&v, "x", &m, (1u << n) - 1), "%d+%d crash: clean", n - r, r);
+    /* what a dead client leaves: dirty everywhere, a parity fragment torn */
+    uint8_t dirty[24] = {0};
+    dirty[7] = 1;
+    for (int i = 0; i < n; i++)
+        lsetxattr(on(&v, i, "x"), "trusted.brickfs.ec.dirty", dirty, sizeof(dirty), 0);
+    FILE *fp = fopen(on(&v, n - 1, "x"), "r+b");
+    if (fp) {
+        fseek(fp, 100, SEEK_SET);
+        fwrite("garbage-garbage-garbage", 1, 23, fp);
+        fclose(fp);
+    }
+    ok(lookup(&v, "x", NULL) == 0 && settled(&v, "x", &m, (1u << n) - 1),
+       "%d+%d crash: lookup heals: dirty marks gone", n - r, r);
+    for (int i = 0; i < r; i++)
+        down(&v, i); /* reads must use the parity now */
+    ok(open_(&v, &g, O_RDONLY, &fd) == 0 && same(&v, fd, &m),
+       "%d+%d crash: the parity was recomputed from the data", n - r, r);
+    flush_close(&v, fd);
+    free(m.b);
+    vol_close(&v);
+}
+
+/* Metadata and names changed while a child was down are healed. */
+static void meta_entry_heal(int n, int r)
+{
+    struct vol v;
+    ok(vol_open(&v, n, r, NULL) == 0, "%d+%d meta: graph", n - r, r);
+    struct bfs_fd *fd;
+    struct bfs_gfid g, g2;
+    ok(create(&v, "m", &fd, &g) == 0 && create_closed(&v, "gone", &g2) == 0,
+       "%d+%d meta: two files", n - r, r);
+    quiesce_name(&v, "m"); /* their unlocks run behind the answers: let them reach child 2 */
+    quiesce_name(&v, "gone");
+    down(&v, 2);
+    struct bfs_setattr_req sreq = {.valid = BFS_SET_MODE};
+    sreq.loc.gfid = g;
+    sreq.attr.mode = S_IFREG | 0600;
+    ok(bfs_sync_setattr(v.ec, v.st, &sreq, NULL) == 0, "%d+%d meta: chmod with a child down",
+       n - r, r);
+    struct bfs_unlink_req ureq = {.loc = L(&ROOT, "gone")};
+    ok(bfs_sync_unlink(v.ec, v.st, &ureq, NULL) == 0, "%d+%d meta: unlink with a child down",
+       n - r, r);
+    up(&v, 2);
+    struct stat st;
+    ok(lookup(&v, "m", NULL) == 0 && stat(on(&v, 2, "m"), &st) == 0 && (st.st_mode & 07777) == 0600,
+       "%d+%d meta: the mode is healed on the child", n - r, r);
+    struct bfs_lookup_req lreq = {0};
+    lreq.loc.gfid = ROOT;
+    ok(bfs_sync_lookup(v.ec, v.st, &lreq, NULL) == 0 && stat(on(&v, 2, "gone"), &st) < 0,
+       "%d+%d meta: the name removed meanwhile is removed from the child", n - r, r);
+    /* readdirplus: regular files come without attributes (fragment sizes) */
+    struct bfs_fd *dfd = bfs_fd_new(v.g, NULL, O_RDONLY | O_DIRECTORY, 1);
+    struct bfs_opendir_req oreq = {.fd = dfd};
+    oreq.loc.gfid = ROOT;
+    struct bfs_readdir_req rreq = {.fd = dfd, .size = 65536, .plus = true};
+    struct bfs_readdir_rep rrep;
+    bool saw = false, attrs = false;
+    if (bfs_sync_opendir(v.ec, v.st, &oreq, NULL) == 0 &&
+        bfs_sync_readdir(v.ec, v.st, &rreq, &rrep) >= 0) {
+        for (uint32_t e = 0; e < rrep.entries.count; e++)
+            if (strcmp(rrep.entries.v[e].name, "m") == 0) {
+                saw = true;
+                attrs = rrep.entries.v[e].has_attr;
+            }
+        bfs_readdir_rep_clear_dup(&rrep);
+    }
+    bfs_fd_unref(dfd);
+    ok(saw && !attrs, "%d+%d meta: readdirplus lists files without brick attributes", n - r, r);
+    /* open with O_TRUNC empties the file through a transaction */
+    uint8_t d[9000];
+    fill(d, sizeof(d));
+    ok(write_(&v, fd, 0, d, sizeof(d)) == (int)sizeof(d), "%d+%d meta: write", n - r, r);
+    flush_close(&v, fd);
+    struct bfs_fd *tfd;
+    uint64_t size = 1;
+    ok(open_(&v, &g, O_WRONLY | O_TRUNC, &tfd) == 0 && fstat_size(&v, tfd, &size) == 0 &&
+           size == 0,
+       "%d+%d meta: open O_TRUNC", n - r, r);
+    /* fallocate without KEEP_SIZE grows the file with zeros */
+    struct bfs_fallocate_req freq = {.fd = tfd, .offset = 1000, .len = 20000};
+    ok(bfs_sync_fallocate(v.ec, v.st, &freq, NULL) == 0 && fstat_size(&v, tfd, &size) == 0 &&
+           size == 21000,
+       "%d+%d meta: fallocate grows the size", n - r, r);
+    /* seek answers conservatively: the whole file is data */
+    struct bfs_seek_req kreq = {.fd = tfd, .offset = 5, .what = SEEK_HOLE};
+    struct bfs_seek_rep krep;
+    ok(bfs_sync_seek(v.ec, v.st, &kreq, &krep) == 0 && krep.offset == 21000,
+       "%d+%d meta: SEEK_HOLE answers the size", n - r, r);
+    kreq.offset = 21000;
+    kreq.what = SEEK_DATA;
+    ok(bfs_sync_seek(v.ec, v.st, &kreq, &krep) == -ENXIO, "%d+%d meta: SEEK_DATA past the end",
+       n - r, r);
+    flush_close(&v, tfd);
+    vol_close(&v);
+}
+
+/* A child that fails the fop itself (not the lock or the pre-op) is blamed
+ * before the answer; the answer still carries the file's attributes (the
+ * blame stage must not eat the fop's replies). */
+static void fop_fails_on_one(int n, int r)
+{
+    struct vol v;
+    ok(vol_open(&v, n, r, NULL) == 0, "%d+%d blame: graph", n - r, r);
+    struct model m = {.b = calloc(1, MAXF + 65536)};
+    struct bfs_fd *fd;
+    struct bfs_gfid g;
+    ok(create(&v, "b", &fd, &g) == 0 && m_write(&v, fd, &m, 0, 20000) == 20000,
+       "%d+%d blame: a file", n - r, r);
+    reconf(&v, 1, "enable", "ftruncate,write");
+    reconf(&v, 1, "failure", "100");
+    struct bfs_ftruncate_req req = {.fd = fd, .offset = 7001};
+    struct bfs_ftruncate_rep rep;
+    int rc = bfs_sync_ftruncate(v.ec, v.st, &req, &rep);
+    ok(rc == 0 && S_ISREG(rep.post.mode) && rep.post.size == 7001 && S_ISREG(rep.pre.mode),
+       "%d+%d blame: ftruncate failing on one child answers the file's attributes "
+       "(rc %d, mode %o, size %llu)", n - r, r, rc, rep.post.mode,
+       (unsigned long long)rep.post.size);
+    bfs_ftruncate_rep_clear_dup(&rep);
+    m_truncate(&m, 7001);
+    struct bfs_write_req wreq = {.fd = fd, .offset = 3};
+    struct bfs_write_rep wrep;
+    wreq.data.data = "abc";
+    wreq.data.len = 3;
+    rc = bfs_sync_write(v.ec, v.st, &wreq, &wrep);
+    ok(rc == 3 && S_ISREG(wrep.post.mode) && wrep.post.size == 7001,
+       "%d+%d blame: so does a write", n - r, r);
+    bfs_write_rep_clear_dup(&wrep);
+    memcpy(m.b + 3, "abc", 3);
+    ok(same(&v, fd, &m), "%d+%d blame: the data is right", n - r, r);
+    reconf(&v, 1, "failure", "0");
+    reconf(&v, 1, "enable", "all");
+    flush_close(&v, fd);
+    free(m.b);
+    vol_close(&v);
+}
+
 int main(void)
 {
     plan_lazy();
@@ -643,6 +819,12 @@ int main(void)
             degraded(n, r);
         if (!only || strcmp(only, "concurrent") == 0)
             concurrent(n, r);
+        if (!only || strcmp(only, "crash") == 0)
+            crashed_writer(n, r);
+        if (!only || strcmp(only, "meta") == 0)
+            meta_entry_heal(n, r);
+        if (!only || strcmp(only, "blame") == 0)
+            fop_fails_on_one(n, r);
     }
     bfs_proc_free(proc);
     char cmd[300];

@@ -161,6 +161,14 @@ static void txn_destroy(struct bfs_op *op)
 {
     struct bfs_txn *t = (struct bfs_txn *)op;
     struct bfs_cluster *cl = t->cl;
+    if (t->kept) { /* the op's own array was freed by the driver */
+        for (int i = 0; i < op->n; i++)
+            if (t->kept[i].rep) {
+                bfs_fop_info[t->kept[i].fop].rep_clear_dup(t->kept[i].rep);
+                free(t->kept[i].rep);
+            }
+        free(t->kept);
+    }
     bfs_frame_top_free(t->old_top);
     bfs_stack_unref(t->old_stack);
     if (t->own_lock) {
@@ -335,11 +343,29 @@ static int fop_done(struct bfs_txn *t)
         t->after_blame = T_ANSWER;
         op->frame = t->lk->top;
         op->state = T_BLAME_DONE;
+        /* the answer is made from the fop's replies: keep them aside while
+         * the blame stage uses the slots (no call is in flight now) */
+        struct bfs_op_reply *fresh = calloc((size_t)op->n, sizeof(*fresh));
+        if (fresh) {
+            t->kept = op->replies;
+            op->replies = fresh;
+        }
         bfs__txn_wind_changelog(t->lk, op, t->ok, 0, t->failed, 1, false);
         return BFS_OP_WAIT;
     }
     op->state = T_ANSWER;
     return BFS_OP_CONTINUE;
+}
+
+/* The fop's replies kept aside during a blame stage go back in place. */
+static void restore_kept(struct bfs_txn *t)
+{
+    if (!t->kept)
+        return;
+    bfs_op_reset_replies(&t->op);
+    free(t->op.replies);
+    t->op.replies = t->kept;
+    t->kept = NULL;
 }
 
 /* A blame stage answered: the blamed children leave the set. */
@@ -353,6 +379,7 @@ static int blame_done(struct bfs_txn *t)
     lk->dirtied &= ~t->blame;
     pthread_mutex_unlock(&lk->m);
     bfs_op_reset_replies(&t->op);
+    restore_kept(t);
     if (!recorded && t->after_blame == T_ANSWER && t->rc >= 0)
         t->rc = -EIO; /* nobody recorded the blame: do not acknowledge */
     t->op.state = t->after_blame;

@@ -153,6 +153,7 @@ struct bfs_txn {
     uint32_t absent;              /* children blamed at pre-op */
     struct bfs_stack *old_stack;  /* identity of a failed acquisition, freed with t */
     struct bfs_frame *old_top;
+    struct bfs_op_reply *kept;    /* the fop's replies, set aside during a blame stage */
     struct bfs_txn *next;
 };
 

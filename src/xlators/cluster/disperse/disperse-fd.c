@@ -218,8 +218,11 @@ static int fan_done(struct ec_fan *f)
     uint32_t ok = ok_mask(f);
     switch (f->kind) {
     case FAN_OPEN: {
-        if (!enough(f, ok))
+        if (!enough(f, ok)) {
+            XL_WARN(f->p->xl, "open succeeded on %d child(ren) of %d asked: %s",
+                    bfs_mask_count(ok), bfs_mask_count(f->asked), ok ? "EIO" : "failed");
             return fan_answer(f, ok ? -EIO : fan_error(f), -1);
+        }
         const struct bfs_gfid *g = &((const struct bfs_opendir_req *)f->req)->loc.gfid;
         if (f->fop == BFS_FOP_OPEN) {
             const struct bfs_open_rep *rep = f->op.replies[first_ok(f, ok)].rep;

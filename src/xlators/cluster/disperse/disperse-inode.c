@@ -92,17 +92,24 @@ bool ec_ictx_fresh(const struct ec_priv *p, struct ec_inode *c)
 }
 
 void ec_ictx_update(const struct ec_priv *p, struct ec_inode *c, uint32_t mode,
-                    const struct ec_view *v)
+                    const struct ec_view *v, uint64_t seq)
 {
     uint64_t gen = __atomic_load_n(&p->gen, __ATOMIC_ACQUIRE);
+    /* while we hold the data lock, the window's size and good set are the
+     * truth; a data change that started or ended since the answers were
+     * asked for may have made them stale (they are taken anyway the first
+     * time: better than nothing) */
     bool held = bfs_txn_lock_state(&c->dlock) != BFS_TXL_FREE;
+    bool raced = seq != ec_dseq(p);
     pthread_mutex_lock(&c->lock);
-    c->gen = gen ? gen : 1;
+    bool take = !held && (!raced || c->gen == 0);
+    if (take || held)
+        c->gen = gen ? gen : 1;
     c->type = mode & S_IFMT;
     for (int t = 0; t < EC_NTYPES; t++)
-        if (t != EC_DATA || !held)
+        if (t != EC_DATA || take)
             c->good[t] = v->good[t];
-    if (!held) /* while we hold the data lock, the window's size is the truth */
+    if (take)
         c->size = v->size;
     pthread_mutex_unlock(&c->lock);
 }

@@ -30,6 +30,7 @@ struct ec_lookup {
     struct bfs_dict *xdata;     /* what we send: theirs plus xattr-req */
     bool no_heal;
     uint32_t asked;
+    uint64_t seq;               /* priv->dseq when wound */
 };
 
 int ec_refresh_wind(struct bfs_op *op, const struct ec_priv *p, const struct bfs_gfid *g,
@@ -81,7 +82,7 @@ static bool remember(struct ec_lookup *l, const struct bfs_iatt *attr, const str
     struct ec_inode *c = ec_ictx(l->op.xl, inode);
     bool idle = true;
     if (c) {
-        ec_ictx_update(l->p, c, attr->mode, v);
+        ec_ictx_update(l->p, c, attr->mode, v, l->seq);
         idle = bfs_txn_lock_state(&c->dlock) == BFS_TXL_FREE;
     }
     if (inode)
@@ -163,9 +164,9 @@ static int lookup_done(struct ec_lookup *l)
     if (v.rc == 0) {
         idle = remember(l, &rep.attr, &v);
         struct ec_inode *c = NULL;
-        struct bfs_inode *inode = idle ? NULL : ec_inode_of_gfid(op->xl, &rep.attr.gfid, 0);
-        if (inode && (c = ec_ictx_peek(op->xl, inode)))
-            (void)ec_ictx_good(c, EC_DATA, NULL, &v.size); /* our window's size */
+        struct bfs_inode *inode = ec_inode_of_gfid(op->xl, &rep.attr.gfid, 0);
+        if (inode && (c = ec_ictx_peek(op->xl, inode)) && (rep.attr.mode & S_IFMT) == S_IFREG)
+            (void)ec_ictx_good(c, EC_DATA, NULL, &v.size); /* ours, if a change raced */
         if (inode)
             bfs_inode_unref(inode);
         ec_fix_iatt(p, &rep.attr, v.size);
@@ -189,6 +190,7 @@ static int lookup_step(struct bfs_op *op)
     switch (op->state) {
     case L_WIND: {
         l->asked = ec_up(p);
+        l->seq = ec_dseq(p);
         if (!l->asked) {
             if (l->fop != BFS_FOP_LOOKUP)
                 return answer_stat(l, -ENOTCONN, NULL);

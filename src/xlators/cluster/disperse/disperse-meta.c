@@ -106,7 +106,7 @@ static void remember_new(struct ec_mtxn *m)
         struct ec_view v = {.child = m->chosen, .size = 0};
         for (int t = 0; t < EC_NTYPES; t++)
             v.good[t] = m->t.ok;
-        ec_ictx_update(p, c, attr->mode, &v);
+        ec_ictx_update(p, c, attr->mode, &v, ec_dseq(p));
     }
     if (inode)
         bfs_inode_unref(inode);
@@ -135,8 +135,12 @@ static int mt_combine(struct bfs_txn *t)
     ec_ictx_failed(ec_ictx_peek(p->xl, m->inode), t->type, t->failed);
     if (m->chosen < 0)
         return err ? err : -EIO;
-    if (bfs_mask_count(t->ok) < ec_quorum(p))
+    if (bfs_mask_count(t->ok) < ec_quorum(p)) {
+        XL_WARN(p->xl, "a %s change reached %d child(ren), %d needed: EIO",
+                t->type == EC_ENTRY ? "name" : "metadata", bfs_mask_count(t->ok),
+                ec_quorum(p));
         return -EIO;
+    }
     if (t->type == EC_ENTRY)
         remember_new(m);
     return t->op.replies[m->chosen].rc;
@@ -145,6 +149,9 @@ static int mt_combine(struct bfs_txn *t)
 static void mt_answer(struct bfs_txn *t, int rc)
 {
     struct ec_mtxn *m = (struct ec_mtxn *)t;
+    if (rc < 0 && rc != -EEXIST && rc != -ENOENT && rc != -ENOTEMPTY && rc != -ENODATA)
+        XL_WARN(m->p->xl, "%s failed: %s (ran on %#x, ok %#x, failed %#x)",
+                bfs_fop_info[m->fop].name, strerror(-rc), t->run, t->ok, t->failed);
     if (rc == -EROFS)
         rc = -EIO;
     const void *rep = rc >= 0 && m->chosen >= 0 ? t->op.replies[m->chosen].rep : NULL;

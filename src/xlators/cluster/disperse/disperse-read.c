@@ -45,6 +45,7 @@ struct ec_rd {
     bool refreshed;
     uint64_t readdir_offset;
     uint64_t size;             /* read: the file size the attempt was planned with */
+    uint64_t seq;              /* priv->dseq when the refresh was wound */
 };
 
 static void rd_destroy(struct bfs_op *op)
@@ -100,6 +101,7 @@ static int start(struct ec_rd *r)
     if (ec_refresh_wind(&r->op, p, &r->gfid, up) < 0)
         return answer(r, -ENOMEM, NULL);
     r->using = up;
+    r->seq = ec_dseq(p);
     r->refreshed = true;
     r->last_rc = 0;
     r->op.state = RD_REFRESHED;
@@ -122,7 +124,7 @@ static int after_refresh(struct ec_rd *r)
     r->using = 0;
     if (v.rc < 0)
         return answer(r, v.rc, NULL);
-    ec_ictx_update(p, r->c, mode, &v);
+    ec_ictx_update(p, r->c, mode, &v, r->seq);
     r->op.state = RD_PICK;
     return BFS_OP_CONTINUE;
 }
@@ -170,6 +172,8 @@ static int read_pick(struct ec_rd *r)
             r->op.state = RD_START;
             return BFS_OP_CONTINUE;
         }
+        XL_WARN(p->xl, "read: %d good fragment(s) reachable, %d needed: EIO",
+                bfs_mask_count(cand), p->k);
         return answer(r, -EIO, NULL);
     }
     uint64_t len = q->size;

@@ -214,6 +214,7 @@ static int wind_reads(struct ec_wtxn *w)
     w->readers = ec_pick_k(p, t->run & ~w->rd_failed);
     bfs_op_reset_replies(&t->op);
     if (!w->readers) {
+        XL_WARN(p->xl, "read-modify-write: fewer than %d good fragments: EIO", p->k);
         fail_all(w, t->run, -EIO); /* fewer than k good fragments: nothing is changed */
         w->stage = WS_DONE;
         return BFS_OP_CONTINUE;
@@ -326,6 +327,7 @@ static int build_piece(struct ec_wtxn *w, int j)
 /* The size after the change, in wind order (concurrent deltas add up). */
 static void move_size(struct ec_wtxn *w)
 {
+    __atomic_add_fetch(&w->p->dseq, 1, __ATOMIC_ACQ_REL);
     struct ec_inode *c = ec_ictx(w->p->xl, w->inode);
     pthread_mutex_lock(&c->lock);
     uint64_t cur = c->size, end = w->off + w->len;
@@ -453,6 +455,8 @@ static uint32_t tx_wind(struct bfs_txn *t, uint32_t run)
     struct ec_wtxn *w = (struct ec_wtxn *)t;
     w->stage = WS_PLAN;
     if (bfs_mask_count(run) < ec_quorum(w->p)) {
+        XL_WARN(w->p->xl, "a data change would reach %d child(ren), %d needed: EIO",
+                bfs_mask_count(run), ec_quorum(w->p));
         fail_all(w, run, -EIO); /* too few fragments would be written */
         w->stage = WS_DONE;
         return 0;
@@ -503,8 +507,11 @@ static int tx_combine(struct bfs_txn *t)
             err = r->rc;
     }
     __atomic_add_fetch(&p->n_txn, 1, __ATOMIC_RELAXED);
-    if (w->chosen >= 0 && bfs_mask_count(t->ok) < ec_quorum(p))
+    if (w->chosen >= 0 && bfs_mask_count(t->ok) < ec_quorum(p)) {
+        XL_WARN(p->xl, "a data change reached %d child(ren), %d needed: EIO",
+                bfs_mask_count(t->ok), ec_quorum(p));
         return -EIO; /* written, but to too few children to be read back */
+    }
     if (w->chosen < 0) {
         struct ec_inode *c = ec_ictx_peek(p->xl, w->inode);
         if (c && w->delta) { /* the size did not move after all */
@@ -521,6 +528,11 @@ static int tx_combine(struct bfs_txn *t)
 static void tx_answer(struct bfs_txn *t, int rc)
 {
     struct ec_wtxn *w = (struct ec_wtxn *)t;
+    __atomic_add_fetch(&w->p->dseq, 1, __ATOMIC_ACQ_REL); /* lookups in flight predate it */
+    if (rc < 0)
+        XL_WARN(w->p->xl, "%s failed: %s (set %#x, ran on %#x, ok %#x, failed %#x)",
+                bfs_fop_info[w->fop].name, strerror(-rc), t->lk->set, t->run, t->ok,
+                t->failed);
     if (rc == -EROFS)
         rc = -EIO; /* below quorum: for disperse the data is not there */
     if (w->open_rep) {
@@ -634,10 +646,12 @@ static void trunc_opened(void *arg, int rc)
     struct ec_wtxn *w = tc->w;
     struct bfs_frame *frame = tc->frame;
     free(tc);
-    if (rc >= 0)
+    if (rc >= 0) {
         rc = start(w, frame, true, false);
-    else
+    } else {
+        XL_WARN(w->p->xl, "truncate: the file opened on too few children: %s", strerror(-rc));
         wtxn_free(w);
+    }
     if (rc < 0)
         bfs_unwind_truncate(frame, rc, NULL);
 }

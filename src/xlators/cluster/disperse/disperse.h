@@ -59,6 +59,7 @@ struct ec_priv {
     uint32_t reported;
     bool announced_up;
     uint64_t gen;                /* atomic: bumped by every child event */
+    uint64_t dseq;               /* atomic: bumped by every data change (sizes in motion) */
     struct bfs_healq *healq;
     /* statistics (atomic) */
     uint64_t n_txn, n_rmw, n_decode, n_heal_ok, n_heal_fail;
@@ -139,8 +140,15 @@ struct ec_inode *ec_ictx(struct bfs_xl *xl, struct bfs_inode *inode);
 /* The context of an inode already known (no creation), or NULL. */
 struct ec_inode *ec_ictx_peek(struct bfs_xl *xl, struct bfs_inode *inode);
 bool ec_ictx_fresh(const struct ec_priv *p, struct ec_inode *c);
+/* After a lookup or refresh wound when priv->dseq was `seq`: the size and
+ * the good data children are taken only if no data change started or
+ * ended since (else what the children said may predate it). */
 void ec_ictx_update(const struct ec_priv *p, struct ec_inode *c, uint32_t mode,
-                    const struct ec_view *v);
+                    const struct ec_view *v, uint64_t seq);
+static inline uint64_t ec_dseq(const struct ec_priv *p)
+{
+    return __atomic_load_n(&p->dseq, __ATOMIC_ACQUIRE);
+}
 /* Children that failed a change of type t are no longer good. */
 void ec_ictx_failed(struct ec_inode *c, int t, uint32_t failed);
 uint32_t ec_ictx_good(struct ec_inode *c, int t, uint32_t *type, uint64_t *size);
