@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../lib/tap.h"
@@ -126,12 +127,19 @@ static void reconf(struct vol *v, int i, const char *key, const char *val)
     bfs_dict_unref(d);
 }
 
-/* Child i fails everything with ENOTCONN; `tell`: and says so (CHILD_DOWN). */
+/* Child i fails everything with ENOTCONN; `tell`: its connection is gone:
+ * the brick drops our locks (as protocol/server does when a connection
+ * closes) and replicate hears CHILD_DOWN. */
 static void down(struct vol *v, int i, bool tell)
 {
     reconf(v, i, "failure", "100");
-    if (tell)
-        bfs_xl_notify_parents(child(v, i), BFS_EV_CHILD_DOWN, NULL);
+    if (!tell)
+        return;
+    char name[16];
+    snprintf(name, sizeof(name), "l%d", i);
+    struct bfs_xl *locks = bfs_graph_find(v->g, name);
+    locks->mod->notify(locks, BFS_EV_CLIENT_GONE, child(v, i), BFS_CLIENT_LOCAL);
+    bfs_xl_notify_parents(child(v, i), BFS_EV_CHILD_DOWN, NULL);
 }
 
 static void up(struct vol *v, int i, bool tell)
@@ -431,6 +439,89 @@ static uint64_t calls_of(struct vol *v, int i)
     uint64_t n = p ? strtoull(p + 8, NULL, 10) : 0;
     free(d);
     return n;
+}
+
+/* A lookup that must answer within ms: a hang would stop the whole test,
+ * so one that does not answer in time bails out. */
+struct timed_lookup {
+    struct vol *v;
+    struct bfs_gfid par;
+    const char *name;
+    int rc;
+    bool done;
+    pthread_mutex_t m;
+    pthread_cond_t c;
+};
+
+static void *timed_lookup_main(void *arg)
+{
+    struct timed_lookup *t = arg;
+    struct bfs_stack *st = bfs_stack_new();
+    struct bfs_lookup_req req = {.loc = L(&t->par, t->name)};
+    struct bfs_lookup_rep rep;
+    if (!t->name) {
+        memset(&req.loc, 0, sizeof(req.loc));
+        req.loc.gfid = t->par;
+    }
+    int rc = bfs_sync_lookup(t->v->afr, st, &req, &rep);
+    bfs_lookup_rep_clear_dup(&rep);
+    bfs_stack_unref(st);
+    pthread_mutex_lock(&t->m);
+    t->rc = rc;
+    t->done = true;
+    pthread_cond_signal(&t->c);
+    pthread_mutex_unlock(&t->m);
+    return NULL;
+}
+
+static int lookup_within(struct vol *v, const struct bfs_gfid *par, const char *name, int ms,
+                         const char *what)
+{
+    struct timed_lookup t = {.v = v, .par = *par, .name = name};
+    pthread_mutex_init(&t.m, NULL);
+    pthread_cond_init(&t.c, NULL);
+    pthread_t th;
+    if (pthread_create(&th, NULL, timed_lookup_main, &t) != 0)
+        return -EAGAIN;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&t.m);
+    while (!t.done && pthread_cond_timedwait(&t.c, &t.m, &ts) == 0)
+        ;
+    bool done = t.done;
+    pthread_mutex_unlock(&t.m);
+    if (!done) {
+        printf("not ok %d - %s: the lookup did not answer within %d ms\n", ++tap_n, what, ms);
+        printf("Bail out! a lookup hangs\n");
+        fflush(stdout);
+        _exit(1);
+    }
+    pthread_join(th, NULL);
+    pthread_mutex_destroy(&t.m);
+    pthread_cond_destroy(&t.c);
+    return t.rc;
+}
+
+/* Takes (lock) or drops an entry lock on (dir, name) directly on child i,
+ * as another client would (its own lock owner). */
+static int entrylk_on(struct vol *v, int i, const struct bfs_gfid *dir, const char *name,
+                      bool lock, uint64_t owner)
+{
+    struct bfs_stack *st = bfs_stack_new();
+    st->lk_owner = owner;
+    struct bfs_entrylk_req req = {.domain = "rep", .basename = name,
+                                  .cmd = lock ? BFS_ENTRYLK_LOCK_NB : BFS_ENTRYLK_UNLOCK,
+                                  .type = BFS_ENTRYLK_WRLCK};
+    req.loc.gfid = *dir;
+    int rc = bfs_sync_entrylk(child(v, i), st, &req, NULL);
+    bfs_stack_unref(st);
+    return rc;
 }
 
 /* ---- scenarios ---- */
@@ -854,6 +945,63 @@ static void test_rename_symlink_heal(void)
     vol_close(&v);
 }
 
+
+/* The unlock of a change runs behind its answer. A brick that goes away
+ * (its connection closes) between the answer and the unlock drops the
+ * lock itself: the next heal, once the brick is back, must not wait for a
+ * lock nobody holds any more. */
+static void test_unlock_lost_on_down(void)
+{
+    struct vol v;
+    if (vol_open(&v, 3, false, NULL) < 0)
+        return;
+    /* c1 answers xattrops late: the create's post-op is still out when the
+     * caller has its answer and c1 goes down, so its unlock on c1 fails */
+    reconf(&v, 1, "enable", "xattrop");
+    reconf(&v, 1, "delay-ms", "300");
+    is_int(create(&v, &bfs_gfid_root, "f", NULL, NULL), 0, "create (post-op on c1 slow)");
+    reconf(&v, 1, "enable", "all");
+    reconf(&v, 1, "delay-ms", "0");
+    down(&v, 1, true);
+    bool unlocked = false; /* c2 is unlocked after c1's unlock was tried */
+    for (int i = 0; i < 500 && !unlocked; i++) {
+        unlocked = entrylk_on(&v, 2, &bfs_gfid_root, "f", true, 77) == 0;
+        if (!unlocked)
+            usleep(10000);
+    }
+    ok(unlocked, "the create's lock is released on c2");
+    entrylk_on(&v, 2, &bfs_gfid_root, "f", false, 77);
+    up(&v, 1, true);
+    is_int(lookup_within(&v, &bfs_gfid_root, NULL, 20000, "root lookup"), 0,
+           "root lookup after c1 returns answers");
+    ok(clean_soon(&v, ""), "and the root's dirty mark on c1 was healed");
+    vol_close(&v);
+}
+
+/* Heals take their locks without waiting for ever: a lock held elsewhere
+ * (another client that stopped while holding it) delays a foreground heal
+ * by cluster.heal-lock-timeout at most; the lookup answers from a good
+ * copy and the heal happens on a later access. */
+static void test_heal_lock_busy(void)
+{
+    struct vol v;
+    struct bfs_iatt a;
+    if (vol_open(&v, 3, false, " option cluster.heal-lock-timeout 1\n") < 0)
+        return;
+    down(&v, 2, true);
+    is_int(mkdir_(&v, &bfs_gfid_root, "d", &a), 0, "mkdir with c2 down");
+    up(&v, 2, true);
+    is_int(entrylk_on(&v, 1, &bfs_gfid_root, "x", true, 99), 0, "another client locks a name");
+    is_int(lookup_within(&v, &bfs_gfid_root, NULL, 20000, "root lookup"), 0,
+           "root lookup answers although the heal cannot lock");
+    ok(!exists(&v, 2, "d"), "c2 not healed while the lock is held");
+    is_int(entrylk_on(&v, 1, &bfs_gfid_root, "x", false, 99), 0, "the other client unlocks");
+    is_int(lookup_within(&v, &bfs_gfid_root, NULL, 20000, "root lookup"), 0, "root lookup");
+    ok(exists(&v, 2, "d") && same_gfid(&v, "d", 7), "now the heal made d on c2");
+    ok(clean_soon(&v, ""), "counters clean");
+    vol_close(&v);
+}
+
 struct writer {
     struct vol *v;
     struct bfs_fd *fd;
@@ -1095,19 +1243,11 @@ int main(void)
         {"rename", test_rename_symlink_heal}, {"posix", test_posix_xattr_req},
         {"concurrent", test_concurrent_writes}, {"misc", test_misc_fops},
         {"notify", test_notify}, {"fixopen", test_fix_open},
-        {"merge", test_entry_merge},
+        {"merge", test_entry_merge},     {"lostunlock", test_unlock_lost_on_down},
+        {"healbusy", test_heal_lock_busy},
     };
     const char *only = getenv("AFR_TEST"); /* run one scenario by name */
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-        /* KNOWN BUG: about 1 run in 16 under load, the heal after the
-         * rename/symlink scenario deadlocks (heal thread waits in
-         * afr_heal_begin -> lock_one on child 1 while a lookup never
-         * returns). Run it alone with AFR_TEST=rename until fixed. */
-        if (!only && strcmp(tests[i].name, "rename") == 0) {
-            printf("ok %d # SKIP rename/symlink heal: known deadlock, AFR_TEST=rename\n",
-                   ++tap_n);
-            continue;
-        }
         if (!only || strcmp(only, tests[i].name) == 0)
             tests[i].fn();
     }

@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
+#include "core/event.h"
 #include "core/graph.h"
 #include "replicate.h"
 
@@ -50,15 +52,16 @@ int afr_hsync(struct afr_hctx *h, int i, int fop, const void *req, void *rep)
     return bfs_sync_any(fop, h->p->xl->children[i], h->st, req, rep);
 }
 
-static int lock_one(struct afr_hctx *h, int i, bool lock)
+/* cmd: BFS_LK_SETLK (never waits: EAGAIN when held elsewhere) or 0 (unlock). */
+static int lock_one(struct afr_hctx *h, int i, int cmd)
 {
     if (h->lk.kind == BFS_LKSET_INODE) {
         struct bfs_inodelk_req req;
-        bfs_lkset_inodelk_req(&h->lk, h->st->lk_owner, lock ? BFS_LK_SETLKW : 0, &req);
+        bfs_lkset_inodelk_req(&h->lk, h->st->lk_owner, cmd, &req);
         return afr_hsync(h, i, BFS_FOP_INODELK, &req, NULL);
     }
     struct bfs_entrylk_req req;
-    bfs_lkset_entrylk_req(&h->lk, lock ? BFS_LK_SETLKW : 0, &req);
+    bfs_lkset_entrylk_req(&h->lk, cmd, &req);
     return afr_hsync(h, i, BFS_FOP_ENTRYLK, &req, NULL);
 }
 
@@ -66,8 +69,52 @@ static void unlock_all(struct afr_hctx *h)
 {
     for (int i = h->p->n - 1; i >= 0; i--)
         if (bfs_mask_has(h->locked, i))
-            (void)lock_one(h, i, false);
+            (void)lock_one(h, i, 0);
     h->locked = 0;
+}
+
+static bool healer_stopping(const struct afr_priv *p);
+
+/*
+ * Takes the heal's lock on every up child without ever queueing behind
+ * another holder: one round of non-blocking requests; if a child answers
+ * EAGAIN, what was taken is released and the round is tried again after a
+ * pause (5 ms, doubling up to 100 ms) until cluster.heal-lock-timeout.
+ * A blocking request would wait for as long as the holder keeps the lock:
+ * a client stopped while holding it (its connection stays open), or a
+ * lock a brick kept because the unlock never reached it. The heal thread
+ * is one per translator and a foreground heal holds a lookup's answer, so
+ * one such lock would stop every heal and hang that lookup for good.
+ * Giving up costs nothing: the counters stay, the next access heals.
+ * 0, -ENOTCONN (nothing up) or -EAGAIN (still held elsewhere).
+ */
+static int lock_all(struct afr_hctx *h)
+{
+    struct afr_priv *p = h->p;
+    uint64_t deadline =
+        bfs_now_ns() + __atomic_load_n(&p->heal_lock_ms, __ATOMIC_RELAXED) * 1000000ull;
+    unsigned pause_ms = 5;
+    for (;;) {
+        uint32_t up = afr_up(p);
+        bool busy = false;
+        for (int i = 0; i < p->n && !busy; i++) {
+            if (!bfs_mask_has(up, i))
+                continue;
+            int rc = lock_one(h, i, BFS_LK_SETLK);
+            if (rc == 0)
+                h->locked |= BFS_BIT(i);
+            else if (rc == -EAGAIN)
+                busy = true;
+        }
+        if (!busy)
+            return h->locked ? 0 : -ENOTCONN;
+        unlock_all(h);
+        if (bfs_now_ns() >= deadline || healer_stopping(p))
+            return -EAGAIN;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)pause_ms * 1000000L};
+        nanosleep(&ts, NULL);
+        pause_ms = pause_ms * 2 > 100 ? 100 : pause_ms * 2;
+    }
 }
 
 static void hctx_free(struct afr_hctx *h)
@@ -116,13 +163,15 @@ int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid
         bfs_stack_unref(h->st);
         return -ENOMEM;
     }
-    uint32_t up = afr_up(p);
-    for (int i = 0; i < p->n; i++) /* blocking, in child order */
-        if (bfs_mask_has(up, i) && lock_one(h, i, true) == 0)
-            h->locked |= BFS_BIT(i);
-    if (!h->locked) {
+    int rc = lock_all(h);
+    if (rc < 0) {
+        char gs[BFS_GFID_STRLEN];
+        if (rc == -EAGAIN)
+            XL_INFO(p->xl, "heal: the %s lock of %s is held elsewhere; heal deferred",
+                    t == AFR_DATA ? "data" : t == AFR_METADATA ? "metadata" : "entry",
+                    bfs_gfid_fmt(g, gs));
         hctx_free(h);
-        return -ENOTCONN;
+        return rc;
     }
     inspect(h);
     if (!h->s.valid) {
@@ -254,6 +303,11 @@ static void *heal_main(void *arg)
     return NULL;
 }
 
+static bool healer_stopping(const struct afr_priv *p)
+{
+    return p->healer && __atomic_load_n(&p->healer->stop, __ATOMIC_RELAXED);
+}
+
 int afr_heal_start(struct afr_priv *p)
 {
     struct afr_healer *hr = calloc(1, sizeof(*hr));
@@ -279,7 +333,7 @@ void afr_heal_stop(struct afr_priv *p)
     if (!hr)
         return;
     pthread_mutex_lock(&hr->lock);
-    hr->stop = true;
+    __atomic_store_n(&hr->stop, true, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&hr->cond);
     pthread_mutex_unlock(&hr->lock);
     pthread_join(hr->thread, NULL);

@@ -77,6 +77,10 @@ static const struct bfs_option_desc afr_options[] = {
      .flags = CLIENT_OPT, .description = "heal mode, owner and xattrs on access"},
     {.key = "cluster.entry-self-heal", .type = BFS_OPT_BOOL, .def = "on", .flags = CLIENT_OPT,
      .description = "heal directory entries on access"},
+    {.key = "cluster.heal-lock-timeout", .type = BFS_OPT_TIME, .def = "10", .min = 1,
+     .max = 3600, .flags = CLIENT_OPT,
+     .description = "how long a heal tries to take its lock while another holds it, "
+                    "before it gives up until the next access (seconds)"},
     {.key = "cluster.data-self-heal-algorithm", .type = BFS_OPT_ENUM, .def = "diff",
      .values = heal_algos, .flags = CLIENT_OPT,
      .description = "full copies every block; diff reads the sink too and writes only "
@@ -124,6 +128,9 @@ static void apply_options(struct bfs_xl *xl, const struct bfs_dict *over)
     __atomic_store_n(&p->fav_policy,
                      enum_index(fav_policies, opt(xl, over, "cluster.favorite-child-policy")),
                      __ATOMIC_RELAXED);
+    v = 10;
+    (void)bfs_parse_int(opt(xl, over, "cluster.heal-lock-timeout"), &v);
+    __atomic_store_n(&p->heal_lock_ms, (uint64_t)v * 1000, __ATOMIC_RELAXED);
     v = 8;
     (void)bfs_parse_int(opt(xl, over, "cluster.background-self-heal-count"), &v);
     __atomic_store_n(&p->heal_count, (int)v, __ATOMIC_RELAXED);

@@ -51,6 +51,7 @@ struct afr_priv {
     int heal_count;              /* background heals queued at most; 0: foreground */
     bool heal_on[AFR_NTYPES];
     bool heal_diff;
+    uint64_t heal_lock_ms;       /* a heal waits this long for its lock at most */
     /* notify */
     pthread_mutex_t lock;        /* reported/announced, inode ctx creation */
     uint32_t reported;           /* children that sent an event */
