@@ -127,19 +127,19 @@ static void reconf(struct vol *v, int i, const char *key, const char *val)
     bfs_dict_unref(d);
 }
 
-/* Child i fails everything with ENOTCONN; `tell`: its connection is gone:
- * the brick drops our locks (as protocol/server does when a connection
- * closes) and replicate hears CHILD_DOWN. */
+/* Child i's connection is gone: every call fails with ENOTCONN and the
+ * brick drops our locks, as protocol/server does when a connection closes
+ * (ENOTCONN only ever comes from a closed connection). `tell`: replicate
+ * hears CHILD_DOWN; without it, it has not noticed yet. */
 static void down(struct vol *v, int i, bool tell)
 {
     reconf(v, i, "failure", "100");
-    if (!tell)
-        return;
     char name[16];
     snprintf(name, sizeof(name), "l%d", i);
     struct bfs_xl *locks = bfs_graph_find(v->g, name);
     locks->mod->notify(locks, BFS_EV_CLIENT_GONE, child(v, i), BFS_CLIENT_LOCAL);
-    bfs_xl_notify_parents(child(v, i), BFS_EV_CHILD_DOWN, NULL);
+    if (tell)
+        bfs_xl_notify_parents(child(v, i), BFS_EV_CHILD_DOWN, NULL);
 }
 
 static void up(struct vol *v, int i, bool tell)
