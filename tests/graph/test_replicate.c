@@ -1,7 +1,8 @@
 /*
  * test_replicate.c — cluster/replicate in one process over real bricks:
  * each child is storage/posix on a temporary directory, under
- * features/locks, under debug/error-gen (named c0, c1, ...: the names the
+ * features/locks, under debug/io-stats (s0, s1, ...: what reached each
+ * brick), under debug/error-gen (named c0, c1, ...: the names the
  * pending xattrs carry). A "down" brick is error-gen failing every fop with
  * ENOTCONN, with or without a CHILD_DOWN event; "back" is the reverse.
  *
@@ -73,9 +74,10 @@ static int vol_open(struct vol *v, int n, bool arbiter, const char *options)
                                 "volume b%d\n type storage/posix\n option directory %s\n"
                                 "end-volume\n"
                                 "volume l%d\n type features/locks\n subvolumes b%d\nend-volume\n"
+                                "volume s%d\n type debug/io-stats\n subvolumes l%d\nend-volume\n"
                                 "volume c%d\n type debug/error-gen\n option error-no ENOTCONN\n"
-                                " subvolumes l%d\nend-volume\n",
-                                i, v->brick[i], i, i, i, i);
+                                " subvolumes s%d\nend-volume\n",
+                                i, v->brick[i], i, i, i, i, i, i);
     }
     len += (size_t)snprintf(text + len, sizeof(text) - len,
                             "volume rep\n type cluster/replicate\n%s%s%s%s subvolumes",
@@ -522,6 +524,38 @@ static int entrylk_on(struct vol *v, int i, const struct bfs_gfid *dir, const ch
     int rc = bfs_sync_entrylk(child(v, i), st, &req, NULL);
     bfs_stack_unref(st);
     return rc;
+}
+
+/* A counter of brick i's io-stats dump ("bytes_written", "bytes_read"). */
+static uint64_t brick_stat(struct vol *v, int i, const char *key)
+{
+    char name[16], pat[64];
+    snprintf(name, sizeof(name), "s%d", i);
+    snprintf(pat, sizeof(pat), "\"%s\":", key);
+    struct bfs_xl *s = bfs_graph_find(v->g, name);
+    char *d = s ? s->mod->dump(s) : NULL;
+    const char *p = d ? strstr(d, pat) : NULL;
+    uint64_t n = p ? strtoull(p + strlen(pat), NULL, 10) : 0;
+    free(d);
+    return n;
+}
+
+/* Brick files rel on i and j have the same bytes (any size). */
+static bool same_bytes(struct vol *v, int i, int j, const char *rel)
+{
+    FILE *a = fopen(on(v, i, rel), "rb"), *b = fopen(on(v, j, rel), "rb");
+    bool same = a && b;
+    while (same) {
+        int x = fgetc(a), y = fgetc(b);
+        same = x == y;
+        if (x == EOF || y == EOF)
+            break;
+    }
+    if (a)
+        fclose(a);
+    if (b)
+        fclose(b);
+    return same;
 }
 
 /* ---- scenarios ---- */
@@ -1002,6 +1036,82 @@ static void test_heal_lock_busy(void)
     vol_close(&v);
 }
 
+
+/* Data heal by checksums: a 4 MiB file whose copy on c2 missed one small
+ * write heals by writing that one 128 KiB block to c2 and reading nothing
+ * of c2's copy (rchecksum compares); a sink that cannot answer rchecksum
+ * is compared by reads and still gets only the block that differs. */
+static void heal_one_block(struct vol *v, const char *name, bool sink_sums)
+{
+    struct bfs_iatt a;
+    struct bfs_fd *fd;
+    enum { SIZE = 4 << 20, CHUNK = 1 << 20 };
+    char *buf = malloc(CHUNK);
+    unsigned seed = 12345;
+    create(v, &bfs_gfid_root, name, &fd, &a);
+    for (int off = 0; off < SIZE; off += CHUNK) {
+        for (int i = 0; i < CHUNK; i++)
+            buf[i] = (char)(rand_r(&seed) & 0xff);
+        write_(v, fd, (uint64_t)off, buf, CHUNK);
+    }
+    flush_close(v, fd);
+    free(buf);
+    down(v, 2, true);
+    open_(v, &a.gfid, O_RDWR, &fd);
+    is_int(write_(v, fd, (1 << 20) + 5, "a change in block 8", 19), 19, "write with c2 down");
+    flush_close(v, fd);
+    up(v, 2, true);
+    if (!sink_sums) { /* c2 an older brick: rchecksum unknown */
+        reconf(v, 2, "enable", "rchecksum");
+        reconf(v, 2, "error-no", "ENOSYS");
+        reconf(v, 2, "failure", "100");
+    }
+    ok(!same_bytes(v, 0, 2, name), "c2's copy differs");
+    uint64_t w0 = brick_stat(v, 2, "bytes_written"), r0 = brick_stat(v, 2, "bytes_read");
+    is_int(lookup(v, &bfs_gfid_root, name, NULL), 0, "lookup: data heal");
+    uint64_t written = brick_stat(v, 2, "bytes_written") - w0;
+    uint64_t read = brick_stat(v, 2, "bytes_read") - r0;
+    ok(same_bytes(v, 0, 2, name) && same_bytes(v, 1, 2, name), "c2's copy healed");
+    ok(all_clean(v, name), "counters clean");
+    is_int((long long)written, 128 << 10, "only the block that differs was written to c2");
+    if (sink_sums)
+        is_int((long long)read, 0, "c2's copy was compared by checksums, not read");
+    else
+        is_int((long long)read, SIZE, "without rchecksum c2's copy was read to compare");
+    if (!sink_sums) {
+        reconf(v, 2, "failure", "0");
+        reconf(v, 2, "error-no", "ENOTCONN");
+        reconf(v, 2, "enable", "all");
+    }
+}
+
+static void test_checksum_heal(void)
+{
+    struct vol v;
+    if (vol_open(&v, 3, false, NULL) < 0)
+        return;
+    heal_one_block(&v, "big", true);
+    heal_one_block(&v, "big-old-sink", false);
+    /* rchecksum itself, on one brick */
+    struct bfs_iatt a;
+    lookup(&v, &bfs_gfid_root, "big", &a);
+    struct bfs_fd *fd;
+    open_(&v, &a.gfid, O_RDONLY, &fd);
+    struct bfs_rchecksum_req rq = {.fd = fd, .offset = 0, .len = 300 << 10, .block = 128 << 10};
+    struct bfs_rchecksum_rep rp;
+    is_int(bfs_sync_rchecksum(child(&v, 0), v.st, &rq, &rp), 3, "rchecksum: 3 blocks");
+    ok(rp.size == 4 << 20 && rp.sums.len == 96, "32 bytes each, and the file's size");
+    bfs_rchecksum_rep_clear_dup(&rp);
+    rq.offset = (4 << 20) - 1000;
+    is_int(bfs_sync_rchecksum(child(&v, 0), v.st, &rq, &rp), 1, "a range across EOF: 1 block");
+    bfs_rchecksum_rep_clear_dup(&rp);
+    rq.block = 100;
+    is_int(bfs_sync_rchecksum(child(&v, 0), v.st, &rq, &rp), -EINVAL, "a tiny block: EINVAL");
+    bfs_rchecksum_rep_clear_dup(&rp);
+    flush_close(&v, fd);
+    vol_close(&v);
+}
+
 struct writer {
     struct vol *v;
     struct bfs_fd *fd;
@@ -1244,7 +1354,7 @@ int main(void)
         {"concurrent", test_concurrent_writes}, {"misc", test_misc_fops},
         {"notify", test_notify}, {"fixopen", test_fix_open},
         {"merge", test_entry_merge},     {"lostunlock", test_unlock_lost_on_down},
-        {"healbusy", test_heal_lock_busy},
+        {"healbusy", test_heal_lock_busy}, {"sumheal", test_checksum_heal},
     };
     const char *only = getenv("AFR_TEST"); /* run one scenario by name */
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {

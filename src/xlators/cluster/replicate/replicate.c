@@ -321,7 +321,8 @@ static char *afr_dump(struct bfs_xl *xl)
                      "\"quorum\":\"%s\",\"generation\":%" PRIu64 ",\"transactions\":%" PRIu64
                      ",\"read_failovers\":%" PRIu64 ",\"heals_done\":%" PRIu64
                      ",\"heals_failed\":%" PRIu64 ",\"split_brains\":%" PRIu64
-                     ",\"heals_queued\":%zu}",
+                     ",\"heals_queued\":%zu,\"heal_blocks_written\":%" PRIu64
+                     ",\"heal_blocks_summed\":%" PRIu64 "}",
                      xl->name, p->n, p->arbiter, afr_up(p),
                      bfs_quorum_name(__atomic_load_n(&p->cl.qtype, __ATOMIC_RELAXED)),
                      __atomic_load_n(&p->gen, __ATOMIC_RELAXED),
@@ -329,7 +330,9 @@ static char *afr_dump(struct bfs_xl *xl)
                      __atomic_load_n(&p->n_read_failover, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_heal_ok, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_heal_fail, __ATOMIC_RELAXED),
-                     __atomic_load_n(&p->n_split, __ATOMIC_RELAXED), afr_heal_queued(p));
+                     __atomic_load_n(&p->n_split, __ATOMIC_RELAXED), afr_heal_queued(p),
+                     __atomic_load_n(&p->n_heal_blocks, __ATOMIC_RELAXED),
+                     __atomic_load_n(&p->n_heal_sum_blocks, __ATOMIC_RELAXED));
     return n < 0 ? NULL : s;
 }
 

@@ -61,6 +61,8 @@ struct afr_priv {
     struct afr_healer *healer;
     /* statistics (atomic) */
     uint64_t n_txn, n_read_failover, n_heal_ok, n_heal_fail, n_split;
+    uint64_t n_heal_blocks;      /* data heal: blocks written to sinks */
+    uint64_t n_heal_sum_blocks;  /* data heal: blocks compared by checksum */
 };
 
 struct afr_inode {
