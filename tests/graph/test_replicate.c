@@ -1112,6 +1112,136 @@ static void test_checksum_heal(void)
     vol_close(&v);
 }
 
+
+/* Blocking locks from above (inodelk SETLKW, as a translator over
+ * replicate or an application's fcntl(F_SETLKW) sends them) must be taken
+ * in child order, never all at once: two lockers racing may each win a
+ * different copy first, and then each waits for the other for ever. The
+ * invariant that rules it out: a request waiting for copy i holds no copy
+ * after i. Here c1 is held elsewhere (owner D): A's request, while it
+ * waits for c1, must not hold c2. */
+struct lk_call {
+    struct vol *v;
+    struct bfs_gfid g;
+    uint64_t owner;
+    bool lock;
+    int rc;
+    bool done;
+    pthread_mutex_t m;
+    pthread_cond_t c;
+};
+
+static void *lk_call_main(void *arg)
+{
+    struct lk_call *k = arg;
+    struct bfs_stack *st = bfs_stack_new();
+    st->lk_owner = k->owner;
+    struct bfs_inodelk_req req = {.domain = "app", .cmd = k->lock ? BFS_LK_SETLKW : BFS_LK_SETLK};
+    req.loc.gfid = k->g;
+    req.lock.type = k->lock ? F_WRLCK : F_UNLCK;
+    req.lock.whence = SEEK_SET;
+    req.lock.owner = k->owner;
+    int rc = bfs_sync_inodelk(k->v->afr, st, &req, NULL);
+    bfs_stack_unref(st);
+    pthread_mutex_lock(&k->m);
+    k->rc = rc;
+    k->done = true;
+    pthread_cond_signal(&k->c);
+    pthread_mutex_unlock(&k->m);
+    return NULL;
+}
+
+static void lk_start(struct lk_call *k, pthread_t *th, struct vol *v, const struct bfs_gfid *g,
+                     uint64_t owner, bool lock)
+{
+    memset(k, 0, sizeof(*k));
+    k->v = v;
+    k->g = *g;
+    k->owner = owner;
+    k->lock = lock;
+    pthread_mutex_init(&k->m, NULL);
+    pthread_cond_init(&k->c, NULL);
+    pthread_create(th, NULL, lk_call_main, k);
+}
+
+/* Waits up to ms for the call; bails out (the test cannot go on) if it hangs. */
+static int lk_wait(struct lk_call *k, pthread_t th, int ms, const char *what)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    pthread_mutex_lock(&k->m);
+    while (!k->done && pthread_cond_timedwait(&k->c, &k->m, &ts) == 0)
+        ;
+    bool done = k->done;
+    pthread_mutex_unlock(&k->m);
+    if (!done) {
+        printf("not ok %d - %s: no answer within %d ms (deadlock)\n", ++tap_n, what, ms);
+        printf("Bail out! a lock request hangs\n");
+        fflush(stdout);
+        _exit(1);
+    }
+    pthread_join(th, NULL);
+    return k->rc;
+}
+
+static int inodelk_on(struct vol *v, int i, const struct bfs_gfid *g, uint64_t owner, bool lock)
+{
+    struct bfs_stack *st = bfs_stack_new();
+    st->lk_owner = owner;
+    struct bfs_inodelk_req req = {.domain = "app", .cmd = BFS_LK_SETLK};
+    req.loc.gfid = *g;
+    req.lock.type = lock ? F_WRLCK : F_UNLCK;
+    req.lock.whence = SEEK_SET;
+    req.lock.owner = owner;
+    int rc = bfs_sync_inodelk(child(v, i), st, &req, NULL);
+    bfs_stack_unref(st);
+    return rc;
+}
+
+static void test_lock_order(void)
+{
+    struct vol v;
+    struct bfs_iatt a;
+    if (vol_open(&v, 3, false, NULL) < 0)
+        return;
+    put(&v, &bfs_gfid_root, "lk", "x", &a);
+    enum { A = 0xa1, D = 0xd4, E = 0xe5 };
+    is_int(inodelk_on(&v, 1, &a.gfid, D, true), 0, "another owner holds c1");
+    struct lk_call ka, ku;
+    pthread_t ta, tu;
+    lk_start(&ka, &ta, &v, &a.gfid, A, true);
+    bool c0_held = false; /* A has reached c0 (and waits for c1) */
+    for (int i = 0; i < 500 && !c0_held; i++) {
+        c0_held = inodelk_on(&v, 0, &a.gfid, E, true) == -EAGAIN;
+        if (!c0_held) {
+            inodelk_on(&v, 0, &a.gfid, E, false);
+            usleep(10000);
+        }
+    }
+    ok(c0_held, "A holds c0 and waits for c1");
+    int rc2 = inodelk_on(&v, 2, &a.gfid, E, true);
+    is_int(rc2, 0, "while it waits for c1, A holds nothing on c2");
+    if (rc2 == 0)
+        inodelk_on(&v, 2, &a.gfid, E, false);
+    ok(!ka.done, "A still waits");
+    is_int(inodelk_on(&v, 1, &a.gfid, D, false), 0, "the other owner lets go of c1");
+    is_int(lk_wait(&ka, ta, 20000, "A's lock"), 0, "A gets the lock");
+    is_int(inodelk_on(&v, 2, &a.gfid, E, true), -EAGAIN, "on every copy");
+    lk_start(&ku, &tu, &v, &a.gfid, A, false);
+    is_int(lk_wait(&ku, tu, 20000, "A's unlock"), 0, "A unlocks");
+    for (int i = 0; i < 3; i++) {
+        is_int(inodelk_on(&v, i, &a.gfid, E, true), 0, "nothing left held");
+        inodelk_on(&v, i, &a.gfid, E, false);
+    }
+    /* uncontended: one parallel round, granted everywhere */
+    lk_start(&ka, &ta, &v, &a.gfid, A, true);
+    is_int(lk_wait(&ka, ta, 20000, "A's lock"), 0, "an uncontended blocking lock");
+    lk_start(&ku, &tu, &v, &a.gfid, A, false);
+    is_int(lk_wait(&ku, tu, 20000, "A's unlock"), 0, "and its unlock");
+    vol_close(&v);
+}
+
 struct writer {
     struct vol *v;
     struct bfs_fd *fd;
@@ -1355,6 +1485,7 @@ int main(void)
         {"notify", test_notify}, {"fixopen", test_fix_open},
         {"merge", test_entry_merge},     {"lostunlock", test_unlock_lost_on_down},
         {"healbusy", test_heal_lock_busy}, {"sumheal", test_checksum_heal},
+        {"lkorder", test_lock_order},
     };
     const char *only = getenv("AFR_TEST"); /* run one scenario by name */
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
