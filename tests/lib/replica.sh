@@ -15,6 +15,10 @@
 #                            the heal, then compares the bricks
 #   brick_compare [--arbiter B] BRICKS...   tests/lib/brick-compare.py
 #   in_set WORDS ALLOWED...  every word of WORDS is one of ALLOWED
+#   child_ups MNT VOL IDX / wait_child_up MNT VOL IDX BEFORE
+#                            reconnections of brick IDX as the mount logged them
+#   try_write PATH [DATA] / try_read PATH   the errno name of the call, or OK
+#   pwrite_at PATH OFFSET DATA   an overwrite in place, fsynced
 #
 # Heal is driven by heal_crawl (a find/stat/read of everything through the
 # mount: lookups heal in the foreground). When the self-heal daemon exists,
@@ -117,4 +121,70 @@ in_set()
     for x in $words; do
         case " $* " in *" $x "*) ;; *) echo "unexpected $x (in: $words)"; return 1 ;; esac
     done
+}
+
+# child_ups MNT VOL IDX: how many times the mount at MNT logged brick IDX
+# of VOL up (a reconnection adds one)
+child_ups()
+{
+    grep -c "child $2-client-$3 is up" "$T/logs/mount-$(basename "$1").log" 2>/dev/null
+}
+
+# wait_child_up MNT VOL IDX BEFORE: until child_ups passed BEFORE
+wait_child_up()
+{
+    bfs_wait_until "$CHILD_UP_TIMEOUT" eval "[ \"\$(child_ups '$1' '$2' '$3')\" -gt '$4' ]"
+}
+
+# try_write PATH [DATA]: the errno name of appending DATA (default "x") to
+# PATH through open/write/close (OK when it works)
+try_write()
+{
+    "$PYTHON" - "$1" "${2:-x}" <<'PY'
+import errno, os, sys
+try:
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, sys.argv[2].encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))
+PY
+}
+
+# try_read PATH: the errno name of reading PATH whole (OK when it works)
+try_read()
+{
+    "$PYTHON" -c '
+import errno, sys
+try:
+    open(sys.argv[1], "rb").read()
+    print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))' "$1"
+}
+
+# pwrite_at PATH OFFSET DATA: DATA written at OFFSET of an existing file,
+# fsynced; prints the errno name of the first failed call, or OK (and
+# fails unless OK)
+pwrite_at()
+{
+    local r
+    r=$("$PYTHON" -c '
+import errno, os, sys
+try:
+    fd = os.open(sys.argv[1], os.O_WRONLY)
+    try:
+        os.pwrite(fd, sys.argv[3].encode(), int(sys.argv[2]))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))' "$1" "$2" "$3")
+    echo "$r"
+    [ "$r" = OK ]
 }
