@@ -1242,6 +1242,43 @@ static void test_lock_order(void)
     vol_close(&v);
 }
 
+
+/* cluster.quorum-reads: without quorum a read may see a copy that missed
+ * acknowledged writes (replica 2: c0 took a write alone, then c1 alone is
+ * asked); with the option on it answers ENOTCONN instead. */
+static void test_quorum_reads(void)
+{
+    struct vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *fd;
+    char buf[16] = "";
+    if (vol_open(&v, 2, false, NULL) < 0)
+        return;
+    put(&v, &bfs_gfid_root, "q", "old", &a);
+    down(&v, 1, true);
+    open_(&v, &a.gfid, O_RDWR, &fd);
+    is_int(write_(&v, fd, 0, "new", 3), 3, "c0 alone takes a write (it has quorum)");
+    flush_close(&v, fd);
+    up(&v, 1, true);
+    down(&v, 0, true);
+    open_(&v, &a.gfid, O_RDONLY, &fd);
+    is_int(read_(&v, fd, buf, sizeof(buf)), 3, "quorum-reads off: c1 alone answers a read...");
+    ok(memcmp(buf, "old", 3) == 0, "...with its older copy");
+    afr_set(&v, "cluster.quorum-reads", "on");
+    is_int(read_(&v, fd, buf, sizeof(buf)), -ENOTCONN, "quorum-reads on: refused");
+    struct bfs_stat_req sr = {0};
+    sr.loc.gfid = a.gfid;
+    is_int(bfs_sync_stat(v.afr, v.st, &sr, NULL), -ENOTCONN, "stat too");
+    is_int(lookup(&v, &bfs_gfid_root, "q", NULL), 0, "lookups go on (names stay visible)");
+    flush_close(&v, fd);
+    up(&v, 0, true);
+    open_(&v, &a.gfid, O_RDONLY, &fd);
+    is_int(read_(&v, fd, buf, sizeof(buf)), 3, "with quorum again reads work...");
+    ok(memcmp(buf, "new", 3) == 0, "...and see the acknowledged write");
+    flush_close(&v, fd);
+    vol_close(&v);
+}
+
 struct writer {
     struct vol *v;
     struct bfs_fd *fd;
@@ -1485,7 +1522,7 @@ int main(void)
         {"notify", test_notify}, {"fixopen", test_fix_open},
         {"merge", test_entry_merge},     {"lostunlock", test_unlock_lost_on_down},
         {"healbusy", test_heal_lock_busy}, {"sumheal", test_checksum_heal},
-        {"lkorder", test_lock_order},
+        {"lkorder", test_lock_order},     {"quorumreads", test_quorum_reads},
     };
     const char *only = getenv("AFR_TEST"); /* run one scenario by name */
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {

@@ -26,8 +26,9 @@ worker's model and written to its journal STATE/journal.k ("op_no op path
 ... sha256"). An operation with a failed call was in flight at a fault: the
 worker records it in STATE/events ("start_us worker op ERRNO"), waits until
 the mount answers again, reads back the state of the names it touched and
-accepts it only if it is the state before or after that operation (a change
-applied in part is a violation, written to STATE/violations); the model
+accepts it only if it is the state before or after that operation (or, for
+a create, the empty file its first call made; anything else — a change
+applied in part — is a violation, written to STATE/violations); the model
 takes what it read. So at the end exactly the acknowledged operations, plus
 whichever way each faulted one went, must be visible.
 
@@ -130,13 +131,15 @@ class Worker(threading.Thread):
                 time.sleep(0.1)
 
     def settle(self, start, op, err, names, before, after):
-        """A faulted op: names' state must be `before` or `after` (per name)."""
+        """A faulted op: names' state must be `before` or `after` (per name),
+        or, for a create, the empty file its first call made."""
         self.failed += 1
         self.event(start, op, err)
         now = {n: self.read_state(n) for n in names}
         b = {n: before.get(n) for n in names}
         a = {n: after.get(n) for n in names}
-        if now != b and now != a:
+        mid = {n: b"" for n in names} if op == "create" else a
+        if now != b and now != a and now != mid:
             def show(d):
                 return {n: (v if v in (None, "dir") else "%d bytes %s" % (len(v), sha(v)[:12]))
                         for n, v in d.items()}

@@ -59,6 +59,9 @@ static const struct bfs_option_desc afr_options[] = {
     {.key = "cluster.quorum-count", .type = BFS_OPT_INT, .def = "1", .min = 1,
      .max = AFR_MAX, .flags = CLIENT_OPT,
      .description = "children needed for changes with cluster.quorum-type fixed"},
+    {.key = "cluster.quorum-reads", .type = BFS_OPT_BOOL, .def = "off", .flags = CLIENT_OPT,
+     .description = "without quorum, refuse reads too (ENOTCONN): a minority's copies may "
+                    "miss acknowledged writes"},
     {.key = "cluster.favorite-child-policy", .type = BFS_OPT_ENUM, .def = "none",
      .values = fav_policies, .flags = CLIENT_OPT,
      .description = "resolve split-brain automatically: none, size, mtime, ctime or majority"},
@@ -116,6 +119,9 @@ static void apply_options(struct bfs_xl *xl, const struct bfs_dict *over)
     v = 1;
     (void)bfs_parse_int(opt(xl, over, "cluster.quorum-count"), &v);
     __atomic_store_n(&p->cl.qcount, (int)v, __ATOMIC_RELAXED);
+    b = false;
+    (void)bfs_parse_bool(opt(xl, over, "cluster.quorum-reads"), &b);
+    __atomic_store_n(&p->quorum_reads, b, __ATOMIC_RELAXED);
     b = true;
     (void)bfs_parse_bool(opt(xl, over, "cluster.eager-lock"), &b);
     __atomic_store_n(&p->cl.eager, b, __ATOMIC_RELAXED);

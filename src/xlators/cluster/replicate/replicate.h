@@ -52,6 +52,7 @@ struct afr_priv {
     bool heal_on[AFR_NTYPES];
     bool heal_diff;
     uint64_t heal_lock_ms;       /* a heal waits this long for its lock at most */
+    bool quorum_reads;           /* reads need quorum too */
     /* notify */
     pthread_mutex_t lock;        /* reported/announced, inode ctx creation */
     uint32_t reported;           /* children that sent an event */
