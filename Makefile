@@ -35,6 +35,7 @@ CPPFLAGS += $(JSON_CFLAGS)
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
 FUSE_LIBS = $(shell pkg-config --libs fuse3 2>/dev/null)
 MHD_LIBS = $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
+CRYPTO_LIBS = $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
 CURL_LIBS = $(shell pkg-config --libs libcurl 2>/dev/null)
 
 LIBDIR := $(BUILD)/lib
@@ -142,7 +143,8 @@ $(LIBEC): $(EC_OBJS)
 define XL_RULE
 $(XLDIR)/$(1).so: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/xlators/$(1)/*.c)) $(XL_LIB_OBJS) $(LIBBRICKFS) $(if $(filter cluster/disperse,$(1)),$(LIBEC))
 	@mkdir -p $$(@D)
-	$(CC) -shared -o $$@ $$(filter %.o,$$^) $(if $(filter cluster/disperse,$(1)),$(EC_LIBS)) $(LDFLAGS) -L$(LIBDIR) -lbrickfs $(JSON_LIBS) $$(RPATH_XL)
+	$(CC) -shared -o $$@ $$(filter %.o,$$^) $(if $(filter cluster/disperse,$(1)),$(EC_LIBS)) $(LDFLAGS) -L$(LIBDIR) -lbrickfs $(JSON_LIBS) \
+	    $(if $(filter storage/posix,$(1)),$(CRYPTO_LIBS)) $$(RPATH_XL)
 endef
 $(foreach x,$(XL_NAMES),$(eval $(call XL_RULE,$(x))))
 

@@ -76,7 +76,7 @@ void bfs_healq_stop(struct bfs_healq *q)
     if (!q)
         return;
     pthread_mutex_lock(&q->lock);
-    q->stop = true;
+    __atomic_store_n(&q->stop, true, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&q->cond);
     pthread_mutex_unlock(&q->lock);
     pthread_join(q->thread, NULL);
@@ -138,4 +138,9 @@ size_t bfs_healq_queued(struct bfs_healq *q)
     size_t n = q->queued;
     pthread_mutex_unlock(&q->lock);
     return n;
+}
+
+bool bfs_healq_stopping(struct bfs_healq *q)
+{
+    return q && __atomic_load_n(&q->stop, __ATOMIC_RELAXED);
 }

@@ -37,5 +37,7 @@ void bfs_healq_stop(struct bfs_healq *q);
  * limit (dropped: the next access asks again); -ENOMEM, -ENOTCONN (stopping). */
 int bfs_healq_push(struct bfs_healq *q, const void *job, bool foreground, size_t limit);
 size_t bfs_healq_queued(struct bfs_healq *q);
+/* True once bfs_healq_stop() began: a running job should give up waiting. */
+bool bfs_healq_stopping(struct bfs_healq *q);
 
 #endif

@@ -237,6 +237,8 @@ static int preop_done(struct bfs_txn *t)
     lk->set = lk->dirtied = ok;
     pthread_mutex_unlock(&lk->m);
     if (rc < 0) {
+        if (rc == -EIO)
+            XL_WARN(cl->xl, "the copies locked for a change blame each other: EIO");
         t->rc = rc;
         op->state = T_UNDO_DONE;
         if (ok) {
@@ -332,6 +334,12 @@ static int fop_done(struct bfs_txn *t)
         t->rc = t->fop->combine(t);
         if (t->rc >= 0)
             t->rc = -EIO;
+        int c = bfs_mask_first(t->run);
+        if (t->rc == -EIO)
+            XL_WARN(t->cl->xl, "%s failed on every copy it went to (%s): EIO",
+                    c >= 0 && op->replies[c].valid ? bfs_fop_name(op->replies[c].fop)
+                                                   : "a change",
+                    same_error(op, wound_failed) ? "one error" : "different errors");
         op->state = T_ANSWER;
         return BFS_OP_CONTINUE;
     }
@@ -380,8 +388,10 @@ static int blame_done(struct bfs_txn *t)
     pthread_mutex_unlock(&lk->m);
     bfs_op_reset_replies(&t->op);
     restore_kept(t);
-    if (!recorded && t->after_blame == T_ANSWER && t->rc >= 0)
+    if (!recorded && t->after_blame == T_ANSWER && t->rc >= 0) {
+        XL_WARN(t->cl->xl, "no copy recorded the blame of copies that failed a change: EIO");
         t->rc = -EIO; /* nobody recorded the blame: do not acknowledge */
+    }
     t->op.state = t->after_blame;
     return BFS_OP_CONTINUE;
 }

@@ -23,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
+#include "core/event.h"
 #include "core/graph.h"
 #include "replicate.h"
 
@@ -36,9 +38,9 @@ int afr_hsync(struct afr_hctx *h, int i, int fop, const void *req, void *rep)
     return bfs_sync_any(fop, h->p->xl->children[i], h->st, req, rep);
 }
 
-static int lock_one(struct afr_hctx *h, int i, bool lock)
+/* cmd: BFS_LK_SETLK (never waits: EAGAIN when held elsewhere) or 0 (unlock). */
+static int lock_one(struct afr_hctx *h, int i, int cmd)
 {
-    int cmd = !lock ? 0 : h->p->heal_try ? BFS_LK_SETLK : BFS_LK_SETLKW;
     if (h->lk.kind == BFS_LKSET_INODE) {
         struct bfs_inodelk_req req;
         bfs_lkset_inodelk_req(&h->lk, h->st->lk_owner, cmd, &req);
@@ -53,8 +55,54 @@ static void unlock_all(struct afr_hctx *h)
 {
     for (int i = h->p->n - 1; i >= 0; i--)
         if (bfs_mask_has(h->locked, i))
-            (void)lock_one(h, i, false);
+            (void)lock_one(h, i, 0);
     h->locked = 0;
+}
+
+static bool healer_stopping(const struct afr_priv *p);
+
+/*
+ * Takes the heal's lock on every up child without ever queueing behind
+ * another holder: one round of non-blocking requests; if a child answers
+ * EAGAIN, what was taken is released and the round is tried again after a
+ * pause (5 ms, doubling up to 100 ms) until cluster.heal-lock-timeout.
+ * A blocking request would wait for as long as the holder keeps the lock:
+ * a client stopped while holding it (its connection stays open), or a
+ * lock a brick kept because the unlock never reached it. The heal thread
+ * is one per translator and a foreground heal holds a lookup's answer, so
+ * one such lock would stop every heal and hang that lookup for good.
+ * Giving up costs nothing: the counters stay, the next access heals.
+ * The self-heal daemon's heals (heal_try) give up after the first busy
+ * round: the daemon comes back to the entry on its next pass.
+ * 0, -ENOTCONN (nothing up) or -EAGAIN (still held elsewhere).
+ */
+static int lock_all(struct afr_hctx *h)
+{
+    struct afr_priv *p = h->p;
+    uint64_t deadline =
+        bfs_now_ns() + __atomic_load_n(&p->heal_lock_ms, __ATOMIC_RELAXED) * 1000000ull;
+    unsigned pause_ms = 5;
+    for (;;) {
+        uint32_t up = afr_up(p);
+        bool busy = false;
+        for (int i = 0; i < p->n && !busy; i++) {
+            if (!bfs_mask_has(up, i))
+                continue;
+            int rc = lock_one(h, i, BFS_LK_SETLK);
+            if (rc == 0)
+                h->locked |= BFS_BIT(i);
+            else if (rc == -EAGAIN)
+                busy = true;
+        }
+        if (!busy)
+            return h->locked ? 0 : -ENOTCONN;
+        unlock_all(h);
+        if (p->heal_try || bfs_now_ns() >= deadline || healer_stopping(p))
+            return -EAGAIN;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)pause_ms * 1000000L};
+        nanosleep(&ts, NULL);
+        pause_ms = pause_ms * 2 > 100 ? 100 : pause_ms * 2;
+    }
 }
 
 static void hctx_free(struct afr_hctx *h)
@@ -104,20 +152,15 @@ int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid
         bfs_stack_unref(h->st);
         return -ENOMEM;
     }
-    uint32_t up = afr_up(p);
-    for (int i = 0; i < p->n; i++) { /* blocking, in child order */
-        int rc = bfs_mask_has(up, i) ? lock_one(h, i, true) : -ENOTCONN;
-        if (rc == 0) {
-            h->locked |= BFS_BIT(i);
-        } else if (rc == -EAGAIN && p->heal_try) { /* busy: another time */
-            unlock_all(h);
-            hctx_free(h);
-            return -EAGAIN;
-        }
-    }
-    if (!h->locked) {
+    int rc = lock_all(h);
+    if (rc < 0) {
+        char gs[BFS_GFID_STRLEN];
+        if (rc == -EAGAIN)
+            XL_INFO(p->xl, "heal: the %s lock of %s is held elsewhere; heal deferred",
+                    t == AFR_DATA ? "data" : t == AFR_METADATA ? "metadata" : "entry",
+                    bfs_gfid_fmt(g, gs));
         hctx_free(h);
-        return -ENOTCONN;
+        return rc;
     }
     inspect(h);
     if (!h->s.valid) {
@@ -259,6 +302,11 @@ static bool merge_job(void *queued, const void *job)
 
 static const struct bfs_healq_ops heal_ops = {.run = run_job, .drop = drop_job,
                                               .merge = merge_job};
+
+static bool healer_stopping(const struct afr_priv *p)
+{
+    return bfs_healq_stopping(p->healq);
+}
 
 int afr_heal_start(struct afr_priv *p)
 {

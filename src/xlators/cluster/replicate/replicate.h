@@ -51,6 +51,8 @@ struct afr_priv {
     int heal_count;              /* background heals queued at most; 0: foreground */
     bool heal_on[AFR_NTYPES];
     bool heal_diff;
+    uint64_t heal_lock_ms;       /* a heal waits this long for its lock at most */
+    bool quorum_reads;           /* reads need quorum too */
     /* notify */
     pthread_mutex_t lock;        /* reported/announced, inode ctx creation */
     uint32_t reported;           /* children that sent an event */
@@ -63,6 +65,8 @@ struct afr_priv {
                                   * (the self-heal daemon's heals) */
     /* statistics (atomic) */
     uint64_t n_txn, n_read_failover, n_heal_ok, n_heal_fail, n_split;
+    uint64_t n_heal_blocks;      /* data heal: blocks written to sinks */
+    uint64_t n_heal_sum_blocks;  /* data heal: blocks compared by checksum */
 };
 
 struct afr_inode {

@@ -121,7 +121,7 @@ int bfs__px_submit(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const vo
     X(write) X(flush) X(fsync) X(opendir) X(readdir) X(fsyncdir) X(statfs) X(setxattr)       \
     X(fsetxattr) X(getxattr) X(fgetxattr) X(removexattr) X(fremovexattr) X(xattrop)          \
     X(fxattrop) X(setattr) X(fsetattr) X(fallocate) X(discard) X(zerofill) X(seek)           \
-    X(copy_file_range)
+    X(copy_file_range) X(rchecksum)
 
 #define PX_DECLARE_FOP(fop)                                                                  \
     int bfs__px_##fop(struct bfs_frame *frame, struct bfs_xl *xl,                            \
