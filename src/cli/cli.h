@@ -38,6 +38,16 @@ int cli_fail(int code, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 int cli_volume(const struct cli *c, int argc, char **argv);
+/* One call to brickfsd (cmd-volume.c): prints the JSON with --json and the
+ * error line on failure; CLI_OK with r filled (free it), or CLI_ERR. */
+int cli_call(const struct cli *c, const char *what, const char *method, const char *path,
+             struct json_object *body, struct cli_resp *r);
+
+/* cmd-elastic.c: argv[0] is the volume name */
+int cli_add_brick(const struct cli *c, const char *what, int argc, char **argv);
+int cli_remove_brick(const struct cli *c, const char *what, int argc, char **argv);
+int cli_replace_brick(const struct cli *c, const char *what, int argc, char **argv);
+int cli_rebalance(const struct cli *c, const char *what, int argc, char **argv);
 
 /* output.c */
 void cli_print_info(struct json_object *vol);

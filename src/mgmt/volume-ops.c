@@ -89,8 +89,11 @@ static int build_volume(const struct bfs_volcreate_req *r, const char *type,
             bfs_volume_free(v);
             return -1;
         }
+        v->bricks[i].id = i;
         v->nbricks++;
     }
+    v->next_brick_id = v->nbricks;
+    v->layout_version = 1;
     bfs_uuid_generate(v->id);
     v->created = (int64_t)time(NULL);
     v->status = BFS_VOL_CREATED;
