@@ -279,6 +279,9 @@ struct dht_dirfd {
 };
 struct dht_dirfd *dht__dirfd(struct bfs_xl *xl, struct bfs_fd *fd);
 
+/* dht-migrate.c: writes that follow a file the rebalance moved */
+int dht__write(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_write_req *req);
+
 /* dht-inode.c */
 int dht__generic(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req);
 int dht__statfs(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_statfs_req *req);

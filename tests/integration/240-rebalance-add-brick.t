@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+#
+# 240-rebalance-add-brick.t — a distribute volume of 3 bricks grows to 4
+# under a self-checking workload (docs/design/rebalance.md):
+#   - add-brick: the new brick is in the volume, owns no bucket yet; files
+#     placed by the old table; add-brick refused with bad counts;
+#   - rebalance start: fix-layout + migration; about 1/4 of the files move
+#     (within +-30%), not more; every file where the new (canonical) table
+#     says (dht-check audit), all contents intact, no GFID moved twice;
+#   - while files are out of place the previous table finds them (all
+#     readable between fix-layout and the end of the move);
+#   - status: completed, counters, rates; the previous layout dropped from
+#     the client volfile afterwards;
+#   - the workload (verify-io.py: new files, long-lived fds written
+#     throughout) finds nothing wrong.
+
+# shellcheck disable=SC2046
+. "$(dirname "$0")/../lib/test.sh"
+. "$(dirname "$0")/../lib/mgmt.sh"
+. "$(dirname "$0")/../lib/dht.sh"
+. "$(dirname "$0")/../lib/rebal.sh"
+
+skip_unless_mgmt
+skip_unless_brickfs
+
+TEST start_brickfsd
+TEST dht_volume v 3
+M=$T/m
+TEST mount_vol v "$M"
+TEST dht_check populate "$M" 10 150
+TEST big_files "$M/big" 16 1
+EXPECT "ok" dht_check audit v $(dht_bricks v)
+
+bfs_spawn io python3 "$BFS_ROOT/tests/lib/verify-io.py" "$M/work" "$T/stop-io" "$T/io-report"
+TEST bfs_wait_until 20 test -s "$M/work/long"
+
+# ---- add-brick ----
+mkdir -p "$T/bricks/v/b3"
+EXPECT_FAIL=x
+TEST ! cli volume add-brick v replica 2 "127.0.0.1:$T/bricks/v/b3" "127.0.0.1:$T/bricks/v/b4" force
+TEST ! cli volume add-brick v "127.0.0.1:$T/bricks/v/b0" force   # already a brick
+TEST cli volume add-brick v "127.0.0.1:$T/bricks/v/b3" force
+EXPECT 4 eval "cli --json volume info v | python3 -c 'import json,sys; print(len(json.load(sys.stdin)[\"bricks\"]))'"
+EXPECT "canonical:3" eval "cli --json volume info v | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"layout\"][\"table\"])'"
+EXPECT not-started rebal_state v
+TEST bfs_wait_until 30 eval "[ \"\$(graph_info '$M' volfile_revision)\" = \"\$(vol_field v revision)\" ]"
+before=$(sum_of $(dht_check counts $(dht_bricks v)))
+echo "# data files before the rebalance: $before"
+
+# ---- rebalance ----
+TEST cli volume rebalance v start
+TEST ! cli volume add-brick v "127.0.0.1:$T/bricks/v/b5" force      # one change at a time
+EXPECT_WITHIN 180 completed rebal_state v
+moved=$(rebal_field v files_moved)
+echo "# moved $moved of $before files; $(rebal_field v rate_files_s) files/s, $(rebal_field v rate_mb_s) MB/s, $(rebal_field v bytes_moved) bytes"
+TEST within_pct "$moved" "$((before / 4))" 30
+EXPECT 0 rebal_field v files_failed
+EXPECT 0 rebal_dups v
+EXPECT "$moved" eval "rebal_moves v | grep -c ."
+EXPECT false rebal_pending v
+TEST bfs_wait_until 30 eval "[ \"\$(graph_info '$M' volfile_revision)\" = \"\$(vol_field v revision)\" ]"
+TEST ! eval "api body GET /v1/volumes/v/volfile/client | grep -q layout-previous"
+EXPECT "ok" dht_check verify "$M" 10 150
+TEST big_check "$M/big"
+EXPECT "ok" dht_check audit v $(dht_bricks v)
+TEST [ "$(dht_check counts "$T/bricks/v/b3")" -gt 0 ]
+cli volume rebalance v status | bfs__diag
+
+touch "$T/stop-io"
+TEST bfs_wait_gone "$(bfs_pid_of io)" 60
+EXPECT OK eval "cut -d' ' -f1 '$T/io-report'"
+cat "$T/io-report" | bfs__diag
+EXPECT "ok" dht_check audit v $(dht_bricks v)
+
+done_testing
