@@ -183,6 +183,7 @@ int bfs_rb_checkpoint_open(struct rb *rb)
     rb->moves_fd = open(moves, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (!rb->checkpoint || rb->moves_fd < 0)
         return -errno;
+    save_counters(rb); /* this run counted */
     if (ours)
         bfs_log(RB_LOG, BFS_LOG_INFO, "resuming rebalance %s: %zu directories finished, %lld "
                 "files moved before", rb->id, rb->done_n, (long long)rb->c.moved);
@@ -218,10 +219,11 @@ void bfs_rb_checkpoint_close(struct rb *rb)
 static void dir_finished(struct rb *rb, const char *key)
 {
     fprintf(rb->checkpoint, "%s\n", key);
+    fflush(rb->checkpoint); /* in the kernel: a SIGKILL cannot lose it */
     done_add(rb, key);
     rb->c.dirs_done++;
     if (rb->c.dirs_done % SYNC_EVERY == 0)
-        checkpoint_sync(rb);
+        checkpoint_sync(rb); /* on the disk: nor can a power cut */
 }
 
 /* ---- the walk ---- */
