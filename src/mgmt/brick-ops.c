@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -397,6 +398,33 @@ int bfs_op_remove_brick(struct bfs_mgmt *m, const char *name, const char **brick
 
 /* ---- replace-brick ---- */
 
+/* The other bricks of idx's replica set blame it for their whole root
+ * (replicate's pending counters, `trusted.brickfs.afr.VOL-client-ID`,
+ * [data, metadata, entry] big-endian): the first lookup of the root heals
+ * its entries onto the new, empty brick, and each healed entry carries the
+ * heal on down (docs/design/replicate.md "Heal"). GlusterFS's replace-brick
+ * does the same. The bricks are local folders of this node. */
+static int blame_new_brick(const struct bfs_volume *v, int idx, struct bfs_err *e)
+{
+    char key[BFS_VOLNAME_MAX + 64];
+    uint8_t row[24] = {0};
+    row[15] = 1; /* metadata */
+    row[23] = 1; /* entry */
+    snprintf(key, sizeof(key), "trusted.brickfs.afr.%s-client-%d", v->name, v->bricks[idx].id);
+    int first = idx - idx % v->replica, set_ok = 0;
+    for (int b = first; b < first + v->replica; b++) {
+        if (b == idx)
+            continue;
+        if (setxattr(v->bricks[b].path, key, row, sizeof(row), 0) == 0)
+            set_ok++;
+        else
+            bfs_log(MGMT_LOG, BFS_LOG_WARNING, "volume %s: cannot mark %s for heal of the new "
+                    "brick: %s", v->name, v->bricks[b].path, strerror(errno));
+    }
+    return set_ok ? 0 : bfs_fail(e, 500, "volume %s: no brick of the replica set could be "
+                                 "marked as the heal source of the new brick", v->name);
+}
+
 static int replace_locked(struct bfs_mgmt *m, const char *name, const char *olds,
                           const char *news, bool force, struct json_object **out,
                           struct bfs_err *e)
@@ -442,6 +470,11 @@ static int replace_locked(struct bfs_mgmt *m, const char *name, const char *olds
     gone.bricks = &old;
     gone.nbricks = 1;
     bfs_bricks_unmark(&gone);
+    if (blame_new_brick(v, idx, e) < 0) {
+        free(old.host);
+        free(old.path);
+        goto out;
+    }
     free(old.host);
     free(old.path);
     if (v->status == BFS_VOL_STARTED && bfs_sup_start_volume(m, v, e) < 0)
