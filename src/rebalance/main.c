@@ -6,9 +6,9 @@
  *   brickfs-rebalance --volume VOL --volfile FILE --state DIR --status FILE
  *                     --id ID --layout-version N [--kind KIND]
  *
- * Exit: 0 completed or stopped (SIGTERM/SIGINT: checkpoint written), 2
+ * Exit: 0 completed or stopped (SIGTERM/SIGINT: checkpoint written), 3
  * failed (some files could not be moved, or a subvolume not walked), 1 the
- * process could not start (bad arguments, graph, state folder).
+ * process could not start (graph, state folder), 2 usage error.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -193,7 +193,7 @@ int main(int argc, char **argv)
 {
     struct rb rb = {.moves_fd = -1};
     if (parse_args(&rb, argc, argv) < 0)
-        return 1;
+        return 2;
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
@@ -234,5 +234,5 @@ int main(int argc, char **argv)
             (long long)rb.c.bytes, bfs_rb_now() - rb.start_time);
     dht_table_free(rb.table);
     brickfs_fini(fs);
-    return strcmp(state, "failed") == 0 ? 2 : 0;
+    return strcmp(state, "failed") == 0 ? 3 : 0;
 }
