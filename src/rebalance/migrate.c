@@ -7,7 +7,8 @@
  *            on G at H (redirected writers wait on it)
  *   2 copy   S -> H in 1 MiB chunks, throttled; user xattrs
  *   3 freeze S: xattr migrating = mode, mode |= S_ISVTX|S_ISGID; changed
- *            since the copy began -> copy again (3 tries)
+ *            since the copy began -> copy once more (the last time: later
+ *            writes are repeated on H by their clients)
  *   4 switch H: owner, times, the real mode; linkto removed
  *   5 drop   (P, N) unlinked on S; unlock
  *
@@ -255,35 +256,35 @@ static bool same_content_stamp(const struct bfs_iatt *a, const struct bfs_iatt *
     return a->size == b->size && a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec;
 }
 
-/* Steps 2 and 3: copy until a copy finished with nothing written to S
- * meanwhile; S is frozen from the first check on. */
+/* Steps 2 and 3: a first copy while writers go on, the freeze, and a
+ * second copy when the source changed meanwhile. Every write that landed
+ * before the freeze is in the source when the second copy reads it; every
+ * write that lands after it sees the frozen mode in its reply and is
+ * repeated on H by its client once we unlock. So the second copy is the
+ * last, however busy the file is. */
 static int copy_and_freeze(struct mig *m)
 {
     struct bfs_iatt before, after;
     int rc = fstat_fd(m, m->src, m->sfd, &before);
-    uint32_t mode = before.mode;
-    for (int tries = 0; rc >= 0 && tries < 3; tries++) {
+    uint32_t mode = m->attr.mode; /* the original (restored from a crashed run's xattr) */
+    if (rc >= 0)
         rc = copy_data(m, before.size);
-        if (rc < 0)
-            break;
-        if (!m->frozen) {
-            char txt[16];
-            snprintf(txt, sizeof(txt), "%o", mode & 07777);
-            if ((rc = set_internal(m, m->src, RB_MIGRATING_KEY, txt)) < 0 ||
-                (rc = set_mode(m, m->src, (mode & 07777) | RB_FROZEN_BITS)) < 0)
-                break;
+    if (rc >= 0) {
+        char txt[16];
+        snprintf(txt, sizeof(txt), "%o", mode & 07777);
+        if ((rc = set_internal(m, m->src, RB_MIGRATING_KEY, txt)) >= 0 &&
+            (rc = set_mode(m, m->src, (mode & 07777) | RB_FROZEN_BITS)) >= 0)
             m->frozen = true;
-        }
-        if ((rc = fstat_fd(m, m->src, m->sfd, &after)) < 0)
-            break;
-        if (same_content_stamp(&before, &after)) {
-            m->attr = before;
-            m->attr.mode = mode;
-            return 0;
-        }
-        before = after; /* written while copying: again, writers now also go to H */
     }
-    return rc < 0 ? rc : -EBUSY;
+    if (rc >= 0)
+        rc = fstat_fd(m, m->src, m->sfd, &after);
+    if (rc >= 0 && !same_content_stamp(&before, &after))
+        rc = copy_data(m, after.size);
+    if (rc >= 0) {
+        m->attr = after;
+        m->attr.mode = mode;
+    }
+    return rc;
 }
 
 /* Step 4: H's file becomes the real one. */
@@ -348,6 +349,24 @@ static void log_move(struct rb *rb, const struct mig *m)
         bfs_log(RB_LOG, BFS_LOG_WARNING, "cannot append to moves.log");
 }
 
+/* Does anyone hold a POSIX lock on the source? (GETLK of the whole file
+ * for a write lock: no side effect.) */
+static bool posix_locked(struct mig *m)
+{
+    struct bfs_lk_req r = {0};
+    struct bfs_lk_rep rep;
+    r.fd = m->sfd;
+    r.cmd = BFS_LK_GETLK;
+    r.lock.type = F_WRLCK;
+    r.lock.whence = SEEK_SET;
+    r.lock.owner = m->rb->lock_owner;
+    r.lock.pid = (uint32_t)getpid();
+    int rc = bfs_sync_lk(m->src, m->st, &r, &rep);
+    bool held = rc >= 0 && rep.lock.type != F_UNLCK;
+    bfs_lk_rep_clear_dup(&rep);
+    return held;
+}
+
 /* A file that stays on S while its name hashes to H: a link file on H
  * (make_dst leaves exactly that: link-shaped, empty, linkto S). */
 static int leave_link(struct mig *m)
@@ -396,8 +415,20 @@ int bfs_rb_migrate(struct rb *rb, int s, int h, const struct bfs_gfid *pargfid,
         rc = leave_link(&m);
         goto out;
     }
+    /* A file someone holds a POSIX lock on stays: the holder's fd may be
+     * pinned to a graph that does not know the destination (a mount keeps
+     * locked fds on the graph where their locks are, graph-switch.md), and
+     * its writes could not follow. Found through a link file; counted as
+     * skipped; a later run moves it. */
+    if ((rc = open_gfid(&m, m.src, O_RDONLY, &m.sfd)) >= 0 && posix_locked(&m)) {
+        rc = leave_link(&m);
+        if (rc == 0)
+            rc = -EBUSY;
+        goto out;
+    }
     const char *step = "dst";
-    rc = make_dst(&m);
+    if (rc >= 0)
+        rc = make_dst(&m);
     if (rc == 1) { /* moved before a crash, not yet dropped */
         rc = drop_src(&m);
         if (rc >= 0) {
@@ -408,8 +439,6 @@ int bfs_rb_migrate(struct rb *rb, int s, int h, const struct bfs_gfid *pargfid,
     }
     if (rc >= 0 && (step = "lock", rc = inodelk(&m, F_WRLCK)) >= 0)
         m.locked = true;
-    if (rc >= 0 && (step = "open"))
-        rc = open_gfid(&m, m.src, O_RDONLY, &m.sfd);
     if (rc >= 0 && (step = "copy"))
         rc = copy_and_freeze(&m);
     if (rc >= 0 && (step = "switch"))
@@ -423,12 +452,10 @@ int bfs_rb_migrate(struct rb *rb, int s, int h, const struct bfs_gfid *pargfid,
         log_move(rb, &m);
         rc = 1;
     } else {
-        if (rc != -EBUSY && rc != -EINTR)
+        if (rc != -EINTR)
             bfs_log(RB_LOG, BFS_LOG_WARNING, "%s: step %s failed: %s", name, step,
                     strerror(-rc));
         undo(&m);
-        if (rc == -EBUSY && leave_link(&m) < 0)
-            rc = -EIO;
     }
 out:
     if (m.locked)
@@ -438,8 +465,8 @@ out:
     if (m.dfd)
         bfs_fd_unref(m.dfd);
     bfs_stack_unref(m.st);
-    if (rc == -EBUSY || (attr->nlink > 1 && rc == 0))
-        return 0; /* skipped, found through its link file; a next run tries again */
+    if ((attr->nlink > 1 && rc == 0) || rc == -EBUSY)
+        return 0; /* skipped, found through its link file */
     return rc;
 }
 

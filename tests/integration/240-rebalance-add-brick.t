@@ -12,7 +12,10 @@
 #   - status: completed, counters, rates; the previous layout dropped from
 #     the client volfile afterwards;
 #   - the workload (verify-io.py: new files, long-lived fds written
-#     throughout) finds nothing wrong.
+#     throughout) finds nothing wrong; a file written and read through one
+#     fd all along, whose name moves to the new brick, moves while open and
+#     loses no write (distribute repeats writes that land on the frozen or
+#     unlinked source on the new brick).
 
 # shellcheck disable=SC2046
 . "$(dirname "$0")/../lib/test.sh"
@@ -33,6 +36,11 @@ EXPECT "ok" dht_check audit v $(dht_bricks v)
 
 bfs_spawn io python3 "$BFS_ROOT/tests/lib/verify-io.py" "$M/work" "$T/stop-io" "$T/io-report"
 TEST bfs_wait_until 20 test -s "$M/work/long"
+# a file written through one fd the whole time, whose name moves to the new brick
+held=$(moving_name "$T/bricks/v/b0" . 4)
+TEST [ -n "$held" ]
+bfs_spawn hold bash -c ". '$BFS_ROOT/tests/lib/rebal.sh'; hold_writer '$M/$held' '$T/stop-io' '$T/hold-report'"
+TEST bfs_wait_until 20 test -s "$M/$held"
 
 # ---- add-brick ----
 mkdir -p "$T/bricks/v/b3"
@@ -70,6 +78,10 @@ touch "$T/stop-io"
 TEST bfs_wait_gone "$(bfs_pid_of io)" 60
 EXPECT OK eval "cut -d' ' -f1 '$T/io-report'"
 cat "$T/io-report" | bfs__diag
+TEST bfs_wait_gone "$(bfs_pid_of hold)" 60
+EXPECT OK eval "cut -d' ' -f1 '$T/hold-report'"
+cat "$T/hold-report" | bfs__diag
+EXPECT 3 dht_data_brick v "$held"             # it moved while open, and its writes followed
 EXPECT "ok" dht_check audit v $(dht_bricks v)
 
 done_testing

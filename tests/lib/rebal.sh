@@ -73,3 +73,51 @@ big_check()
 {
     (cd "$1" && md5sum --quiet -c "$T/$(basename "$1").md5")
 }
+
+# moving_name BRICKDIR DIR NSUB: a name "held<i>" that hashes, in DIR (as
+# dht-check's hashed: relative to the volume root, "." for the root), to
+# the last of NSUB subvolumes under canonical(NSUB): a file of that name
+# moves to an added brick.
+moving_name()
+{
+    local names=() i
+    for ((i = 0; i < 64; i++)); do names+=("held$i"); done
+    paste <(printf '%s\n' "${names[@]}") <(dht_check hashed "$3" "$1" "$2" "${names[@]}") |
+        awk -v last="$(($3 - 1))" '$2 == last { print $1; exit }'
+}
+
+# hold_writer FILE STOP REPORT: one fd kept open on FILE; a 4 KiB record
+# written (and read back through the same fd) every 10 ms until STOP
+# exists; then the whole file checked through a new open. REPORT gets
+# "OK records=N" or "FAIL why".
+hold_writer()
+{
+    python3 - "$@" <<'PY'
+import os, sys, time
+path, stop, report = sys.argv[1:4]
+def rec(i):
+    return (b"%08d" % i) * 512
+n = 0
+try:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    while not os.path.exists(stop) or n < 50:
+        os.pwrite(fd, rec(n), n * 4096)
+        if os.pread(fd, 4096, n * 4096) != rec(n):
+            raise Exception("record %d read back wrong through the same fd" % n)
+        n += 1
+        time.sleep(0.01)
+    os.fsync(fd)
+    os.close(fd)
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) != n * 4096:
+        raise Exception("size %d, want %d" % (len(data), n * 4096))
+    for i in range(n):
+        if data[i * 4096:(i + 1) * 4096] != rec(i):
+            raise Exception("record %d of %d wrong" % (i, n))
+    open(report, "w").write("OK records=%d\n" % n)
+except Exception as e:
+    open(report, "w").write("FAIL %s\n" % e)
+    sys.exit(1)
+PY
+}

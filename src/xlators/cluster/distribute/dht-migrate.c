@@ -39,7 +39,7 @@ struct wcookie {
     int s;
 };
 
-enum { W_FIND = 1, W_LOCKED, W_CHECKED, W_READ, W_OPENED, W_WRITTEN, W_UNLOCKED };
+enum { W_FIND = 1, W_NOWHERE, W_LOCKED, W_CHECKED, W_READ, W_OPENED, W_WRITTEN, W_UNLOCKED };
 
 struct dht_wmig {
     struct dht_op o;
@@ -111,11 +111,29 @@ static int wmig_step(struct bfs_op *op)
         for (int s = 0; s < w->n && w->t < 0; s++)
             if (s != w->c.s && dht__rc(o, 1 + s) >= 0)
                 w->t = s;
-        if (w->t < 0)
-            return answer(w); /* nowhere else: the mode bits are the user's */
+        if (w->t < 0) { /* the user's own mode bits, or moved out of this graph's reach? */
+            struct bfs_dict *xd = dht__xdata_internal();
+            struct bfs_getxattr_req r = {.name = DHT_MIGRATING_KEY, .xdata = xd};
+            r.loc.gfid = *g;
+            op->state = W_NOWHERE;
+            dht__wind(o, 0, BFS_FOP_GETXATTR, w->c.s, &r, true);
+            bfs_dict_unref(xd);
+            return BFS_OP_WAIT;
+        }
         op->state = W_LOCKED;
         wind_lock(w, F_WRLCK); /* 2: waits while the rebalance holds it */
         return BFS_OP_WAIT;
+    case W_NOWHERE: {
+        const struct bfs_getxattr_rep *gr = DHT_REP(o, 0, bfs_getxattr_rep);
+        if (dht__rc(o, 0) >= 0 && gr && bfs_dict_has(gr->xattrs, DHT_MIGRATING_KEY)) {
+            /* moving to a subvolume this (older) graph does not have: the
+             * write cannot follow; say so rather than lose it silently */
+            struct bfs_write_rep none = {0};
+            bfs_unwind_write(o->caller, -EIO, &none);
+            return BFS_OP_DONE;
+        }
+        return answer(w);
+    }
     case W_LOCKED: {
         if (dht__rc(o, 0) < 0)
             return answer(w);

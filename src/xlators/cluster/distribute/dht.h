@@ -34,6 +34,8 @@
 #include "dht-layout.h"
 
 #define DHT_LINKTO_KEY "trusted.brickfs.dht.linkto"
+/* on a source the rebalance froze: its original mode (docs/design/rebalance.md) */
+#define DHT_MIGRATING_KEY "trusted.brickfs.dht.migrating"
 #define DHT_VERSION_KEY "trusted.brickfs.dht.layout-version"
 #define DHT_XATTR_PREFIX "trusted.brickfs."
 #define DHT_INTERNAL_KEY "brickfs-internal" /* xdata INT 1, see the design note */
