@@ -72,7 +72,7 @@ gl_pids()
 {
     local p
     for p in /proc/[0-9]*; do
-        tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF "$GLD/" && echo "${p#/proc/}"
+        { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -qF "$GLD/" && echo "${p#/proc/}"
     done
 }
 gl_teardown()

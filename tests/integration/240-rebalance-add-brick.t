@@ -4,11 +4,11 @@
 # under a self-checking workload (docs/design/rebalance.md):
 #   - add-brick: the new brick is in the volume, owns no bucket yet; files
 #     placed by the old table; add-brick refused with bad counts;
-#   - rebalance start: fix-layout + migration; about 1/4 of the files move
+#   - rebalance start: the migration; about 1/4 of the files move
 #     (within +-30%), not more; every file where the new (canonical) table
 #     says (dht-check audit), all contents intact, no GFID moved twice;
-#   - while files are out of place the previous table finds them (all
-#     readable between fix-layout and the end of the move);
+#   - fix-layout alone: new files go to the new brick at once, old ones
+#     stay and are found through the previous table (layout-previous);
 #   - status: completed, counters, rates; the previous layout dropped from
 #     the client volfile afterwards;
 #   - the workload (verify-io.py: new files, long-lived fds written
@@ -54,6 +54,18 @@ EXPECT not-started rebal_state v
 TEST bfs_wait_until 30 eval "[ \"\$(graph_info '$M' volfile_revision)\" = \"\$(vol_field v revision)\" ]"
 before=$(sum_of $(dht_check counts $(dht_bricks v)))
 echo "# data files before the rebalance: $before"
+
+# ---- fix-layout: new files use the new brick, old ones are found where they are ----
+TEST cli volume rebalance v fix-layout start
+EXPECT true rebal_pending v
+TEST ! cli volume rebalance v fix-layout start                 # nothing left to fix
+TEST bfs_wait_until 30 eval "[ \"\$(graph_info '$M' volfile_revision)\" = \"\$(vol_field v revision)\" ]"
+TEST eval 'api body GET /v1/volumes/v/volfile/client | grep -q "layout-previous canonical:3"'
+EXPECT "ok" dht_check verify "$M" 10 150                      # through the previous table
+EXPECT 0 eval "find '$T/bricks/v/b3' -path '*/d[0-9]*/f*' -type f | grep -c ."   # none moved yet
+TEST eval 'for i in $(seq 0 39); do echo "new$i" >"$M/new$i" || exit 1; done'
+TEST [ "$(dht_check counts "$T/bricks/v/b3")" -gt 0 ]        # new files go there already
+TEST eval 'for i in $(seq 0 39); do [ "$(cat "$M/new$i")" = "new$i" ] || exit 1; done'
 
 # ---- rebalance ----
 TEST cli volume rebalance v start

@@ -8,6 +8,8 @@
 #     brickfsd restarts it, the new run skips the finished directories
 #     (its log says how many) and counts from where the first stopped;
 #   - pause: the process ends, state paused; resume: it goes on (run 3);
+#   - brickfsd SIGKILLed meanwhile: the process runs on, the new brickfsd
+#     adopts it and records its completion;
 #   - at the end: about 1/4 of the files moved in all (+-30%), no GFID
 #     twice in moves.log, every file where the table says, contents intact.
 
@@ -53,8 +55,15 @@ EXPECT 0 rebal_pid v
 TEST ! cli volume rebalance v pause
 TEST cli volume rebalance v resume
 EXPECT_WITHIN 30 3 rebal_field v runs
-TEST cli volume set v cluster.rebal-max-mbps 0       # read at the next run: the rest at full speed
+
+# ---- brickfsd killed while it runs: the process goes on, is adopted ----
+pid3=$(rebal_pid v)
+TEST kill_brickfsd d1 KILL
+TEST bfs_pid_alive "$pid3"
+TEST start_brickfsd
+TEST cli volume set v cluster.rebal-max-mbps 0       # read at the next run
 EXPECT_WITHIN 300 completed rebal_state v
+TEST grep -q "adopted rebalance process $pid3" "$(brickfsd_logs)/brickfsd.log"
 
 moved=$(rebal_moves v | grep -c .)
 echo "# moved $moved of $before files in 3 runs"
