@@ -164,6 +164,12 @@ static int setup(struct rb *rb, struct brickfs *fs)
         fprintf(stderr, "brickfs-rebalance: layout: %s\n", why);
         return -1;
     }
+    const char *prev = bfs_xl_opt_str(rb->dht, "layout-previous");
+    if (prev && *prev &&
+        dht_table_parse(prev, rb->nsub, &rb->prev, why, sizeof(why)) < 0) {
+        fprintf(stderr, "brickfs-rebalance: layout-previous: %s\n", why);
+        return -1;
+    }
     const char *thr = bfs_xl_opt_str(rb->dht, "cluster.rebal-throttle");
     int64_t mbps = bfs_xl_opt_int(rb->dht, "cluster.rebal-max-mbps");
     if (mbps > 0)
@@ -233,6 +239,7 @@ int main(int argc, char **argv)
             (long long)rb.c.moved, (long long)rb.c.skipped, (long long)rb.c.failed,
             (long long)rb.c.bytes, bfs_rb_now() - rb.start_time);
     dht_table_free(rb.table);
+    dht_table_free(rb.prev);
     brickfs_fini(fs);
     return strcmp(state, "failed") == 0 ? 3 : 0;
 }

@@ -322,6 +322,29 @@ static int drop_src(struct mig *m)
     return rc == -ENOENT ? 0 : rc;
 }
 
+/* A link file of the moved file left where the previous table hashed its
+ * name (it pointed at S; the file was placed behind it by a rename or
+ * min-free-disk): no longer needed once the file is on its hashed
+ * subvolume. Best effort: a leftover link file is harmless. */
+static void drop_old_link(struct mig *m)
+{
+    struct rb *rb = m->rb;
+    if (!rb->prev)
+        return;
+    int p = dht_table_subvol(rb->prev, m->loc.pargfid.b, m->loc.name);
+    if (p == m->s || p == m->h || p >= rb->nsub)
+        return;
+    struct bfs_iatt cur;
+    if (lookup_name(m, rb->sub[p], &cur) < 0 || !bfs_gfid_eq(&cur.gfid, &m->gfid) ||
+        (cur.mode & 07777) != S_ISVTX || cur.size != 0)
+        return;
+    struct bfs_unlink_req r = {0};
+    struct bfs_unlink_rep rep;
+    r.loc = m->loc;
+    bfs_sync_unlink(rb->sub[p], m->st, &r, &rep);
+    bfs_unlink_rep_clear_dup(&rep);
+}
+
 static void undo(struct mig *m)
 {
     if (m->frozen) {
@@ -449,6 +472,7 @@ int bfs_rb_migrate(struct rb *rb, int s, int h, const struct bfs_gfid *pargfid,
         if (rc < 0) /* both exist, H's is the file: the next run drops S */
             bfs_log(RB_LOG, BFS_LOG_WARNING, "%s: moved, but unlink on %s: %s", name,
                     m.src->name, strerror(-rc));
+        drop_old_link(&m);
         log_move(rb, &m);
         rc = 1;
     } else {

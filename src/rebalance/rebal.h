@@ -41,6 +41,7 @@ struct rb {
     struct bfs_xl **sub;   /* dht's children, in position order */
     int nsub;
     struct dht_table *table;
+    struct dht_table *prev;   /* layout-previous, or NULL */
     struct rb_counters c;
     double start_time;      /* monotonic seconds, this run */
     int64_t scanned_at_start;

@@ -32,6 +32,11 @@ M=$T/m
 TEST mount_vol v "$M"
 TEST dht_check populate "$M" 10 150
 TEST big_files "$M/big" 16 1
+# renamed files: their data stays, link files point at it from the new names' bricks
+TEST eval 'mkdir "$M/ren" && for i in $(seq 0 59); do echo "ren$i" >"$M/ren/a$i" && mv "$M/ren/a$i" "$M/ren/b$i" || exit 1; done'
+links=$(find $(dht_bricks v) -path '*/ren/*' -perm 1000 -size 0 | grep -c .)
+echo "# link files after the renames: $links"
+TEST [ "$links" -gt 0 ]
 EXPECT "ok" dht_check audit v $(dht_bricks v)
 
 bfs_spawn io python3 "$BFS_ROOT/tests/lib/verify-io.py" "$M/work" "$T/stop-io" "$T/io-report"
@@ -82,7 +87,8 @@ TEST bfs_wait_until 30 eval "[ \"\$(graph_info '$M' volfile_revision)\" = \"\$(v
 TEST ! eval "api body GET /v1/volumes/v/volfile/client | grep -q layout-previous"
 EXPECT "ok" dht_check verify "$M" 10 150
 TEST big_check "$M/big"
-EXPECT "ok" dht_check audit v $(dht_bricks v)
+TEST eval 'for i in $(seq 0 59); do [ "$(cat "$M/ren/b$i")" = "ren$i" ] || exit 1; done'
+EXPECT "ok" dht_check audit v $(dht_bricks v)       # no leftover link file either
 TEST [ "$(dht_check counts "$T/bricks/v/b3")" -gt 0 ]
 cli volume rebalance v status | bfs__diag
 
