@@ -264,6 +264,8 @@ int bfs__rebal_begin(struct bfs_mgmt *m, struct bfs_volume *v, const char *kind,
                      struct bfs_err *e);
 /* SIGTERM to v's rebalance process and wait for its exit. */
 void bfs__rebal_stop(struct bfs_mgmt *m, const char *vol);
+/* A deleted volume: its rebalance checkpoint and status files go. */
+void bfs__rebal_forget(struct bfs_mgmt *m, const char *vol);
 
 /* ---- HTTP (http.c, api.c) ---- */
 struct bfs_http_reply {

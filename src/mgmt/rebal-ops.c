@@ -440,6 +440,20 @@ void bfs__rebal_stop(struct bfs_mgmt *m, const char *vol)
     stop_proc(m, vol);
 }
 
+void bfs__rebal_forget(struct bfs_mgmt *m, const char *vol)
+{
+    static const char *const files[] = {"checkpoint", "counters", "moves.log"};
+    char dir[4200], path[4400];
+    paths(m, vol, "state", dir, sizeof(dir));
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    paths(m, vol, "status", path, sizeof(path));
+    unlink(path);
+}
+
 static int pending_check(const struct bfs_volume *v, struct bfs_err *e)
 {
     if (v->status != BFS_VOL_STARTED)

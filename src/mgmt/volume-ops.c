@@ -251,7 +251,14 @@ static int stop_locked(struct bfs_mgmt *m, const char *name, struct json_object 
         goto out;
     }
     v->status = BFS_VOL_STOPPED;
-    if ((rc = save_or_fail(m, v, e)) < 0 || (rc = bfs_sup_stop_volume(m, v, e)) < 0)
+    bool rebalancing = strcmp(v->rebal.state, "running") == 0;
+    if (rebalancing) /* it needs the bricks: paused, 'rebalance resume' after start */
+        snprintf(v->rebal.state, sizeof(v->rebal.state), "paused");
+    if ((rc = save_or_fail(m, v, e)) < 0)
+        goto out;
+    if (rebalancing)
+        bfs__rebal_stop(m, name);
+    if ((rc = bfs_sup_stop_volume(m, v, e)) < 0)
         goto out;
     bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s stopped", name);
     *out = status_json(m, v);
@@ -293,6 +300,7 @@ static int delete_locked(struct bfs_mgmt *m, const char *name, struct json_objec
     }
     bfs_bricks_unmark(v);
     bfs_volgen_remove(m, name);
+    bfs__rebal_forget(m, name);
     bfs_sup_forget(m, name);
     bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s deleted", name);
     *out = json_object_new_object();
