@@ -66,7 +66,8 @@ XL_LIB_SRCS := $(wildcard src/xlators/lib/*.c)
 XL_LIB_OBJS := $(XL_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 # ---- programs: folder -> name ----
-PROGRAMS := brick:brickfs-brick fuse:brickfs-mount mgmt:brickfsd cli:brickfs shd:brickfs-shd
+PROGRAMS := brick:brickfs-brick fuse:brickfs-mount mgmt:brickfsd cli:brickfs shd:brickfs-shd \
+            rebalance:brickfs-rebalance
 PROG_DIRS := $(foreach p,$(PROGRAMS),$(if $(wildcard src/$(word 1,$(subst :, ,$(p)))/*.c),$(p)))
 PROG_BINS := $(foreach p,$(PROG_DIRS),$(BINDIR)/$(word 2,$(subst :, ,$(p))))
 

@@ -60,6 +60,12 @@ int cli_volume_heal(const struct cli *c, const char *what, int argc, char **argv
     "source-brick without FILE resolves every file in split-brain of that brick's\n"         \
     "replica set from it."
 
+/* cmd-elastic.c: argv[0] is the volume name */
+int cli_add_brick(const struct cli *c, const char *what, int argc, char **argv);
+int cli_remove_brick(const struct cli *c, const char *what, int argc, char **argv);
+int cli_replace_brick(const struct cli *c, const char *what, int argc, char **argv);
+int cli_rebalance(const struct cli *c, const char *what, int argc, char **argv);
+
 /* output.c */
 void cli_print_info(struct json_object *vol);
 void cli_print_status(struct json_object *st);

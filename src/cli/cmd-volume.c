@@ -21,7 +21,7 @@ struct vcmd {
 };
 
 int cli_call(const struct cli *c, const char *what, const char *method, const char *path,
-                struct json_object *body, struct cli_resp *r)
+             struct json_object *body, struct cli_resp *r)
 {
     int rc = cli_http(c, method, path, body, r);
     json_object_put(body);
@@ -360,6 +360,25 @@ static const struct vcmd cmds[] = {
     {"heal", cli_volume_heal, CLI_HEAL_USAGE, CLI_HEAL_HELP},
     {"reset", do_reset, "volume reset NAME [KEY]",
      "Returns one option, or every option, to its default."},
+    {"add-brick", cli_add_brick, "volume add-brick NAME [replica N] HOST:/DIR... [force]",
+     "Adds bricks (whole replica sets of a replicated volume) to a volume. New files go to\n"
+     "them after 'volume rebalance NAME fix-layout start' or 'volume rebalance NAME start'\n"
+     "(which also moves the files whose place changed). The layout is weighted by brick size."},
+    {"remove-brick", cli_remove_brick,
+     "volume remove-brick NAME HOST:/DIR... start|status|stop|commit",
+     "Takes bricks (whole replica sets) out of a volume: 'start' stops placing new files on\n"
+     "them and drains their files to the others, 'status' shows the drain and the files\n"
+     "left, 'stop' abandons it, 'commit' (refused while files remain) removes the bricks."},
+    {"replace-brick", cli_replace_brick, "volume replace-brick NAME OLD NEW commit force",
+     "Replaces a brick of a replicated volume by an empty one, which is then healed from\n"
+     "the rest of its replica set."},
+    {"rebalance", cli_rebalance,
+     "volume rebalance NAME fix-layout start | start|stop|pause|resume|status",
+     "'fix-layout start' gives new bricks their share of the layout (new files go there);\n"
+     "'start' also moves the files whose place changed, by a rebalance process per node;\n"
+     "'stop'/'pause' end it with a checkpoint, 'resume' continues from there; 'status'\n"
+     "shows files scanned, moved, skipped and failed, bytes, rate and time left.\n"
+     "Throttle: volume set NAME cluster.rebal-throttle lazy|normal|aggressive|MB/s."},
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 

@@ -103,8 +103,8 @@ static int run_shd(struct bfs_mgmt *m, char **argv, struct bfs_run_result *r, in
     return 0;
 }
 
-/* Index of the brick brickfs-shd calls b (remote_subvolume VOL-brick-N,
- * or client VOL-client-N), or -1. */
+/* Index of the brick brickfs-shd calls b (remote_subvolume VOL-brick-ID,
+ * or client VOL-client-ID; IDs are stable, docs/design/rebalance.md), or -1. */
 static int brick_of(const struct bfs_volume *v, struct json_object *b)
 {
     struct json_object *o;
@@ -115,7 +115,7 @@ static int brick_of(const struct bfs_volume *v, struct json_object *b)
     for (int i = 0; i < v->nbricks; i++) {
         char bn[160], cn[160];
         bfs_brick_name(v, i, bn, sizeof(bn));
-        snprintf(cn, sizeof(cn), "%s-client-%d", v->name, i);
+        snprintf(cn, sizeof(cn), "%s-client-%d", v->name, v->bricks[i].id);
         if ((sub && strcmp(sub, bn) == 0) || (cl && strcmp(cl, cn) == 0))
             return i;
     }
@@ -418,7 +418,7 @@ int bfs_op_heal_resolve(struct bfs_mgmt *m, const char *name, const char *policy
         return -1;
     }
     if (src)
-        snprintf(client, sizeof(client), "%s-client-%d", v->name, idx);
+        snprintf(client, sizeof(client), "%s-client-%d", v->name, v->bricks[idx].id);
     struct json_object *results = json_object_new_array(), *files = json_object_new_array();
     if (file)
         json_object_array_add(files, json_object_new_string(file));

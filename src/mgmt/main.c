@@ -270,12 +270,13 @@ int main(int argc, char **argv)
     if (bfs_store_open(spec, &m->store, err, sizeof(err)) < 0 ||
         node_uuid(m, err, sizeof(err)) < 0)
         goto fail;
-    if (bfs_catalog_load(m) < 0 || bfs_sup_init(m) < 0) {
+    if (bfs_catalog_load(m) < 0 || bfs_sup_init(m) < 0 || bfs_rebal_init(m) < 0) {
         snprintf(err, sizeof(err), "cannot start: out of memory or threads");
         goto fail;
     }
     pthread_mutex_lock(&m->lock);
     bfs_sup_reconcile(m);
+    bfs_rebal_reconcile(m);
     pthread_mutex_unlock(&m->lock);
     if (bfs_http_start(m, &http, err, sizeof(err)) < 0)
         goto fail;

@@ -21,6 +21,7 @@ struct json_object;
 struct bfs_store;
 struct bfs_sup;
 struct bfs_catalog;
+struct bfs_rebal;
 
 #define BFS_MGMT_DEFAULT_PORT 24100
 #define BFS_VOLNAME_MAX 64
@@ -45,6 +46,7 @@ struct bfs_mgmt {
     pthread_mutex_t oplock;
     struct bfs_sup *sup;
     struct bfs_catalog *catalog;
+    struct bfs_rebal *rebal;  /* rebalance processes (rebal-ops.c) */
 };
 
 /* ---- errors meant for people: an HTTP status and one line ---- */
@@ -60,6 +62,7 @@ int bfs_fail(struct bfs_err *e, int status, const char *fmt, ...)
 enum bfs_vol_status { BFS_VOL_CREATED = 0, BFS_VOL_STARTED, BFS_VOL_STOPPED };
 
 struct bfs_vbrick {
+    int id;      /* stable: names VOL-brick-ID, VOL-client-ID (docs/design/rebalance.md) */
     char *host;
     char *path;  /* absolute, normalised */
     int port;
@@ -91,13 +94,32 @@ struct bfs_volume {
     int nopts;
     int64_t created;
     uint64_t rev;  /* store revision of this document (0 = not stored) */
+    int next_brick_id;
+    /* Distribute's table (docs/design/rebalance.md): text forms of
+     * dht-layout.h ("" = canonical), previous = "" when none pending. */
+    char *layout_table, *layout_prev;
+    int64_t layout_version;
+    int *remove_ids;  /* bricks being drained by remove-brick start */
+    int nremove;
+    struct bfs_vrebal {
+        char id[40];     /* "" = never started */
+        char kind[16];   /* migrate, fix-layout, remove */
+        char state[16];  /* desired: running, paused, stopped, completed, failed */
+        int64_t started, layout_version;
+    } rebal;
 };
 
 const char *bfs_vol_status_name(enum bfs_vol_status s);
 void bfs_volume_free(struct bfs_volume *v);
 int bfs_volname_check(const char *name, struct bfs_err *e);
-/* "VOL-brick-N" into buf. */
+/* "VOL-brick-ID" of brick idx (its stable id) into buf. */
 void bfs_brick_name(const struct bfs_volume *v, int idx, char *buf, size_t len);
+/* Position of the brick called name (VOL-brick-ID), or -1. */
+int bfs_volume_brick_index(const struct bfs_volume *v, const char *name);
+/* Number of distribute subvolumes (bricks, or replica or disperse sets). */
+int bfs_volume_nsubvols(const struct bfs_volume *v);
+/* Volfile name of distribute subvolume s (VOL-client-ID / VOL-replicate-SETID / VOL-disperse-SETID). */
+void bfs_subvol_name(const struct bfs_volume *v, int s, char *buf, size_t len);
 const char *bfs_volume_opt(const struct bfs_volume *v, const char *key); /* NULL = unset */
 int bfs_volume_opt_set(struct bfs_volume *v, const char *key, const char *value);
 int bfs_volume_opt_unset(struct bfs_volume *v, const char *key); /* 0 or -ENOENT */
@@ -286,6 +308,33 @@ struct bfs_run_result {
  * killing it after timeout_ms. 0, or -errno if it could not be run. */
 int bfs_run_capture(char *const argv[], int timeout_ms, struct bfs_run_result *r);
 void bfs_run_result_free(struct bfs_run_result *r);
+
+/* ---- elastic volumes (brick-ops.c, rebal-ops.c; docs/design/rebalance.md) ---- */
+int bfs_op_add_brick(struct bfs_mgmt *m, const char *name, const char **bricks, int n,
+                     int replica, bool force, struct json_object **out, struct bfs_err *e);
+/* action: start, status, stop, commit */
+int bfs_op_remove_brick(struct bfs_mgmt *m, const char *name, const char **bricks, int n,
+                        const char *action, struct json_object **out, struct bfs_err *e);
+int bfs_op_replace_brick(struct bfs_mgmt *m, const char *name, const char *old_brick,
+                         const char *new_brick, bool force, struct json_object **out,
+                         struct bfs_err *e);
+/* action: fix-layout, start, stop, pause, resume */
+int bfs_op_rebalance(struct bfs_mgmt *m, const char *name, const char *action,
+                     struct json_object **out, struct bfs_err *e);
+int bfs_op_rebalance_status(struct bfs_mgmt *m, const char *name, struct json_object **out,
+                            struct bfs_err *e);
+int bfs_rebal_init(struct bfs_mgmt *m);
+/* Startup: adopt or restart the rebalances the documents want running. */
+void bfs_rebal_reconcile(struct bfs_mgmt *m);
+/* With m->lock held: */
+struct json_object *bfs_rebal_status_json(struct bfs_mgmt *m, const struct bfs_volume *v);
+/* New rebalance of kind for v (saves v, starts the process). */
+int bfs__rebal_begin(struct bfs_mgmt *m, struct bfs_volume *v, const char *kind,
+                     struct bfs_err *e);
+/* SIGTERM to v's rebalance process and wait for its exit. */
+void bfs__rebal_stop(struct bfs_mgmt *m, const char *vol);
+/* A deleted volume: its rebalance checkpoint and status files go. */
+void bfs__rebal_forget(struct bfs_mgmt *m, const char *vol);
 
 /* ---- HTTP (http.c, api.c) ---- */
 struct bfs_http_reply {

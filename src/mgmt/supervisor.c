@@ -77,8 +77,10 @@ struct bproc *bfs__sup_get(struct bfs_mgmt *m, const struct bfs_volume *v, int i
     char name[160];
     bfs_brick_name(v, idx, name, sizeof(name));
     struct bproc *p = find(m->sup, name);
-    if (p)
+    if (p) {
+        p->idx = idx; /* positions move when bricks leave (remove-brick) */
         return p;
+    }
     p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
@@ -259,7 +261,7 @@ static void restart_due(struct bfs_mgmt *m, struct bproc *p)
     struct bfs_err e;
     bool shd = p->kind == BP_SHD;
     if (bfs_volume_load(m, p->vol, &v) < 0 || v->status != BFS_VOL_STARTED ||
-        (shd ? !bfs_shd_wanted(v) : p->idx >= v->nbricks)) {
+        (shd ? !bfs_shd_wanted(v) : (p->idx = bfs_volume_brick_index(v, p->name)) < 0)) {
         p->state = BP_DOWN;
     } else if ((shd ? bfs__sup_spawn_shd(m, v, p, &e) : bfs__sup_spawn(m, v, p, &e)) < 0) {
         bfs_log(MGMT_LOG, BFS_LOG_ERROR, "%s %s: restart failed: %s", bfs__sup_what(p), p->name,

@@ -125,6 +125,18 @@ char *bfs_volgen_brick(struct bfs_mgmt *m, const struct bfs_volume *v, int idx)
     return finish(&b);
 }
 
+/* distribute's table options (docs/design/rebalance.md); nothing for a
+ * volume that never changed its layout, so its text stays as it was. */
+static void put_layout(struct buf *b, const struct bfs_volume *v)
+{
+    if (v->layout_table && v->layout_table[0])
+        put(b, "    option layout %s\n", v->layout_table);
+    if (v->layout_prev && v->layout_prev[0])
+        put(b, "    option layout-previous %s\n", v->layout_prev);
+    if (v->layout_version > 1)
+        put(b, "    option layout-version %lld\n", (long long)v->layout_version);
+}
+
 char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *mgmt_addr)
 {
     struct buf b = {0}, subs = {0};
@@ -135,14 +147,14 @@ char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const ch
     for (int i = 0; i < v->nbricks; i++) {
         char bn[128];
         bfs_brick_name(v, i, bn, sizeof(bn));
-        put(&b, "volume %s-client-%d\n    type protocol/client\n", v->name, i);
+        put(&b, "volume %s-client-%d\n    type protocol/client\n", v->name, v->bricks[i].id);
         put(&b, "    option remote-host %s\n", v->bricks[i].host);
         put(&b, "    option remote-subvolume %s\n", bn);
         put(&b, "    option mgmt-server %s\n", mgmt_addr ? mgmt_addr : m->listen);
         put(&b, "    option mgmt-volume %s\n", v->name);
         put_set_opts(m, &b, v, "protocol/client");
         put(&b, "end-volume\n\n");
-        put(&subs, "%s%s-client-%d", i ? " " : "", v->name, i);
+        put(&subs, "%s%s-client-%d", i ? " " : "", v->name, v->bricks[i].id);
     }
     /* Replica or disperse sets: each a cluster translator over its
      * clients; the distribute (if any) then spreads over the sets, not the
@@ -156,7 +168,9 @@ char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const ch
         snprintf(set_type, sizeof(set_type), "cluster/%s", set_kind);
         put(&sets, "%s", "");
         for (int s = 0; s < nsets; s++) {
-            put(&b, "volume %s-%s-%d\n    type %s\n", v->name, set_kind, s, set_type);
+            char sn[BFS_VOLNAME_MAX + 32];
+            bfs_subvol_name(v, s, sn, sizeof(sn));
+            put(&b, "volume %s\n    type %s\n", sn, set_type);
             if (v->arbiter)
                 put(&b, "    option arbiter-count 1\n");
             if (v->disperse > 0)
@@ -164,9 +178,9 @@ char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const ch
             put_set_opts(m, &b, v, set_type);
             put(&b, "    subvolumes");
             for (int i = s * per; i < (s + 1) * per; i++)
-                put(&b, " %s-client-%d", v->name, i);
+                put(&b, " %s-client-%d", v->name, v->bricks[i].id);
             put(&b, "\nend-volume\n\n");
-            put(&sets, "%s%s-%s-%d", s ? " " : "", v->name, set_kind, s);
+            put(&sets, "%s%s", s ? " " : "", sn);
         }
         free(finish(&subs));
         subs = sets;
@@ -174,9 +188,12 @@ char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const ch
     char top_child[BFS_VOLNAME_MAX + 32];
     if (nsets > 1) {
         snprintf(top_child, sizeof(top_child), "%s-dht", v->name);
-        put_xl(m, &b, v, top_child, "cluster/distribute", subs.p);
+        put(&b, "volume %s\n    type cluster/distribute\n", top_child);
+        put_set_opts(m, &b, v, "cluster/distribute");
+        put_layout(&b, v);
+        put(&b, "    subvolumes %s\nend-volume\n\n", subs.p);
     } else {
-        snprintf(top_child, sizeof(top_child), "%s-%s-0", v->name, set_kind ? set_kind : "client");
+        bfs_subvol_name(v, 0, top_child, sizeof(top_child));
     }
     put_xl(m, &b, v, v->name, "debug/io-stats", top_child);
     free(finish(&subs));

@@ -170,8 +170,11 @@ static int build_volume(const struct bfs_volcreate_req *r, const char *type, int
             bfs_volume_free(v);
             return -1;
         }
+        v->bricks[i].id = i;
         v->nbricks++;
     }
+    v->next_brick_id = v->nbricks;
+    v->layout_version = 1;
     bfs_uuid_generate(v->id);
     v->created = (int64_t)time(NULL);
     v->status = BFS_VOL_CREATED;
@@ -342,7 +345,14 @@ static int stop_locked(struct bfs_mgmt *m, const char *name, struct json_object 
         goto out;
     }
     v->status = BFS_VOL_STOPPED;
-    if ((rc = save_or_fail(m, v, e)) < 0 || (rc = bfs_sup_stop_volume(m, v, e)) < 0)
+    bool rebalancing = strcmp(v->rebal.state, "running") == 0;
+    if (rebalancing) /* it needs the bricks: paused, 'rebalance resume' after start */
+        snprintf(v->rebal.state, sizeof(v->rebal.state), "paused");
+    if ((rc = save_or_fail(m, v, e)) < 0)
+        goto out;
+    if (rebalancing)
+        bfs__rebal_stop(m, name);
+    if ((rc = bfs_sup_stop_volume(m, v, e)) < 0)
         goto out;
     bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s stopped", name);
     *out = status_json(m, v);
@@ -387,6 +397,7 @@ static int delete_locked(struct bfs_mgmt *m, const char *name, struct json_objec
     char statefile[4200];
     bfs_shd_paths(m, name, NULL, statefile, NULL, NULL, sizeof(statefile));
     unlink(statefile);
+    bfs__rebal_forget(m, name);
     bfs_sup_forget(m, name);
     bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s deleted", name);
     *out = json_object_new_object();
