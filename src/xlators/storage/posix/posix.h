@@ -38,6 +38,11 @@
 #define PX_GFID_XATTR "trusted.brickfs.gfid"
 #define PX_INTERNAL_PREFIX "trusted.brickfs."
 #define PX_INTERNAL_KEY "brickfs-internal" /* xdata INT 1: a brick-side translator */
+/* xdata INT N on an O_RDONLY open: a file of at most N bytes (N <= PX_PREFETCH_MAX)
+ * comes back whole in the reply's xdata as a BIN of the same key
+ * (protocol/client, client-prefetch.c). */
+#define PX_OPEN_PREFETCH_KEY "open-prefetch"
+#define PX_PREFETCH_MAX (128 * 1024)
 #define PX_GFID_REQ_KEY "gfid-req"         /* xdata BIN[16]: GFID for a new entry */
 #define PX_HIDDEN ".brickfs"
 #define PX_NLOCKS 256              /* striped per-GFID mutexes */
