@@ -38,6 +38,11 @@
 #define PX_GFID_XATTR "trusted.brickfs.gfid"
 #define PX_INTERNAL_PREFIX "trusted.brickfs."
 #define PX_INTERNAL_KEY "brickfs-internal" /* xdata INT 1: a brick-side translator */
+/* xdata INT N on an O_RDONLY open: a file of at most N bytes (N <= PX_PREFETCH_MAX)
+ * comes back whole in the reply's xdata as a BIN of the same key
+ * (protocol/client, client-prefetch.c). */
+#define PX_OPEN_PREFETCH_KEY "open-prefetch"
+#define PX_PREFETCH_MAX (128 * 1024)
 #define PX_GFID_REQ_KEY "gfid-req"         /* xdata BIN[16]: GFID for a new entry */
 #define PX_CREATED_KEY "brickfs-created"   /* create reply xdata INT 1: a new file */
 #define PX_HIDDEN ".brickfs"
@@ -58,6 +63,7 @@ struct px_priv {
     struct bfs_workers *workers; /* borrowed: xl->graph->proc->workers */
     struct bfs_loop *loop;      /* borrowed: xl->graph->proc->loop (may be NULL) */
     struct px_cache *cache;     /* GFID -> checked handle, recent O_PATH fds; NULL: off */
+    bool inline_fops;           /* option inline-fops: cheap fops on the loop (posix.c) */
     /* Striped mutexes. Entry locks (by parent GFID) make "resolve a name,
      * change it, fix the handles" atomic among fops on one directory, as the
      * kernel's directory lock does for one syscall; inode locks (by GFID)
