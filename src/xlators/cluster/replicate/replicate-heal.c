@@ -27,8 +27,6 @@
 #include "core/graph.h"
 #include "replicate.h"
 
-static uint64_t heal_owner_seq;
-
 /* ---- building blocks ---- */
 
 int afr_hsync(struct afr_hctx *h, int i, int fop, const void *req, void *rep)
@@ -36,23 +34,9 @@ int afr_hsync(struct afr_hctx *h, int i, int fop, const void *req, void *rep)
     return bfs_sync_any(fop, h->p->xl->children[i], h->st, req, rep);
 }
 
-static int lock_one(struct afr_hctx *h, int i, bool lock)
-{
-    if (h->lk.kind == BFS_LKSET_INODE) {
-        struct bfs_inodelk_req req;
-        bfs_lkset_inodelk_req(&h->lk, h->st->lk_owner, lock ? BFS_LK_SETLKW : 0, &req);
-        return afr_hsync(h, i, BFS_FOP_INODELK, &req, NULL);
-    }
-    struct bfs_entrylk_req req;
-    bfs_lkset_entrylk_req(&h->lk, lock ? BFS_LK_SETLKW : 0, &req);
-    return afr_hsync(h, i, BFS_FOP_ENTRYLK, &req, NULL);
-}
-
 static void unlock_all(struct afr_hctx *h)
 {
-    for (int i = h->p->n - 1; i >= 0; i--)
-        if (bfs_mask_has(h->locked, i))
-            (void)lock_one(h, i, false);
+    bfs_lkset_unlock_sync(&h->lk, h->p->xl, h->st, h->locked);
     h->locked = 0;
 }
 
@@ -93,19 +77,14 @@ int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid
     h->p = p;
     h->gfid = *g;
     h->type = t;
-    if (!(h->st = bfs_stack_new()))
+    if (!(h->st = bfs_heal_stack_new()))
         return -ENOMEM;
-    h->st->lk_owner = __atomic_add_fetch(&heal_owner_seq, 1, __ATOMIC_RELAXED) |
-                      (1ull << 63); /* never equal to a transaction's */
     if (bfs_lkset_init(&h->lk, t == AFR_ENTRY ? BFS_LKSET_ENTRY : BFS_LKSET_INODE,
                        p->cl.domain[t], g, NULL) < 0) {
         bfs_stack_unref(h->st);
         return -ENOMEM;
     }
-    uint32_t up = afr_up(p);
-    for (int i = 0; i < p->n; i++) /* blocking, in child order */
-        if (bfs_mask_has(up, i) && lock_one(h, i, true) == 0)
-            h->locked |= BFS_BIT(i);
+    h->locked = bfs_lkset_lock_sync(&h->lk, p->xl, h->st, afr_up(p));
     if (!h->locked) {
         hctx_free(h);
         return -ENOTCONN;
