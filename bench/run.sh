@@ -390,3 +390,10 @@ if [ "${BENCH_RECORD:-0}" = 1 ]; then
     } >>"$doc"
     echo "bench: recorded in docs/PERFORMANCE.md"
 fi
+
+# The erasure codec's throughput: a separate step with its own table
+# (bench/ec-codec.sh; BENCH_EC=0 leaves it out).
+if [ "${BENCH_EC:-1}" = 1 ]; then
+    echo
+    bash "$ROOT/bench/ec-codec.sh" "$BUILD"
+fi

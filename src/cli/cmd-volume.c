@@ -105,10 +105,11 @@ static int do_create(const struct cli *c, const char *what, int argc, char **arg
         return cli_fail(CLI_USAGE, what, "a volume name is required");
     struct json_object *b = json_object_new_object(), *bricks = json_object_new_array();
     json_object_object_add(b, "name", json_object_new_string(argv[0]));
-    static const char *const counts[] = {"replica", "arbiter", "disperse", "redundancy"};
+    static const char *const counts[] = {"replica", "arbiter", "disperse", "redundancy",
+                                         "disperse-data"};
     for (int i = 1; i < argc; i++) {
         bool counted = false;
-        for (size_t k = 0; k < 4 && !counted; k++) {
+        for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]) && !counted; k++) {
             if (strcmp(argv[i], counts[k]) != 0)
                 continue;
             int n = 0;
@@ -330,13 +331,17 @@ static int do_reset(const struct cli *c, const char *what, int argc, char **argv
 
 static const struct vcmd cmds[] = {
     {"create", do_create,
-     "volume create NAME [replica N [arbiter 1]] [disperse N [redundancy R]] HOST:/DIR... "
-     "[force]",
+     "volume create NAME [replica N [arbiter 1]] [disperse N | disperse-data D] [redundancy R] "
+     "HOST:/DIR... [force]",
      "Defines a volume over brick folders (created if missing). Without counts the files\n"
      "are distributed over the bricks. 'replica 2|3' groups consecutive bricks into replica\n"
      "sets (the brick count a multiple of it; more than one set is distributed-replicate);\n"
      "'arbiter 1' (replica 3 only) makes the last brick of each set an arbiter, which keeps\n"
-     "names and metadata but no file data. Disperse is refused (not implemented yet).\n"
+     "names and metadata but no file data. 'disperse N redundancy R' groups consecutive\n"
+     "bricks into disperse sets of N that each survive the loss of any R bricks, storing\n"
+     "N/(N-R) times the data (erasure code; 1 <= R, 2R < N, N <= 32; the brick count a\n"
+     "multiple of N; more than one set is distributed-disperse); 'disperse-data D\n"
+     "redundancy R' is the same with N = D + R.\n"
      "'force' allows bricks on the root file system."},
     {"start", do_start, "volume start NAME [force]",
      "Starts the bricks of a volume. 'force' starts the bricks that are down of a started\n"

@@ -50,7 +50,12 @@ void cli_print_info(struct json_object *v)
     struct json_object *o;
     int replica = json_object_object_get_ex(v, "replica", &o) ? json_object_get_int(o) : 0;
     int arbiter = json_object_object_get_ex(v, "arbiter", &o) ? json_object_get_int(o) : 0;
-    if (replica > 0 && arbiter > 0)
+    int disperse = json_object_object_get_ex(v, "disperse", &o) ? json_object_get_int(o) : 0;
+    int redundancy = json_object_object_get_ex(v, "redundancy", &o) ? json_object_get_int(o) : 0;
+    if (disperse > 0) /* gluster's form: sets x (data + redundancy) = bricks */
+        printf("Number of Bricks: %zu x (%d + %d) = %zu\n", n / (size_t)disperse,
+               disperse - redundancy, redundancy, n);
+    else if (replica > 0 && arbiter > 0)
         printf("Number of Bricks: %zu x (%d + %d) = %zu\n", n / (size_t)replica,
                replica - arbiter, arbiter, n);
     else if (replica > 0)

@@ -204,34 +204,22 @@ static struct ec_tables *tables_get(const struct bfs_ec *cec, uint32_t src, uint
 
 /* ---- running the product ---- */
 
-/*
- * For each stripe s: dst[r] + s*dst_step[r] = T x (src[j] + s*src_step[j]),
- * chunk bytes each. Contiguous runs (all steps == chunk) go in long calls.
- */
-static void run(const struct bfs_ec *ec, uint8_t *tbls, unsigned rows,
-                const uint8_t *const *src, const size_t *src_step, uint8_t *const *dst,
-                const size_t *dst_step, size_t nstripes, size_t chunk)
+/* dst[r] = T x src[j] over len bytes (ec_encode_data takes an int length). */
+static void code(const struct bfs_ec *ec, uint8_t *tbls, unsigned rows, uint8_t **src,
+                 uint8_t **dst, size_t len)
 {
-    unsigned k = ec->k;
-    uint8_t *s_ptr[BFS_EC_MAX_FRAGS], *d_ptr[BFS_EC_MAX_FRAGS];
-    int contiguous = 1;
-    for (unsigned j = 0; j < k; j++)
-        contiguous &= src_step[j] == chunk;
-    for (unsigned r = 0; r < rows; r++)
-        contiguous &= dst_step[r] == chunk;
-    if (contiguous) {
-        chunk *= nstripes;
-        nstripes = 1;
+    if (len <= EC_MAX_RUN) {
+        ec_encode_data((int)len, (int)ec->k, (int)rows, tbls, src, dst);
+        return;
     }
-    for (size_t s = 0; s < nstripes; s++) {
-        for (size_t off = 0; off < chunk; off += EC_MAX_RUN) {
-            size_t len = chunk - off < EC_MAX_RUN ? chunk - off : EC_MAX_RUN;
-            for (unsigned j = 0; j < k; j++)
-                s_ptr[j] = (uint8_t *)src[j] + s * src_step[j] + off;
-            for (unsigned r = 0; r < rows; r++)
-                d_ptr[r] = dst[r] + s * dst_step[r] + off;
-            ec_encode_data((int)len, (int)k, (int)rows, tbls, s_ptr, d_ptr);
-        }
+    uint8_t *s_ptr[BFS_EC_MAX_FRAGS], *d_ptr[BFS_EC_MAX_FRAGS];
+    for (size_t off = 0; off < len; off += EC_MAX_RUN) {
+        size_t n = len - off < EC_MAX_RUN ? len - off : EC_MAX_RUN;
+        for (unsigned j = 0; j < ec->k; j++)
+            s_ptr[j] = src[j] + off;
+        for (unsigned r = 0; r < rows; r++)
+            d_ptr[r] = dst[r] + off;
+        ec_encode_data((int)n, (int)ec->k, (int)rows, tbls, s_ptr, d_ptr);
     }
 }
 
@@ -288,15 +276,12 @@ int bfs_ec_encode_stripes(const struct bfs_ec *ec, const uint8_t *data, size_t n
     unsigned k = ec->k, rows = 0;
     uint32_t tgt = 0;
     int all_data = 1;
-    uint8_t *dst[BFS_EC_MAX_FRAGS];
-    const uint8_t *src[BFS_EC_MAX_FRAGS];
-    size_t src_step[BFS_EC_MAX_FRAGS], dst_step[BFS_EC_MAX_FRAGS];
+    uint8_t *src[BFS_EC_MAX_FRAGS], *dst[BFS_EC_MAX_FRAGS];
     for (unsigned i = 0; i < k; i++)
         all_data &= frags[i] != NULL;
     for (unsigned i = k; i < ec->n; i++)
         if (frags[i]) {
             tgt |= 1u << i;
-            dst_step[rows] = chunk;
             dst[rows++] = frags[i];
         }
     if (rows == 0) {
@@ -315,26 +300,19 @@ int bfs_ec_encode_stripes(const struct bfs_ec *ec, const uint8_t *data, size_t n
     if (chunk < EC_SMALL_CHUNK && all_data) {
         /* copy the data fragments out, then code them in one long run */
         copy_out(ec, data, 0, nstripes, chunk, frags);
-        for (unsigned j = 0; j < k; j++) {
+        for (unsigned j = 0; j < k; j++)
             src[j] = frags[j];
-            src_step[j] = chunk;
-        }
-        run(ec, tbls, rows, src, src_step, dst, dst_step, nstripes, chunk);
+        code(ec, tbls, rows, src, dst, nstripes * chunk);
     } else {
         /* stripe by stripe from the file data; each stripe's data fragments
          * are copied out right after coding, while they are in the cache */
-        for (unsigned j = 0; j < k; j++) {
-            src[j] = data + (size_t)j * chunk;
-            src_step[j] = (size_t)k * chunk;
-        }
+        uint8_t *sdst[BFS_EC_MAX_FRAGS];
         for (size_t s = 0; s < nstripes; s++) {
-            const uint8_t *ssrc[BFS_EC_MAX_FRAGS];
-            uint8_t *sdst[BFS_EC_MAX_FRAGS];
             for (unsigned j = 0; j < k; j++)
-                ssrc[j] = src[j] + s * src_step[j];
+                src[j] = (uint8_t *)data + (s * k + j) * chunk;
             for (unsigned r = 0; r < rows; r++)
                 sdst[r] = dst[r] + s * chunk;
-            run(ec, tbls, rows, ssrc, src_step, sdst, dst_step, 1, chunk);
+            code(ec, tbls, rows, src, sdst, chunk);
             copy_out(ec, data, s, 1, chunk, frags);
         }
     }
@@ -344,6 +322,15 @@ int bfs_ec_encode_stripes(const struct bfs_ec *ec, const uint8_t *data, size_t n
 }
 
 /* ---- decode ---- */
+
+static void copy_in(const struct bfs_ec *ec, const uint8_t *const *frags, size_t s0, size_t ns,
+                    size_t chunk, uint8_t *data)
+{
+    for (size_t s = s0; s < s0 + ns; s++)
+        for (unsigned i = 0; i < ec->k; i++)
+            if (frags[i])
+                memcpy(data + (s * ec->k + i) * chunk, frags[i] + s * chunk, chunk);
+}
 
 int bfs_ec_decode_stripes(const struct bfs_ec *ec, const uint8_t *const *frags,
                           size_t nstripes, size_t chunk, uint8_t *data)
@@ -357,35 +344,37 @@ int bfs_ec_decode_stripes(const struct bfs_ec *ec, const uint8_t *const *frags,
     if (nstripes == 0)
         return 0;
     unsigned k = ec->k, rows = 0;
-    uint32_t data_mask = (1u << k) - 1, missing = data_mask & ~present;
-    if (missing) {
-        uint32_t src = pick_sources(ec, present);
-        int owned;
-        struct ec_tables *t = tables_get(ec, src, missing, &owned);
-        if (!t)
-            return -ENOMEM;
-        const uint8_t *sp[BFS_EC_MAX_FRAGS];
-        uint8_t *dp[BFS_EC_MAX_FRAGS];
-        size_t sstep[BFS_EC_MAX_FRAGS], dstep[BFS_EC_MAX_FRAGS];
-        unsigned j = 0;
-        for (unsigned i = 0; i < ec->n; i++)
-            if (src >> i & 1) {
-                sp[j] = frags[i];
-                sstep[j++] = chunk;
-            }
-        for (unsigned i = 0; i < k; i++)
-            if (missing >> i & 1) {
-                dp[rows] = data + (size_t)i * chunk;
-                dstep[rows++] = (size_t)k * chunk;
-            }
-        run(ec, t->tbls, rows, sp, sstep, dp, dstep, nstripes, chunk);
-        if (owned)
-            free(t);
+    uint32_t missing = ((1u << k) - 1) & ~present;
+    if (!missing) {
+        copy_in(ec, frags, 0, nstripes, chunk, data);
+        return 0;
     }
-    for (size_t s = 0; s < nstripes; s++)
-        for (unsigned i = 0; i < k; i++)
-            if (frags[i])
-                memcpy(data + (s * k + i) * chunk, frags[i] + s * chunk, chunk);
+    uint32_t src = pick_sources(ec, present);
+    int owned;
+    struct ec_tables *t = tables_get(ec, src, missing, &owned);
+    if (!t)
+        return -ENOMEM;
+    const uint8_t *sp[BFS_EC_MAX_FRAGS];
+    unsigned lost[BFS_EC_MAX_FRAGS], j = 0;
+    for (unsigned i = 0; i < ec->n; i++)
+        if (src >> i & 1)
+            sp[j++] = frags[i];
+    for (unsigned i = 0; i < k; i++)
+        if (missing >> i & 1)
+            lost[rows++] = i;
+    /* stripe by stripe, the present data chunks copied right after their
+     * stripe is decoded, while the sources are in the cache */
+    uint8_t *ssp[BFS_EC_MAX_FRAGS], *sdp[BFS_EC_MAX_FRAGS];
+    for (size_t s = 0; s < nstripes; s++) {
+        for (j = 0; j < k; j++)
+            ssp[j] = (uint8_t *)sp[j] + s * chunk;
+        for (unsigned r = 0; r < rows; r++)
+            sdp[r] = data + (s * k + lost[r]) * chunk;
+        code(ec, t->tbls, rows, ssp, sdp, chunk);
+        copy_in(ec, frags, s, 1, chunk, data);
+    }
+    if (owned)
+        free(t);
     return 0;
 }
 
@@ -421,20 +410,17 @@ int bfs_ec_rebuild_stripes(const struct bfs_ec *ec, const uint8_t *const *frags,
     struct ec_tables *t = tables_get(ec, src, tgt, &owned);
     if (!t)
         return -ENOMEM;
-    const uint8_t *sp[BFS_EC_MAX_FRAGS];
-    uint8_t *dp[BFS_EC_MAX_FRAGS];
-    size_t step[BFS_EC_MAX_FRAGS];
+    uint8_t *sp[BFS_EC_MAX_FRAGS], *dp[BFS_EC_MAX_FRAGS];
     unsigned j = 0, rows = 0;
     for (unsigned i = 0; i < ec->n; i++) {
-        step[i] = chunk;
         if (src >> i & 1)
-            sp[j++] = frags[i];
+            sp[j++] = (uint8_t *)frags[i];
         if (tgt >> i & 1)
             for (unsigned w = 0; w < nwant; w++)
                 if (want[w] == i)
                     dp[rows++] = out[w];
     }
-    run(ec, t->tbls, rows, sp, step, dp, step, nstripes, chunk);
+    code(ec, t->tbls, rows, sp, dp, len); /* fragments are contiguous: one long run */
     if (owned)
         free(t);
     return 0;

@@ -93,6 +93,7 @@ static void do_create(struct bfs_mgmt *m, struct json_object *b, struct bfs_http
     req.arbiter = int_field(b, "arbiter");
     req.disperse = int_field(b, "disperse");
     req.redundancy = int_field(b, "redundancy");
+    req.disperse_data = int_field(b, "disperse-data");
     req.force = bool_field(b, "force");
     if (json_object_object_get_ex(b, "bricks", &arr)) {
         if (!json_object_is_type(arr, json_type_array))

@@ -30,7 +30,7 @@ static const struct xl_type xl_types[] = {
     {"storage/posix", BFS_SIDE_BRICK},     {"features/locks", BFS_SIDE_BRICK},
     {"protocol/server", BFS_SIDE_BRICK},   {"debug/io-stats", BFS_SIDE_BRICK | BFS_SIDE_CLIENT},
     {"protocol/client", BFS_SIDE_CLIENT},  {"cluster/distribute", BFS_SIDE_CLIENT},
-    {"cluster/replicate", BFS_SIDE_CLIENT},
+    {"cluster/replicate", BFS_SIDE_CLIENT},  {"cluster/disperse", BFS_SIDE_CLIENT},
 };
 #define NTYPES (sizeof(xl_types) / sizeof(xl_types[0]))
 

@@ -24,6 +24,8 @@ struct bfs_catalog;
 
 #define BFS_MGMT_DEFAULT_PORT 24100
 #define BFS_VOLNAME_MAX 64
+/* Bricks per disperse set at most: the erasure code's k + m <= 32 (src/ec/ec-codec.h). */
+#define BFS_DISPERSE_MAX 32
 
 struct bfs_mgmt {
     char *state_dir, *log_dir, *run_dir;
@@ -69,11 +71,17 @@ struct bfs_vopt {
 struct bfs_volume {
     char *name;
     char id[40];
-    char *type;  /* "distribute", "replicate" or "distributed-replicate" */
+    /* "distribute", "replicate", "distributed-replicate", "disperse" or
+     * "distributed-disperse" */
+    char *type;
     /* Bricks per replica set (0 = not replicated); sets are consecutive
      * runs of that many bricks. arbiter 1: the last brick of each set is
      * an arbiter (replica 3 only). */
     int replica, arbiter;
+    /* Bricks per disperse set (0 = not dispersed) and how many of them a
+     * set may lose (redundancy R: N - R data fragments); sets are
+     * consecutive runs of `disperse` bricks. */
+    int disperse, redundancy;
     enum bfs_vol_status status;
     struct bfs_vbrick *bricks;
     int nbricks;
@@ -187,6 +195,7 @@ struct bfs_volcreate_req {
     const char *name;
     const char *type;     /* NULL = distribute */
     int replica, arbiter, disperse, redundancy;
+    int disperse_data;    /* gluster's "disperse-data D": disperse = D + redundancy */
     const char **bricks;  /* "HOST:/DIR" */
     int nbricks;
     bool force;

@@ -11,6 +11,11 @@
  *                      arbiter-count 1 when the last of each set is an
  *                      arbiter) -> cluster/distribute (more than one set)
  *                      -> debug/io-stats (named VOL)
+ *   dispersed client:  protocol/client x N -> cluster/disperse per set of
+ *                      `disperse` consecutive bricks (VOL-disperse-S, option
+ *                      redundancy R; the translator defaults the rest)
+ *                      -> cluster/distribute (more than one set)
+ *                      -> debug/io-stats (named VOL)
  *
  * Client volfiles name no brick port: each protocol/client asks brickfsd
  * (mgmt-server, mgmt-volume) where its brick listens before every connect,
@@ -136,22 +141,29 @@ char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const ch
         put(&b, "end-volume\n\n");
         put(&subs, "%s%s-client-%d", i ? " " : "", v->name, i);
     }
-    /* Replica sets: each a cluster/replicate over its clients; the
-     * distribute (if any) then spreads over the sets, not the bricks. */
-    int per = v->replica > 0 ? v->replica : 1, nsets = v->nbricks / per;
-    if (v->replica > 0) {
+    /* Replica or disperse sets: each a cluster translator over its
+     * clients; the distribute (if any) then spreads over the sets, not the
+     * bricks. */
+    int per = v->replica > 0 ? v->replica : v->disperse > 0 ? v->disperse : 1;
+    int nsets = v->nbricks / per;
+    const char *set_kind = v->replica > 0 ? "replicate" : v->disperse > 0 ? "disperse" : NULL;
+    if (set_kind) {
         struct buf sets = {0};
+        char set_type[32];
+        snprintf(set_type, sizeof(set_type), "cluster/%s", set_kind);
         put(&sets, "%s", "");
         for (int s = 0; s < nsets; s++) {
-            put(&b, "volume %s-replicate-%d\n    type cluster/replicate\n", v->name, s);
+            put(&b, "volume %s-%s-%d\n    type %s\n", v->name, set_kind, s, set_type);
             if (v->arbiter)
                 put(&b, "    option arbiter-count 1\n");
-            put_set_opts(m, &b, v, "cluster/replicate");
+            if (v->disperse > 0)
+                put(&b, "    option redundancy %d\n", v->redundancy);
+            put_set_opts(m, &b, v, set_type);
             put(&b, "    subvolumes");
             for (int i = s * per; i < (s + 1) * per; i++)
                 put(&b, " %s-client-%d", v->name, i);
             put(&b, "\nend-volume\n\n");
-            put(&sets, "%s%s-replicate-%d", s ? " " : "", v->name, s);
+            put(&sets, "%s%s-%s-%d", s ? " " : "", v->name, set_kind, s);
         }
         free(finish(&subs));
         subs = sets;
@@ -161,8 +173,7 @@ char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const ch
         snprintf(top_child, sizeof(top_child), "%s-dht", v->name);
         put_xl(m, &b, v, top_child, "cluster/distribute", subs.p);
     } else {
-        snprintf(top_child, sizeof(top_child), "%s-%s-0", v->name,
-                 v->replica > 0 ? "replicate" : "client");
+        snprintf(top_child, sizeof(top_child), "%s-%s-0", v->name, set_kind ? set_kind : "client");
     }
     put_xl(m, &b, v, v->name, "debug/io-stats", top_child);
     free(finish(&subs));

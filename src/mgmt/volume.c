@@ -126,6 +126,10 @@ struct json_object *bfs_volume_to_json(const struct bfs_volume *v)
         json_object_object_add(j, "replica", json_object_new_int(v->replica));
         json_object_object_add(j, "arbiter", json_object_new_int(v->arbiter));
     }
+    if (v->disperse > 0) {
+        json_object_object_add(j, "disperse", json_object_new_int(v->disperse));
+        json_object_object_add(j, "redundancy", json_object_new_int(v->redundancy));
+    }
     struct json_object *bricks = json_object_new_array();
     for (int i = 0; i < v->nbricks; i++) {
         struct json_object *b = json_object_new_object();
@@ -211,9 +215,20 @@ int bfs_volume_from_json(struct json_object *j, struct bfs_volume **out)
         v->replica = json_object_get_int(cnt);
     if (json_object_object_get_ex(j, "arbiter", &cnt))
         v->arbiter = json_object_get_int(cnt);
-    /* A document that does not hold whole replica sets is not one we wrote. */
+    if (json_object_object_get_ex(j, "disperse", &cnt))
+        v->disperse = json_object_get_int(cnt);
+    if (json_object_object_get_ex(j, "redundancy", &cnt))
+        v->redundancy = json_object_get_int(cnt);
+    /* A document that does not hold whole replica or disperse sets is not
+     * one we wrote. */
     if (rc == 0 && (v->replica < 0 || v->replica == 1 || v->arbiter < 0 || v->arbiter > 1 ||
                     (v->replica > 0 && v->nbricks % v->replica != 0)))
+        rc = -EINVAL;
+    if (rc == 0 && (v->disperse < 0 || v->disperse > BFS_DISPERSE_MAX ||
+                    (v->disperse > 0 && (v->replica > 0 || v->redundancy < 1 ||
+                                         2 * v->redundancy >= v->disperse ||
+                                         v->nbricks % v->disperse != 0)) ||
+                    (v->disperse == 0 && v->redundancy != 0)))
         rc = -EINVAL;
     if (json_object_object_get_ex(j, "created", &created))
         v->created = json_object_get_int64(created);
