@@ -23,7 +23,6 @@
 # The mount runs with entry-timeout=0 and attr-timeout=0, so that every
 # access is a lookup (heal on access); the volfile heals in the foreground.
 #
-# tags: slow
 
 . "$(dirname "$0")/../lib/test.sh"
 
