@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 #
-# 220-disperse-fault.t — cluster/disperse over real bricks and a FUSE mount,
+# 232-disperse-fault.t — cluster/disperse over real bricks and a FUSE mount,
 # from a hand-written client volfile (no brickfsd): disperse 4 redundancy 1
 # (3+1) and disperse 8 redundancy 2 (6+2), with a self-checking random
 # workload (tests/lib/ec-workload.py: unaligned writes across stripes and
