@@ -50,6 +50,10 @@ EXPECT "" wlc errnos "$W"
 [ -z "$(wlc errnos "$W")" ] || grep -E "EIO|W \[r3-replicate" "$T/logs/mount-m.log" | sed 's/^/# /' | head -n 10
 TEST test "$(wl max_ms)" -le "$MAX_OP_MS"
 EXPECT 0 wl violations
+# the self-heal daemon (run by brickfsd) empties every brick's pending
+# index with no client access, and the copies agree
+EXPECT_WITHIN "$HEAL_TIMEOUT" identical daemon_settle r3 "$B/r0" "$B/r1" "$B/r2"
+EXPECT 0 heal_pending r3
 EXPECT ok wlc verify "$M" "$W"
 EXPECT_WITHIN "$HEAL_TIMEOUT" identical heal_settle "$M" "$B/r0" "$B/r1" "$B/r2"
 EXPECT ok wlc verify "$M" "$W"
