@@ -614,7 +614,7 @@ for SECTION in "${SECTIONS[@]}"; do
     S=$T/$SECTION
     mkdir -p "$S"
     ROUND=0
-    echo "bench: ==== $SECTION (${LAYOUT_SPEC[$SECTION]:-distribute} over ${LAYOUT_N[$SECTION]} brick(s)) ===="
+    echo "bench: ==== $SECTION (${LAYOUT_SPEC[$SECTION]:-$([ "${LAYOUT_N[$SECTION]}" = 1 ] && echo plain || echo distribute)} over ${LAYOUT_N[$SECTION]} brick(s)) ===="
     for t in $TARGETS; do
         "setup_$t" && LIVE+=("$t")
     done
