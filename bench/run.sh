@@ -14,7 +14,7 @@
 #   disk         a folder of the local file system
 #   passthrough  that folder through bench/passthrough.c, a minimal FUSE file
 #                system: the ceiling any FUSE client can reach here
-#   brickfs      1brick: brickfs-brick (storage/posix -> features/locks ->
+#   brickfs      1brick: brickfs-brick (storage/posix -> features/index -> features/locks ->
 #                debug/io-stats -> protocol/server) + brickfs-mount --volfile,
 #                as issue 2 defines it; the other sections: a volume made by
 #                brickfsd (tests/lib/mgmt.sh) with brick folders on the same
@@ -649,3 +649,10 @@ python3 "$ROOT/bench/report.py" --results "$RES" --notes "$NOTES" --runs "$T/run
     seq_mb="$SEQ_MB" files="$FILES" dirs="$DIRS" file_size="$FILE_SIZE" ls_small="$LS_SMALL" \
     ls_big="$LS_BIG" meta="$META_N" fio_mb="$FIO_MB" fio_secs="$FIO_SECS" fio_jobs="$FIO_JOBS" \
     heal_files="$HEAL_FILES" heal_size="$HEAL_SIZE" dropped="$DROPPED" quick="$QUICK" scale="$SCALE"
+
+# The erasure codec's throughput: a separate step with its own table
+# (bench/ec-codec.sh; BENCH_EC=0 leaves it out).
+if [ "${BENCH_EC:-1}" = 1 ]; then
+    echo
+    bash "$ROOT/bench/ec-codec.sh" "$BUILD"
+fi

@@ -11,6 +11,8 @@ PKGS=(
   libjson-c-dev                            # JSON for stats and the REST API
   libmicrohttpd-dev                        # brickfsd's HTTP server (the REST API)
   libcurl4-openssl-dev                     # the brickfs CLI's HTTP client
+  libisal-dev                              # Intel ISA-L: Reed-Solomon erasure coding (src/ec)
+  libssl-dev                               # libcrypto SHA-256: rchecksum (replicate's heal)
   attr acl util-linux procps psmisc        # getfattr/setfattr, setfacl, setpriv, pgrep
   iproute2                                 # network namespaces in fault tests
 )
