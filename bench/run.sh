@@ -502,7 +502,7 @@ bfs_heal_pending()
 import json, sys
 def count(v):
     if isinstance(v, dict):
-        for k in ("pending", "total", "entries", "count", "number_of_entries", "remaining"):
+        for k in ("total_pending", "pending", "total", "count", "remaining"):
             if isinstance(v.get(k), int) and not isinstance(v.get(k), bool):
                 return v[k]
         if isinstance(v.get("bricks"), list):
