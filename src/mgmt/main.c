@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -152,6 +151,11 @@ static int setup(struct bfs_mgmt *m, const struct settings *s, char *err, size_t
     return 0;
 }
 
+/* One brickfsd per state folder: a POSIX record lock on STATE/brickfsd.lock,
+ * held until exit. A record lock, not flock(): it belongs to this process
+ * only, so no child can ever hold it (flock() locks follow the open file,
+ * which a daemon being spawned holds until its exec closes it). It goes when
+ * the last thread of this process has exited. */
 static int take_lock(struct bfs_mgmt *m, char *err, size_t errlen)
 {
     char p[PATH_MAX + 32], buf[32] = "";
@@ -161,19 +165,30 @@ static int take_lock(struct bfs_mgmt *m, char *err, size_t errlen)
         snprintf(err, errlen, "cannot open %.700s: %s", p, strerror(errno));
         return -1;
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        ssize_t r = read(fd, buf, sizeof(buf) - 1);
-        buf[r > 0 ? r : 0] = 0;
-        buf[strcspn(buf, "\n")] = 0;
-        snprintf(err, errlen, "another brickfsd (pid %s) uses the state folder %s",
-                 buf[0] ? buf : "?", m->state_dir);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(fd, F_SETLK, &fl) < 0) {
+        int e = errno;
+        struct flock who = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        if (fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK) {
+            snprintf(buf, sizeof(buf), "%d", (int)who.l_pid);
+        } else {
+            ssize_t r = pread(fd, buf, sizeof(buf) - 1, 0);
+            buf[r > 0 ? r : 0] = 0;
+            buf[strcspn(buf, "\n")] = 0;
+        }
+        if (e == EACCES || e == EAGAIN)
+            snprintf(err, errlen, "another brickfsd (pid %s) uses the state folder %s",
+                     buf[0] ? buf : "?", m->state_dir);
+        else
+            snprintf(err, errlen, "cannot lock %.700s: %s", p, strerror(e));
         close(fd);
         return -1;
     }
     int len = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
     if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)len, 0) != len)
         bfs_log(MGMT_LOG, BFS_LOG_WARNING, "cannot write my pid to %s", p);
-    return fd; /* held open, and so locked, until exit */
+    return fd; /* held open, and so locked, until exit (never closed: closing
+                * any descriptor of this file would drop the record lock) */
 }
 
 static int node_uuid(struct bfs_mgmt *m, char *err, size_t errlen)

@@ -229,7 +229,7 @@ static int recover(struct local *l, char *err, size_t errlen)
         l->rev = strtoull(buf, NULL, 10);
         free(buf);
     }
-    DIR *d = fdopendir(dup(l->dirfd));
+    DIR *d = fdopendir(fcntl(l->dirfd, F_DUPFD_CLOEXEC, 0));
     if (!d)
         return -errno;
     rewinddir(d); /* the dup shares its offset with dirfd */
@@ -372,7 +372,7 @@ static int cmp_kv(const void *a, const void *b)
 static int list_locked(struct local *l, const char *prefix, struct bfs_store_kv **out,
                        size_t *n)
 {
-    DIR *d = fdopendir(dup(l->dirfd));
+    DIR *d = fdopendir(fcntl(l->dirfd, F_DUPFD_CLOEXEC, 0));
     if (!d)
         return -errno;
     rewinddir(d); /* the dup shares its offset with dirfd */

@@ -234,6 +234,24 @@ TEST ! bfs_pid_alive "$term_sleeper"
 TEST ! bfs_is_mounted "$term_t/mnt"
 TEST grep -q "caught signal, cleaning up" "$T/logs/child-term.out"
 
+# ---- a process whose leader is a zombie but whose threads still run ----
+# (a multithreaded daemon killed with SIGKILL, for a moment: its files and
+# locks stay until its last thread is gone, so it is not gone yet)
+zl=$BFS_BUILD/tests/tools/zombie_leader
+if [ -x "$zl" ]; then
+    bfs_spawn zleader "$zl" "$T/zl.lock" 3
+    zpid=$BFS_PID
+    zstate() { local s; s=$(cat "/proc/$zpid/stat" 2>/dev/null) && s=${s##*) } && echo "${s%% *}"; }
+    EXPECT_WITHIN $PROCESS_UP_TIMEOUT Z zstate
+    TEST ! flock -n "$T/zl.lock" true                 # the thread left holds the lock
+    TEST bfs_pid_alive "$zpid"
+    TEST ! bfs_wait_gone "$zpid" 1
+    TEST bfs_wait_gone "$zpid" "$PROCESS_DOWN_TIMEOUT"
+    TEST flock -n "$T/zl.lock" true                   # gone: the lock is free
+else
+    for i in 1 2 3 4 5 6; do SKIP "zombie_leader is not built"; done
+fi
+
 # ---- as_user ----
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
     EXPECT "65534 65534 65534" as_user 65534 65534 sh -c 'echo "$(id -u) $(id -g) $(id -G)"'

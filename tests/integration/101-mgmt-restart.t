@@ -47,6 +47,7 @@ EXPECT 1 vol_brick_field v1 0 online
 took=$((($(bfs_now_us) - t0) / 1000))
 TEST [ "$took" -lt 3500 ]
 pid3=$(vol_brick_field v1 0 pid)
+TEST ! eval "ls -l /proc/$pid3/fd | grep -q brickfsd.lock"   # the lock stays brickfsd's
 sleep 5                                       # past the cancelled restart: still one brick
 EXPECT "$pid3" vol_brick_field v1 0 pid
 EXPECT 1 eval "bfs__mgmt_brick_pids | wc -l"

@@ -104,13 +104,23 @@ bfs_proc_start()
     echo "${20}"
 }
 
-# bfs_pid_alive PID: PID exists and is not a zombie.
+# bfs_pid_alive PID: PID exists and is not a zombie (a zombie leader with
+# threads still running counts as alive: it still holds its files).
 bfs_pid_alive()
 {
     local stat
     stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
     stat=${stat##*) }
-    case ${stat%% *} in Z | X) return 1 ;; esac
+    case ${stat%% *} in
+    Z | X)
+        # A zombie leader whose other threads still run (a multithreaded
+        # process killed a moment ago) keeps its files and locks until its
+        # last thread has exited: not gone yet.
+        local tasks=(/proc/"$1"/task/*)
+        [ "${#tasks[@]}" -gt 1 ] && [ -e "${tasks[1]}" ] && return 0
+        return 1
+        ;;
+    esac
     return 0
 }
 
