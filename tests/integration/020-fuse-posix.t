@@ -477,10 +477,27 @@ try:
     print('mapped')
 except OSError as e:
     print(errno.errorcode[e.errno])"
-EXPECT ENOENT ops try stat "$T/m4/appears"
-TEST touch "$BRICK/appears"                  # behind the mount's back
-EXPECT ENOENT ops try stat "$T/m4/appears"   # the miss is cached
-EXPECT ok ops try stat "$M/appears"          # not by a mount without negative caching
+# The miss is cached: a name created in the brick behind the mount's back
+# stays unseen through m4 (LOOKUP answered with nodeid 0 and entry_timeout
+# 60, not ENOENT). The kernel keeps an unused negative dentry only as long
+# as it likes, though: memory pressure or a machine-wide drop_caches (test
+# 243 does that, and other test runs share the machine) frees it, and the
+# next stat then asks again and rightly finds the file. So a fresh name is
+# tried up to three times. Without negative caching no attempt can show
+# ENOENT for a file that exists, so this still fails when it is broken.
+neg_cached()
+{
+    local n
+    for n in 1 2 3; do
+        [ "$(ops try stat "$T/m4/appears$n")" = ENOENT ] || { echo "no miss $n"; return; }
+        touch "$BRICK/appears$n"                  # behind the mount's back
+        [ "$(ops try stat "$T/m4/appears$n")" = ENOENT ] && { echo cached; return; }
+        echo "# attempt $n: negative dentry not kept (evicted?)" >&2
+    done
+    echo "not cached"
+}
+EXPECT cached neg_cached
+EXPECT ok ops try stat "$M/appears1"         # not by a mount without negative caching
 TEST umount_brickfs "$T/m4"
 
 # ---- the brick goes away and comes back (real network only) ----
