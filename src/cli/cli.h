@@ -38,6 +38,9 @@ int cli_fail(int code, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 int cli_volume(const struct cli *c, int argc, char **argv);
+/* cmd-peer.c: argv[0] is "peer" / "pool" */
+int cli_peer(const struct cli *c, int argc, char **argv);
+int cli_pool(const struct cli *c, int argc, char **argv);
 
 /* output.c */
 void cli_print_info(struct json_object *vol);

@@ -21,6 +21,7 @@ struct json_object;
 struct bfs_store;
 struct bfs_sup;
 struct bfs_catalog;
+struct bfs_pool;
 
 #define BFS_MGMT_DEFAULT_PORT 24100
 #define BFS_VOLNAME_MAX 64
@@ -41,6 +42,7 @@ struct bfs_mgmt {
     pthread_mutex_t oplock;
     struct bfs_sup *sup;
     struct bfs_catalog *catalog;
+    struct bfs_pool *pool;   /* pool.c: local store, pool store, peers */
 };
 
 /* ---- errors meant for people: an HTTP status and one line ---- */
@@ -59,6 +61,7 @@ struct bfs_vbrick {
     char *host;
     char *path;  /* absolute, normalised */
     int port;
+    char node[40];  /* UUID of the node that runs it ("" = this node) */
 };
 
 struct bfs_vopt {
@@ -188,6 +191,7 @@ struct bfs_volcreate_req {
     const char *type;     /* NULL = distribute */
     int replica, arbiter, disperse, redundancy;
     const char **bricks;  /* "HOST:/DIR" */
+    const char **nodes;   /* NULL, or per brick the UUID of its node (pool.c) */
     int nbricks;
     bool force;
 };

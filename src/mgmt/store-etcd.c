@@ -528,6 +528,19 @@ static int etcd_write(void *be, const char *key, const void *val, size_t len, ui
     if (rc == 0)
         *rev = header_rev(ans);
     json_object_put(ans);
+    if (rc == 0 && !val) { /* a deleted lease key must not come back with a new lease */
+        pthread_mutex_lock(&e->lock);
+        for (struct lkey **l = &e->lkeys; *l; l = &(*l)->next)
+            if (strcmp((*l)->key, key) == 0) {
+                struct lkey *dead = *l;
+                *l = dead->next;
+                free(dead->key);
+                free(dead->val);
+                free(dead);
+                break;
+            }
+        pthread_mutex_unlock(&e->lock);
+    }
     if (rc == -ESTALE && !val) { /* local answers ENOENT for a missing key first */
         struct bfs_store_kv kv = {0};
         if (etcd_get(be, key, &kv) == -ENOENT)

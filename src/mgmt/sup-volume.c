@@ -19,6 +19,7 @@
 #include "core/event.h"
 #include "core/log.h"
 #include "mgmt/mgmt.h"
+#include "mgmt/pool.h"
 #include "mgmt/supervisor.h"
 
 static bool exited(const struct bproc *p)
@@ -56,6 +57,8 @@ int bfs_sup_start_volume(struct bfs_mgmt *m, struct bfs_volume *v, struct bfs_er
     if (!started)
         return bfs_fail(e, 500, "out of memory");
     for (int i = 0; i < v->nbricks && rc == 0; i++) {
+        if (!bfs_pool_brick_is_mine(m, v, i))
+            continue; /* its node starts it (pool.c) */
         struct bproc *p = bfs__sup_get(m, v, i);
         if (!p) {
             rc = bfs_fail(e, 500, "out of memory");
@@ -98,6 +101,8 @@ int bfs_sup_stop_volume(struct bfs_mgmt *m, const struct bfs_volume *v, struct b
 {
     int rc = 0;
     for (int i = 0; i < v->nbricks; i++) {
+        if (!bfs_pool_brick_is_mine(m, v, i))
+            continue;
         struct bproc *p = bfs__sup_get(m, v, i);
         if (p && bfs__sup_stop(m, p, e) < 0)
             rc = -1;
@@ -221,7 +226,8 @@ void bfs_sup_reconcile(struct bfs_mgmt *m)
     for (int i = 0; i < n; i++) {
         bfs_bricks_remark(vols[i]);
         for (int b = 0; b < vols[i]->nbricks; b++)
-            reconcile_brick(m, vols[i], b);
+            if (bfs_pool_brick_is_mine(m, vols[i], b))
+                reconcile_brick(m, vols[i], b);
     }
     bfs_volume_list_free(vols, n);
 }

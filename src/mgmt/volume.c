@@ -135,6 +135,8 @@ struct json_object *bfs_volume_to_json(const struct bfs_volume *v)
         json_object_object_add(b, "host", json_object_new_string(v->bricks[i].host));
         json_object_object_add(b, "path", json_object_new_string(v->bricks[i].path));
         json_object_object_add(b, "port", json_object_new_int(v->bricks[i].port));
+        if (v->bricks[i].node[0])
+            json_object_object_add(b, "node", json_object_new_string(v->bricks[i].node));
         json_object_array_add(bricks, b);
     }
     json_object_object_add(j, "bricks", bricks);
@@ -170,6 +172,8 @@ static int bricks_from_json(struct json_object *arr, struct bfs_volume *v)
         v->bricks[i].host = strdup(host);
         v->bricks[i].path = strdup(path);
         v->bricks[i].port = json_object_get_int(port);
+        const char *node = jstr(b, "node");
+        snprintf(v->bricks[i].node, sizeof(v->bricks[i].node), "%s", node ? node : "");
         v->nbricks++;
         if (!v->bricks[i].host || !v->bricks[i].path)
             return -ENOMEM;
