@@ -10,7 +10,8 @@ PKGS=(
   libfuse3-dev fuse3                       # FUSE client
   libjson-c-dev                            # JSON for stats and the REST API
   libmicrohttpd-dev                        # brickfsd's HTTP server (the REST API)
-  libcurl4-openssl-dev                     # the brickfs CLI's HTTP client
+  libcurl4-openssl-dev                     # the brickfs CLI's and brickfsd's HTTP client
+  etcd-server etcd-client                  # the pool store (tests run a real etcd; etcdctl)
   attr acl util-linux procps psmisc        # getfattr/setfattr, setfacl, setpriv, pgrep
   iproute2                                 # network namespaces in fault tests
 )
