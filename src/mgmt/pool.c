@@ -31,6 +31,9 @@ struct bfs_pool {
     char pool_id[40];
 };
 
+/* The process's brickfsd, for bfs_pool_known_host (bricks.c has no m). */
+static struct bfs_mgmt *the_m;
+
 bool bfs_pool_enabled(const struct bfs_mgmt *m)
 {
     return m->pool && m->pool->spec;
@@ -227,6 +230,7 @@ int bfs_pool_open(struct bfs_mgmt *m, const struct bfs_pool_cfg *cfg, char *err,
     if (!p)
         return -ENOMEM;
     m->pool = p;
+    the_m = m;
     if (cfg->name && *cfg->name)
         snprintf(p->name, sizeof(p->name), "%s", cfg->name);
     else if (gethostname(p->name, sizeof(p->name) - 1) < 0)
@@ -283,6 +287,7 @@ void bfs_pool_close(struct bfs_mgmt *m)
     free(p->spec);
     free(p);
     m->pool = NULL;
+    the_m = NULL;
 }
 
 /* ---- nodes ---- */
@@ -370,6 +375,25 @@ int bfs_pool_resolve_host(struct bfs_mgmt *m, const char *host, char uuid[40], c
         }
     free(nodes);
     return rc;
+}
+
+bool bfs_pool_known_host(const char *host)
+{
+    struct bfs_mgmt *m = the_m;
+    if (!m || !bfs_pool_enabled(m))
+        return false;
+    struct node *nodes;
+    int n;
+    bool found = false;
+    if (list_nodes(m, &nodes, &n) < 0)
+        return false;
+    for (int i = 0; i < n && !found; i++) {
+        char h[300];
+        host_of(nodes[i].address, h, sizeof(h));
+        found = strcmp(h, host) == 0;
+    }
+    free(nodes);
+    return found;
 }
 
 static struct json_object *node_json(const struct node *d, bool self)

@@ -56,6 +56,10 @@ int bfs_pool_owners(struct bfs_mgmt *m, const char **bricks, int n, char ***spec
                     char ***nodes, struct bfs_err *e);
 void bfs_pool_owners_free(char **specs, char **nodes, int n);
 
+/* True when host is the address host of a member of the pool (bricks.c:
+ * such a brick belongs to that node). False without a pool. */
+bool bfs_pool_known_host(const char *host);
+
 /* REST operations (docs/API.md, "Pool"). */
 int bfs_op_node(struct bfs_mgmt *m, struct json_object **out, struct bfs_err *e);
 int bfs_op_pool_list(struct bfs_mgmt *m, bool peers_only, struct json_object **out,
