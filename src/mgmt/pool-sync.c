@@ -211,20 +211,21 @@ void bfs_pool_sync_stop(struct bfs_mgmt *m)
     sync_.running = false;
 }
 
-void bfs_pool_brick_state(struct bfs_mgmt *m, const struct bfs_volume *v, int idx,
-                          struct bfs_brick_state *out)
+int bfs_pool_brick_state(struct bfs_mgmt *m, const struct bfs_volume *v, int idx,
+                         struct bfs_brick_state *out)
 {
     char key[300], bn[160];
     struct bfs_store_kv kv;
     memset(out, 0, sizeof(*out));
     bfs_brick_name(v, idx, bn, sizeof(bn));
     snprintf(key, sizeof(key), "bricks/%s/%s", v->name, bn);
-    if (bfs_store_get(m->store, key, &kv) < 0)
-        return;
+    int rc = bfs_store_get(m->store, key, &kv);
+    if (rc < 0)
+        return rc;
     struct json_object *j = json_tokener_parse(kv.value), *o;
     bfs_store_kv_clear(&kv);
     if (!j)
-        return;
+        return -EIO;
     if (json_object_object_get_ex(j, "node", &o) &&
         strcmp(json_object_get_string(o), v->bricks[idx].node) == 0) {
         if (json_object_object_get_ex(j, "pid", &o))
@@ -233,8 +234,11 @@ void bfs_pool_brick_state(struct bfs_mgmt *m, const struct bfs_volume *v, int id
             out->online = json_object_get_boolean(o);
         if (json_object_object_get_ex(j, "restarts", &o))
             out->restarts = json_object_get_int(o);
+    } else {
+        rc = -ENOENT; /* another node's old entry */
     }
     json_object_put(j);
+    return rc;
 }
 
 /* Bricks of v not in the wanted state, listed into buf; their count. */
@@ -245,15 +249,19 @@ static int lagging(struct bfs_mgmt *m, const struct bfs_volume *v, bool want, ch
     buf[0] = 0;
     for (int i = 0; i < v->nbricks; i++) {
         struct bfs_brick_state st;
+        int known = 0;
         if (bfs_pool_brick_is_mine(m, v, i))
             bfs_sup_brick_state(m, v, i, &st);
         else
-            bfs_pool_brick_state(m, v, i, &st);
-        if (want ? st.online : st.pid == 0)
+            known = bfs_pool_brick_state(m, v, i, &st);
+        /* no entry: its node is not publishing (down, or cut off from etcd):
+         * nobody can say the brick stopped */
+        if (want ? st.online : st.pid == 0 && known == 0)
             continue;
         size_t l = strlen(buf);
-        snprintf(buf + l, len - l, "%s%s:%s (node %.8s)", bad ? ", " : "", v->bricks[i].host,
-                 v->bricks[i].path, v->bricks[i].node[0] ? v->bricks[i].node : m->node_uuid);
+        snprintf(buf + l, len - l, "%s%s:%s (node %.8s%s)", bad ? ", " : "", v->bricks[i].host,
+                 v->bricks[i].path, v->bricks[i].node[0] ? v->bricks[i].node : m->node_uuid,
+                 known < 0 ? ", not reporting: disconnected?" : "");
         bad++;
     }
     return bad;
@@ -281,9 +289,9 @@ int bfs_pool_wait_bricks(struct bfs_mgmt *m, const char *name, bool want, int ti
         usleep(200 * 1000);
     }
     return bfs_fail(e, 500, "volume %s is %s, but after %d s %d brick(s) are %s: %s; their "
-                    "nodes keep trying (brickfs volume status %s)", name,
+                    "nodes act on it when they can (brickfs volume status %s)", name,
                     want ? "started" : "stopped", timeout_ms / 1000, bad,
-                    want ? "not online" : "still running", which, name);
+                    want ? "not online" : "not known to be stopped", which, name);
 }
 
 int bfs_pool_owners(struct bfs_mgmt *m, const char **bricks, int n, char ***specs,

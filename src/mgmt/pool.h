@@ -42,9 +42,10 @@ int bfs_pool_resolve_host(struct bfs_mgmt *m, const char *host, char uuid[40], c
  * node's lease). No-op without a pool. */
 int bfs_pool_sync_start(struct bfs_mgmt *m);
 void bfs_pool_sync_stop(struct bfs_mgmt *m);
-/* Another node's brick as it published it (zeros when it did not). */
-void bfs_pool_brick_state(struct bfs_mgmt *m, const struct bfs_volume *v, int idx,
-                          struct bfs_brick_state *out);
+/* Another node's brick as it published it: 0, or -ENOENT (zeros) when
+ * its node publishes nothing for it (down, or cut off from etcd). */
+int bfs_pool_brick_state(struct bfs_mgmt *m, const struct bfs_volume *v, int idx,
+                         struct bfs_brick_state *out);
 /* Waits until every brick of volume name is online (want true) or not
  * running (false), whatever its node; fills e naming those that are not. */
 int bfs_pool_wait_bricks(struct bfs_mgmt *m, const char *name, bool want, int timeout_ms,
