@@ -46,9 +46,14 @@ static void reply_op(struct bfs_http_reply *r, int rc, int ok_status, struct jso
      * (503) rather than a bare errno (docs/design/pool.md). */
     if (rc < 0 && (e->status == 500 || !e->status) && strstr(bfs_store_errmsg(), "unreachable") &&
         !strstr(e->msg, "unreachable")) {
-        char msg[1400];
-        snprintf(msg, sizeof(msg), "%s (%s); volumes keep serving I/O; retry when etcd is "
-                 "back", e->msg[0] ? e->msg : "failed", bfs_store_errmsg());
+        char msg[1400], what[1100];
+        snprintf(what, sizeof(what), "%s", e->msg[0] ? e->msg : "failed");
+        /* "...: No route to host" is the errno of it; the reason follows */
+        char *tail = strstr(what, ": No route to host");
+        if (tail)
+            *tail = 0;
+        snprintf(msg, sizeof(msg), "%s: %s; volumes keep serving I/O; retry when etcd is "
+                 "back", what, bfs_store_errmsg());
         return reply_error(r, 503, msg);
     }
     if (rc < 0)
