@@ -11,6 +11,8 @@
 #     from h1 and h3; h2 shows Disconnected; a stop issued meanwhile names
 #     h2's brick; h2 back: it converges by itself (its brick stops), no
 #     repair; start again: every brick online;
+#   - etcd losing one member: management goes on; every brickfsd
+#     restarted: the pool and the volume as before;
 #   - etcd members on h2 and h3 stopped (quorum lost): I/O goes on
 #     untouched, management fails fast saying etcd is unreachable, and
 #     works again once the members are back.
@@ -78,6 +80,21 @@ EXPECT_WITHIN 60 2 graph_info "$M" generation
 write_all() { local i; for i in $(seq 1 12); do echo "$1 $i" >"$M/$1$i" 2>/dev/null || return 1; done; }
 TEST bfs_wait_until 60 write_all w
 EXPECT "file 7" cat "$M/f7"
+
+# ---- etcd loses one member: management goes on ----
+TEST bfs_stop "$(bfs_pid_of etcd-h3)"
+TEST ns_cli 3 volume set v network.ping-timeout 6     # h3's brickfsd, through h1/h2's members
+EXPECT 3 online 1 v
+TEST ns_start_etcd 3 3
+TEST ns_wait_etcd
+
+# ---- every brickfsd restarted: the pool and the volume as before ----
+for i in 1 2 3; do TEST ns_kill_brickfsd $i; done
+for i in 1 2 3; do TEST ns_start_brickfsd $i; done
+EXPECT "h1=Connected h2=Connected h3=Connected" nodes 2
+EXPECT 3 online 3 v
+EXPECT 6 eval "ns_cli 1 --json volume get v network.ping-timeout | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"options\"][0][\"value\"])'"
+TEST bfs_wait_until 60 write_all r       # (the mount may be switching to the ping-timeout 6 graph)
 
 # ---- etcd loses quorum (members 2 and 3 stopped): I/O goes on untouched,
 # management fails fast and cleanly, and works again with quorum back ----
