@@ -6,7 +6,9 @@
  *     startup reconciliation does;
  *   - every second publishes the state of this node's bricks
  *     (bricks/VOL/BRICK, under the node's lease, written only when it
- *     changed), so volume status and the port map on any node show them.
+ *     changed), so volume status and the port map on any node show them;
+ *     it uses the volumes as the last reconcile read them, so an idle
+ *     node sends etcd nothing but its lease keep-alives.
  * Also the readers of that state and the create-time owner resolution.
  *
  * Lifetime: one sync per process (static): bfs_pool_sync_start() after
@@ -40,6 +42,10 @@ static struct {
     pthread_cond_t cond;
     struct bfs_store_watch *watch;
     struct pub *pubs; /* what was published last, per key (thread only) */
+    /* The volumes as the last reconcile read them (thread only): publish
+     * uses them, so an idle node asks etcd nothing but its keep-alives. */
+    struct bfs_volume **vols;
+    int nvols;
 } sync_ = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static void on_volumes(const char *key, const char *val, size_t len, uint64_t rev, void *arg)
@@ -59,8 +65,9 @@ static bool has_own(struct bfs_mgmt *m, const struct bfs_volume *v)
     return false;
 }
 
-/* This node's bricks to match every volume's desired state. */
-static void reconcile(struct bfs_mgmt *m)
+/* This node's bricks to match every volume's desired state. False when
+ * the store could not be read (the caller retries a second later). */
+static bool reconcile(struct bfs_mgmt *m)
 {
     struct bfs_volume **vols;
     int n;
@@ -71,8 +78,7 @@ static void reconcile(struct bfs_mgmt *m)
         pthread_mutex_unlock(&m->oplock);
         bfs_log(MGMT_LOG, BFS_LOG_WARNING, "pool: cannot list volumes (%s); will retry",
                 bfs_store_errmsg());
-        on_volumes(NULL, NULL, 0, 0, NULL);
-        return;
+        return false;
     }
     for (int i = 0; i < n; i++) {
         struct bfs_volume *v = vols[i];
@@ -97,7 +103,10 @@ static void reconcile(struct bfs_mgmt *m)
     }
     pthread_mutex_unlock(&m->lock);
     pthread_mutex_unlock(&m->oplock);
-    bfs_volume_list_free(vols, n);
+    bfs_volume_list_free(sync_.vols, sync_.nvols);
+    sync_.vols = vols;
+    sync_.nvols = n;
+    return true;
 }
 
 static struct pub *pub_find(const char *key)
@@ -111,13 +120,9 @@ static struct pub *pub_find(const char *key)
 /* Publishes this node's bricks whose state changed since last time. */
 static void publish(struct bfs_mgmt *m)
 {
-    struct bfs_volume **vols;
-    int n;
+    struct bfs_volume **vols = sync_.vols;
+    int n = sync_.nvols;
     pthread_mutex_lock(&m->lock);
-    if (bfs_volume_list(m, &vols, &n) < 0) {
-        pthread_mutex_unlock(&m->lock);
-        return;
-    }
     struct { char key[300]; char val[400]; } *out = calloc(256, sizeof(*out));
     int k = 0;
     for (int i = 0; out && i < n; i++)
@@ -136,7 +141,6 @@ static void publish(struct bfs_mgmt *m)
             k++;
         }
     pthread_mutex_unlock(&m->lock);
-    bfs_volume_list_free(vols, n);
     for (int i = 0; out && i < k; i++) {
         struct pub *p = pub_find(out[i].key);
         if (p && strcmp(p->val, out[i].val) == 0)
@@ -159,13 +163,14 @@ static void publish(struct bfs_mgmt *m)
 static void *sync_thread(void *arg)
 {
     struct bfs_mgmt *m = arg;
+    bool pending = false; /* a reconcile failed: again after the pause */
     pthread_mutex_lock(&sync_.lock);
     while (!sync_.quit) {
-        bool dirty = sync_.dirty;
+        bool dirty = sync_.dirty || pending;
         sync_.dirty = false;
         pthread_mutex_unlock(&sync_.lock);
         if (dirty)
-            reconcile(m);
+            pending = !reconcile(m);
         publish(m);
         pthread_mutex_lock(&sync_.lock);
         if (sync_.quit || sync_.dirty)
@@ -202,6 +207,9 @@ void bfs_pool_sync_stop(struct bfs_mgmt *m)
     pthread_mutex_unlock(&sync_.lock);
     pthread_join(sync_.thr, NULL);
     bfs_store_unwatch(m->store, sync_.watch);
+    bfs_volume_list_free(sync_.vols, sync_.nvols);
+    sync_.vols = NULL;
+    sync_.nvols = 0;
     while (sync_.pubs) {
         struct pub *p = sync_.pubs;
         sync_.pubs = p->next;

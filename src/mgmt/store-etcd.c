@@ -777,7 +777,9 @@ static void *watch_thread(void *arg)
 {
     struct ewatch *w = arg;
     struct etcd *e = w->e;
+    pthread_mutex_lock(&e->eplock);
     int ep = e->cur;
+    pthread_mutex_unlock(&e->eplock);
     long delay_ms = 100;
     while (!w->stop) {
         struct json_object *req = json_object_new_object(), *cr = json_object_new_object();
