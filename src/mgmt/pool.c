@@ -354,7 +354,12 @@ static bool node_matches(const struct node *d, const char *host)
 bool bfs_pool_brick_is_mine(const struct bfs_mgmt *m, const struct bfs_volume *v, int idx)
 {
     const char *n = v->bricks[idx].node;
-    return !n[0] || strcmp(n, m->node_uuid) == 0;
+    /* No owner: this node's on a single node; in a pool nobody's, so that
+     * a brick added by a path that does not set owners (a bug) is never
+     * run by every node at once. */
+    if (!n[0])
+        return !bfs_pool_enabled(m);
+    return strcmp(n, m->node_uuid) == 0;
 }
 
 int bfs_pool_resolve_host(struct bfs_mgmt *m, const char *host, char uuid[40], char *addr,

@@ -28,7 +28,8 @@ void bfs_pool_close(struct bfs_mgmt *m);
 bool bfs_pool_enabled(const struct bfs_mgmt *m);
 
 /* Brick ownership: the node that must run brick idx of v (its "node"
- * field; empty = this node, as on a single node). */
+ * field; empty = this node on a single node, no node in a pool: every
+ * path that adds bricks in a pool must set it, see bfs_pool_owners). */
 bool bfs_pool_brick_is_mine(const struct bfs_mgmt *m, const struct bfs_volume *v, int idx);
 /* HOST of a brick spec -> owner node UUID and the address host the brick
  * listens on. 0, or -ENOENT when HOST names no member (then the brick must
