@@ -35,6 +35,7 @@ CPPFLAGS += $(JSON_CFLAGS)
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
 FUSE_LIBS = $(shell pkg-config --libs fuse3 2>/dev/null)
 MHD_LIBS = $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
+CRYPTO_LIBS = $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
 CURL_LIBS = $(shell pkg-config --libs libcurl 2>/dev/null)
 
 LIBDIR := $(BUILD)/lib
@@ -50,6 +51,13 @@ LIB_SRCS := $(wildcard src/core/*.c src/rpc/*.c src/api/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/fops-gen.o
 LIBBRICKFS := $(LIBDIR)/libbrickfs.so
 
+# ---- erasure codec (src/ec, over ISA-L): a static archive linked into
+# cluster/disperse, the unit tests test_ec_* and the bench programs ec-* ----
+EC_SRCS := $(wildcard src/ec/*.c)
+EC_OBJS := $(EC_SRCS:%.c=$(BUILD)/obj/%.o)
+LIBEC := $(LIBDIR)/libbrickfs-ec.a
+EC_LIBS := $(LIBEC) -lisal
+
 # ---- translators ----
 XL_DIRS := $(patsubst %/,%,$(filter-out src/xlators/lib/,$(wildcard src/xlators/*/*/)))
 XL_NAMES := $(patsubst src/xlators/%,%,$(XL_DIRS))
@@ -58,7 +66,8 @@ XL_LIB_SRCS := $(wildcard src/xlators/lib/*.c)
 XL_LIB_OBJS := $(XL_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 # ---- programs: folder -> name ----
-PROGRAMS := brick:brickfs-brick fuse:brickfs-mount mgmt:brickfsd cli:brickfs
+PROGRAMS := brick:brickfs-brick fuse:brickfs-mount mgmt:brickfsd cli:brickfs shd:brickfs-shd \
+            rebalance:brickfs-rebalance
 PROG_DIRS := $(foreach p,$(PROGRAMS),$(if $(wildcard src/$(word 1,$(subst :, ,$(p)))/*.c),$(p)))
 PROG_BINS := $(foreach p,$(PROG_DIRS),$(BINDIR)/$(word 2,$(subst :, ,$(p))))
 
@@ -85,7 +94,7 @@ RPATH_XL := -Wl,-rpath,'$$ORIGIN/../../..'
 # keep intermediate objects (bench, tests): no `rm` after the test summary
 .SECONDARY:
 
-all: $(DEPS_STAMP) $(LIBBRICKFS) $(XL_SOS) $(PROG_BINS) $(BENCH_BINS) \
+all: $(DEPS_STAMP) $(LIBBRICKFS) $(LIBEC) $(XL_SOS) $(PROG_BINS) $(BENCH_BINS) \
      $(BINDIR)/mount.brickfs $(UNIT_BINS) $(GRAPH_BINS) $(TOOL_BINS) $(EXAMPLE_BINS)
 
 deps: $(DEPS_STAMP)
@@ -111,6 +120,10 @@ $(BUILD)/obj/bench/%.o: bench/%.c $(GEN_H)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(FUSE_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
+$(BUILD)/obj/src/ec/%.o: src/ec/%.c $(GEN_H)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fvisibility=hidden -MMD -MP -c $< -o $@
+
 $(BUILD)/obj/src/xlators/%.o: src/xlators/%.c $(GEN_H)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fvisibility=hidden -MMD -MP -c $< -o $@
@@ -123,11 +136,16 @@ $(LIBBRICKFS): $(LIB_OBJS)
 	@mkdir -p $(@D)
 	$(CC) -shared -o $@ $^ $(LDFLAGS) -Wl,-soname,libbrickfs.so -ldl $(JSON_LIBS)
 
-# one .so per translator folder
+$(LIBEC): $(EC_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+
+# one .so per translator folder (cluster/disperse also gets the codec)
 define XL_RULE
-$(XLDIR)/$(1).so: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/xlators/$(1)/*.c)) $(XL_LIB_OBJS) $(LIBBRICKFS)
+$(XLDIR)/$(1).so: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/xlators/$(1)/*.c)) $(XL_LIB_OBJS) $(LIBBRICKFS) $(if $(filter cluster/disperse,$(1)),$(LIBEC))
 	@mkdir -p $$(@D)
-	$(CC) -shared -o $$@ $$(filter %.o,$$^) $(LDFLAGS) -L$(LIBDIR) -lbrickfs $(JSON_LIBS) $$(RPATH_XL)
+	$(CC) -shared -o $$@ $$(filter %.o,$$^) $(if $(filter cluster/disperse,$(1)),$(EC_LIBS)) $(LDFLAGS) -L$(LIBDIR) -lbrickfs $(JSON_LIBS) \
+	    $(if $(filter storage/posix,$(1)),$(CRYPTO_LIBS)) $$(RPATH_XL)
 endef
 $(foreach x,$(XL_NAMES),$(eval $(call XL_RULE,$(x))))
 
@@ -144,13 +162,13 @@ $(BINDIR)/mount.brickfs: scripts/mount.brickfs
 	@mkdir -p $(@D)
 	install -m 755 $< $@
 
-$(BINDIR)/%: $(BUILD)/obj/bench/%.o
+$(BINDIR)/%: $(BUILD)/obj/bench/%.o $(LIBEC)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $< $(LDFLAGS) $(FUSE_LIBS)
+	$(CC) -o $@ $< $(if $(filter ec-%,$*),$(EC_LIBS)) $(LDFLAGS) $(FUSE_LIBS)
 
-$(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(TESTLIB_OBJS) $(LIBBRICKFS)
+$(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(TESTLIB_OBJS) $(LIBBRICKFS) $(LIBEC)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $(filter %.o,$^) $(LDFLAGS) -L$(LIBDIR) -lbrickfs -Wl,-rpath,'$$ORIGIN/../../lib' -ldl $(JSON_LIBS) $(CURL_LIBS)
+	$(CC) -o $@ $(filter %.o,$^) $(if $(filter test_ec_%,$*),$(EC_LIBS)) $(LDFLAGS) -L$(LIBDIR) -lbrickfs -Wl,-rpath,'$$ORIGIN/../../lib' -ldl $(JSON_LIBS) $(CURL_LIBS)
 
 $(BUILD)/tests/graph/%: $(BUILD)/obj/tests/graph/%.o $(TESTLIB_OBJS) $(LIBBRICKFS)
 	@mkdir -p $(@D)

@@ -1,60 +1,83 @@
 #!/usr/bin/env bash
 #
-# bench/run.sh BUILD — `make bench`: the same workloads on
+# bench/run.sh BUILD — `make bench`: brickfs side by side with GlusterFS
+# (Debian's glusterfs-server, a private glusterd: bench/gluster.sh) on the
+# same layouts, in the same run, against the targets of issues 2, 4, 5, 6.
+#
+# Sections (BENCH_ONLY, comma list, default all, in this order):
+#   1brick  one brick          issue 2 (ratios to the passthrough)
+#   dist3   3-brick distribute issue 4 (ratios to GlusterFS, seq write to the disk)
+#   rep3    replica 3          issue 5 (+ heal rate after a brick was down)
+#   disp    disperse 6 redundancy 2, issue 6 (brickfs: n/a while its CLI
+#           refuses disperse)
+# Targets of every section (BENCH_TARGETS, default all four):
 #   disk         a folder of the local file system
-#   passthrough  that folder through bench/passthrough.c, a minimal FUSE
-#                file system: the ceiling any FUSE client can reach here
-#   brickfs      a one-brick brickfs volume over TCP on 127.0.0.1:
-#                brickfs-brick (storage/posix -> features/locks ->
-#                debug/io-stats -> protocol/server) on that file system,
-#                brickfs-mount --volfile (protocol/client -> debug/io-stats)
-# and prints one table with the median figures, the ratio brickfs /
-# passthrough (median of the rounds' ratios) and the issue's target for it.
+#   passthrough  that folder through bench/passthrough.c, a minimal FUSE file
+#                system: the ceiling any FUSE client can reach here
+#   brickfs      1brick: brickfs-brick (storage/posix -> features/index -> features/locks ->
+#                debug/io-stats -> protocol/server) + brickfs-mount --volfile,
+#                as issue 2 defines it; the other sections: a volume made by
+#                brickfsd (tests/lib/mgmt.sh) with brick folders on the same
+#                file system, mounted with brickfs-mount, default options
+#   gluster      the same layout with GlusterFS 10.3, default options, its
+#                FUSE client (glusterfs) with default options; bricks on
+#                127.1.1.1 (gluster refuses 127.0.0.1), all on the same file
+#                system, `force` (root file system, sets on one host)
 #
-# Workloads:
-#   seq write   dd 1 MiB blocks of zeros into one file, conv=fsync   MB/s
-#   seq read    dd that file back                                    MB/s
-#   create, stat, read, delete of BENCH_FILES files of 4 KiB in 50
-#   folders (build/bin/smallfile, one phase per call)                files/s
-# MB is 10^6 bytes, as dd prints it. The page cache (and with it the
-# kernel's cached names and attributes of every mount) is dropped before
-# each step, so reads and lookups start cold on all three targets.
+# Workloads, every one run on every target of the section:
+#   seq write  dd 1 MiB blocks of zeros into one file, conv=fsync (one fsync
+#              at the end, inside the time)                          MB/s
+#   seq read   dd that file back                                     MB/s
+#   create, stat, read, delete of BENCH_FILES files of 4 KiB in 50 folders
+#              (build/bin/smallfile, one phase per call, one thread) files/s
+#   dist3 also:
+#   randread   fio, 4 KiB random reads, O_DIRECT, psync, BENCH_FIO_JOBS jobs
+#              on one BENCH_FIO_MB file for BENCH_FIO_SECS s        IOPS
+#   mkdir      BENCH_META folders in one folder (build/bin/metaops)  dirs/s
+#   rename     BENCH_META files renamed in one folder (new names hash
+#              elsewhere: most renames cross bricks)                 renames/s
+#   ls_small, ls_big  `ls -l` of one folder holding BENCH_LS_SMALL, then
+#              BENCH_LS_BIG empty files (made untimed, 4 threads)   entries/s
+#   rep3 also (brickfs and gluster only, after the rounds):
+#   heal       one brick killed (SIGKILL), BENCH_HEAL_FILES files of
+#              BENCH_HEAL_SIZE bytes created in 10 folders, the brick
+#              restarted (volume start force); timed from the restart to the
+#              end of the heal                              files/s and MB/s
+#              gluster: `volume heal V`, then the bricks' heal indexes polled
+#              (what heal info lists) until empty, confirmed by heal info;
+#              brickfs: `brickfs volume heal V` + `volume heal V info --json`
+#              when the CLI has them, else a crawl of the mount (stat and
+#              first byte of every file: heal on access) repeated until the
+#              restarted brick holds every file at its size. Either way the
+#              brick's copy is then compared with a good one (untimed).
+# MB is 10^6 bytes. The page cache (and with it the kernel's cached names
+# and attributes of every mount) is dropped before each step
+# (echo 3 >/proc/sys/vm/drop_caches), so reads and lookups start cold on
+# all targets; bricks' own caches are not.
 #
-# Fairness:
-#   - one bench folder, one file system, for all three targets;
-#   - the passthrough is mounted with the kernel-side options brickfs-mount
-#     uses: default_permissions (the kernel checks permissions; without it
-#     a passthrough running as root lets every user read every file),
-#     max_read=1 MiB; both use 1 MiB max_write and max_readahead (set in
-#     their init), 1 s attribute and entry timeouts and no negative cache;
-#   - neither uses the kernel's writeback cache (unsafe for brickfs: other
-#     clients write too), so every write(2) of 1 MiB is one synchronous
-#     FUSE_WRITE on both; reads go through the kernel's read-ahead on both
-#     (1 MiB window, several FUSE_READs in flight), the disk's through its
-#     block device's read_ahead_kb;
-#   - what drop_caches cannot drop: storage/posix holds O_PATH fds of the
-#     files it used last (gfid-cache-fds, 1,024), which keeps their inodes
-#     in memory on the brick side;
-#   - the targets are interleaved step by step: each of BENCH_RUNS rounds
-#     runs each step (seq write, seq read, create, stat, read, delete) on
-#     every target in turn, the first target rotating from round to round;
-#     the table shows the median figures and, as the ratio, the median of
-#     the rounds' ratios, each made of figures taken seconds apart, so that
-#     other work on a shared machine weighs on both sides alike.
+# Fairness: one file system for everything; FUSE mounts with 1 s attribute
+# and entry timeouts (gluster's defaults; the passthrough and brickfs-mount
+# are set so); no writeback cache on any; targets interleaved step by step,
+# the first target rotating each round; figures are medians over the rounds
+# and ratios the median of each round's ratio (figures taken seconds apart).
 #
-# Environment (defaults in brackets):
-#   BENCH_SEQ_MB [1024]  size of the sequential file in MiB
-#   BENCH_FILES [5000] BENCH_DIRS [50] BENCH_FILE_SIZE [4096] BENCH_THREADS [1]
-#   BENCH_RUNS [3]       rounds; the table shows medians
-#   BENCH_DIR [BUILD/bench-tmp]  where the data goes (its file system is the
-#                                "local disk"; /tmp may be tmpfs)
-#   BENCH_TARGETS ["disk passthrough brickfs"]
-#   BENCH_RECORD=1  append the table, the date and the machine's facts to
-#                   docs/PERFORMANCE.md
-# Dropping the page cache needs root; without it the read figures come from
-# memory, and the table says so.
-#
-# Quick run: BENCH_SEQ_MB=64 BENCH_FILES=500 BENCH_RUNS=1 make bench
+# Environment (defaults in brackets; BENCH_QUICK=1 or BENCH_SIZE=F scale the
+# counts and sizes down, F a fraction, for a smoke run; a variable given
+# explicitly wins):
+#   BENCH_ONLY [1brick,dist3,rep3,disp]   BENCH_TARGETS [disk passthrough brickfs gluster]
+#   BENCH_RUNS [3 for 1brick, 1 for the others]
+#   BENCH_SEQ_MB [1024] BENCH_FILES [5000] BENCH_DIRS [50] BENCH_FILE_SIZE [4096]
+#   BENCH_LS_SMALL [10000] BENCH_LS_BIG [50000] BENCH_META [2000]
+#   BENCH_FIO_MB [512] BENCH_FIO_SECS [20] BENCH_FIO_JOBS [4]
+#   BENCH_HEAL_FILES [10000] BENCH_HEAL_SIZE [16384] BENCH_HEAL_TIMEOUT [1800]
+#   BENCH_HEAL_STALL [90]  brickfs crawl heal: give up after that long without progress
+#   BENCH_DIR [BUILD/bench-tmp]  where all data goes (its file system is "the disk")
+#   BENCH_JSON [bench/results/DATE-HOST.json]  results as JSON
+#   BENCH_RECORD=1  append the tables, date and machine to docs/PERFORMANCE.md
+#   BENCH_GLUSTER_HOST [127.1.1.1]
+# Needs root (drop_caches, glusterd, brickfsd's trusted xattrs). fio and
+# GlusterFS are installed here with apt-get when missing (install-deps.sh
+# has no bench section: they are bench-only dependencies).
 
 set -uo pipefail
 
@@ -64,66 +87,142 @@ BUILD=${1:-build}
 BUILD=${BUILD%/}
 case $BUILD in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$ROOT/$BUILD ;; esac
 
-SEQ_MB=${BENCH_SEQ_MB:-1024}
-FILES=${BENCH_FILES:-5000}
-DIRS=${BENCH_DIRS:-50}
-FILE_SIZE=${BENCH_FILE_SIZE:-4096}
-THREADS=${BENCH_THREADS:-1}
-RUNS=${BENCH_RUNS:-3}
-TARGETS=${BENCH_TARGETS:-disk passthrough brickfs}
-BENCH_DIR=${BENCH_DIR:-$BUILD_ABS/bench-tmp}
-
-SMALLFILE=$BUILD_ABS/bin/smallfile
-PASSTHROUGH=$BUILD_ABS/bin/passthrough
-
 die()
 {
     echo "bench: $*" >&2
     exit 1
 }
 
-[ -x "$SMALLFILE" ] || die "$SMALLFILE is not built (make)"
-[ "$RUNS" -ge 1 ] 2>/dev/null || die "BENCH_RUNS must be a positive number"
-mkdir -p "$BENCH_DIR" || die "cannot create $BENCH_DIR"
+# ---- sizes ----
+QUICK=${BENCH_QUICK:-0}
+SCALE=${BENCH_SIZE:-}
+[ -z "$SCALE" ] && { [ "$QUICK" = 1 ] && SCALE=0.05 || SCALE=1; }
+awk -v s="$SCALE" 'BEGIN { exit !(s > 0 && s <= 1) }' || die "BENCH_SIZE must be a fraction in (0, 1]"
+# sc DEFAULT MIN: DEFAULT scaled by BENCH_SIZE, at least MIN
+sc() { awk -v d="$1" -v m="$2" -v s="$SCALE" 'BEGIN { v = int(d * s); print (v < m) ? m : v }'; }
+SEQ_MB=${BENCH_SEQ_MB:-$(sc 1024 16)}
+FILES=${BENCH_FILES:-$(sc 5000 100)}
+DIRS=${BENCH_DIRS:-50}
+FILE_SIZE=${BENCH_FILE_SIZE:-4096}
+LS_SMALL=${BENCH_LS_SMALL:-$(sc 10000 200)}
+LS_BIG=${BENCH_LS_BIG:-$(sc 50000 1000)}
+META_N=${BENCH_META:-$(sc 2000 100)}
+FIO_MB=${BENCH_FIO_MB:-$(sc 512 16)}
+FIO_SECS=${BENCH_FIO_SECS:-$([ "$QUICK" = 1 ] && echo 3 || echo 20)}
+FIO_JOBS=${BENCH_FIO_JOBS:-4}
+HEAL_FILES=${BENCH_HEAL_FILES:-$(sc 10000 200)}
+HEAL_SIZE=${BENCH_HEAL_SIZE:-16384}
+HEAL_TIMEOUT_S=${BENCH_HEAL_TIMEOUT:-$([ "$QUICK" = 1 ] && echo 120 || echo 1800)}
+HEAL_STALL_S=${BENCH_HEAL_STALL:-$([ "$QUICK" = 1 ] && echo 20 || echo 90)}
+RUNS_SET=${BENCH_RUNS:-}
+[ "$QUICK" = 1 ] && RUNS_SET=${RUNS_SET:-1}
+ONLY=${BENCH_ONLY:-1brick,dist3,rep3,disp}
+TARGETS=${BENCH_TARGETS:-disk passthrough brickfs gluster}
+BENCH_DIR=${BENCH_DIR:-$BUILD_ABS/bench-tmp}
+STAMP=$(date -u +%Y%m%d-%H%M%S)
+JSON=${BENCH_JSON:-$ROOT/bench/results/$STAMP-$(hostname -s 2>/dev/null || echo host).json}
 
-# Room for the sequential file and the small files of every target at
-# once (the steps are interleaved), with a margin.
-ntargets=$(echo "$TARGETS" | wc -w)
-need_kb=$(((SEQ_MB * 1024 + FILES * ((FILE_SIZE + 4095) / 4096) * 4 * 2 + DIRS * 8) * ntargets * 11 / 10))
+for v in SEQ_MB FILES DIRS FILE_SIZE LS_SMALL LS_BIG META_N FIO_MB FIO_SECS FIO_JOBS HEAL_FILES \
+    HEAL_SIZE HEAL_TIMEOUT_S HEAL_STALL_S; do
+    [ "${!v}" -ge 1 ] 2>/dev/null || die "$v must be a positive number (got '${!v}')"
+done
+[ "$LS_BIG" -gt "$LS_SMALL" ] || die "BENCH_LS_BIG must be larger than BENCH_LS_SMALL"
+[ -z "$RUNS_SET" ] || [ "$RUNS_SET" -ge 1 ] 2>/dev/null || die "BENCH_RUNS must be a positive number"
+SECTIONS=()
+for s in ${ONLY//,/ }; do
+    case $s in 1brick | dist3 | rep3 | disp) SECTIONS+=("$s") ;;
+    *) die "unknown section '$s' in BENCH_ONLY (1brick, dist3, rep3, disp)" ;; esac
+done
+for t in $TARGETS; do
+    case $t in disk | passthrough | brickfs | gluster) ;;
+    *) die "unknown target '$t' in BENCH_TARGETS (disk, passthrough, brickfs, gluster)" ;; esac
+done
+[ "$(id -u)" = 0 ] || echo "bench: not root: the page cache cannot be dropped, and brickfs volumes and GlusterFS will not start" >&2
+
+SMALLFILE=$BUILD_ABS/bin/smallfile
+METAOPS=$BUILD_ABS/bin/metaops
+PASSTHROUGH=$BUILD_ABS/bin/passthrough
+[ -x "$SMALLFILE" ] && [ -x "$METAOPS" ] || die "$SMALLFILE or $METAOPS is not built (make)"
+
+# Bench-only Debian packages, installed like scripts/install-deps.sh does.
+bench_deps()
+{
+    local p missing=()
+    for p in fio glusterfs-server glusterfs-client; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] || {
+        echo "bench: missing ${missing[*]} (not root or no apt-get): those figures will be n/a" >&2
+        return 0
+    }
+    echo "bench: installing bench dependencies: ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" ||
+        echo "bench: could not install ${missing[*]}" >&2
+}
+bench_deps
+
+mkdir -p "$BENCH_DIR" || die "cannot create $BENCH_DIR"
+# Room: the sequential files of every target at once (rep3: 3 copies each
+# for brickfs and gluster), the ls files, the heal files, with a margin.
+need_kb=$(((SEQ_MB * 1024 * 9 + FIO_MB * 1024 * 4 + HEAL_FILES * (HEAL_SIZE / 1024 + 4) * 6 + LS_BIG * 8 * 6) * 11 / 10))
 avail_kb=$(df -Pk "$BENCH_DIR" | awk 'NR == 2 { print $4 }')
 [ "$avail_kb" -ge "$need_kb" ] ||
-    die "$BENCH_DIR has $((avail_kb / 1024)) MiB free, the bench needs $((need_kb / 1024)) MiB; lower BENCH_SEQ_MB or set BENCH_DIR"
+    die "$BENCH_DIR has $((avail_kb / 1024)) MiB free, the bench needs $((need_kb / 1024)) MiB; lower BENCH_SIZE or set BENCH_DIR"
 
-# $T (removed at exit), process and mount helpers, cleanup on any exit.
+# $T (removed at exit), process and mount helpers, brickfsd helpers.
 export BFS_BUILD=$BUILD_ABS BFS_TMPDIR=$BENCH_DIR
 # shellcheck source=tests/lib/cluster.sh
 source "$ROOT/tests/lib/cluster.sh"
+# shellcheck source=tests/lib/mgmt.sh
+source "$ROOT/tests/lib/mgmt.sh"
+# shellcheck source=bench/gluster.sh
+source "$ROOT/bench/gluster.sh"
 
-declare -A R       # R[target:metric] = "figure figure ..." one per round, or "error"
-declare -A DIR     # DIR[target] = the folder its workloads run in
-NOTES=()
+# At exit or on a signal, before the usual teardown (which stops glusterd
+# with the other processes started here): unmount the GlusterFS mounts, then
+# stop GlusterFS's volumes and processes.
+eval "bfs__bench_teardown() $(declare -f bfs_teardown | tail -n +2)"
+bfs_teardown()
+{
+    local mnt pid
+    while read -r mnt pid; do
+        case $mnt in */gl-mnt-*) umount_fuse "$mnt" >&2 ;; esac
+    done < <(tac "$T/.run/mounts" 2>/dev/null)
+    gl_teardown >&2
+    bfs__bench_teardown
+}
+
+RES=$T/results.tsv # section target metric round value
+NOTES=$T/notes.tsv # section note
+: >"$RES"
+: >"$NOTES"
 DROPPED=yes
-LIVE=()            # targets that are set up
+
+note()
+{
+    printf '%s\t%s\n' "$SECTION" "$1" >>"$NOTES"
+    echo "bench: note: $1"
+}
+
+record()
+{
+    printf '%s\t%s\t%s\t%s\t%s\n' "$SECTION" "$1" "$2" "$ROUND" "$3" >>"$RES"
+}
 
 drop_caches()
 {
     sync
     if [ "$DROPPED" = yes ] && ! { echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null; then
         DROPPED=no
-        NOTES+=("page cache not dropped (needs root): read figures come from memory")
+        note "page cache not dropped (needs root): read figures come from memory"
     fi
 }
 
-# elapsed_since START_US: seconds, as a decimal
 elapsed_since()
 {
     awk -v a="$1" -v b="$(bfs_now_us)" 'BEGIN { printf "%.6f", (b - a) / 1e6 }'
-}
-
-# mb MIB: the same size in MB (10^6 bytes)
-mb()
-{
-    awk -v m="$1" 'BEGIN { printf "%.6f", m * 1048576 / 1e6 }'
 }
 
 rate()
@@ -131,80 +230,162 @@ rate()
     awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.1f", n / s; else print "error" }'
 }
 
-# record TARGET METRIC VALUE
-record()
-{
-    R[$1:$2]="${R[$1:$2]:-}${R[$1:$2]:+ }$3"
-}
+mb() { awk -v m="$1" 'BEGIN { printf "%.6f", m * 1048576 / 1e6 }'; }
 
-# seq_write TARGET / seq_read TARGET / small TARGET PHASE: one step on one
-# target, page cache dropped first.
+# ---- workload steps: STEP TARGET, on the folder DIR[TARGET] ----
+declare -A DIR BROKEN
+
 seq_write()
 {
-    local target=$1 dir=${DIR[$1]} t0 secs
-    echo "bench: $target: sequential write, $SEQ_MB MiB"
+    local t=$1 t0
+    echo "bench: $SECTION $t: sequential write, $SEQ_MB MiB"
     drop_caches
     t0=$(bfs_now_us)
-    if dd if=/dev/zero of="$dir/seq.bin" bs=1M count="$SEQ_MB" conv=fsync status=none; then
-        secs=$(elapsed_since "$t0")
-        record "$target" seq_write "$(rate "$(mb "$SEQ_MB")" "$secs")"
+    if dd if=/dev/zero of="${DIR[$t]}/seq.bin" bs=1M count="$SEQ_MB" conv=fsync status=none; then
+        record "$t" seq_write "$(rate "$(mb "$SEQ_MB")" "$(elapsed_since "$t0")")"
     else
-        record "$target" seq_write error
+        record "$t" seq_write error
     fi
 }
 
 seq_read()
 {
-    local target=$1 dir=${DIR[$1]} t0 secs
-    echo "bench: $target: sequential read"
+    local t=$1 t0
+    echo "bench: $SECTION $t: sequential read"
     drop_caches
     t0=$(bfs_now_us)
-    if dd if="$dir/seq.bin" of=/dev/null bs=1M status=none; then
-        secs=$(elapsed_since "$t0")
-        record "$target" seq_read "$(rate "$(mb "$SEQ_MB")" "$secs")"
+    if dd if="${DIR[$t]}/seq.bin" of=/dev/null bs=1M status=none; then
+        record "$t" seq_read "$(rate "$(mb "$SEQ_MB")" "$(elapsed_since "$t0")")"
     else
-        record "$target" seq_read error
+        record "$t" seq_read error
     fi
-    rm -f "$dir/seq.bin"
+    rm -f "${DIR[$t]}/seq.bin"
 }
-
-declare -A BROKEN  # BROKEN[target]=1 after a failed small-file phase in this round
 
 small()
 {
-    local target=$1 phase=$2 dir=${DIR[$1]} out
-    if [ -n "${BROKEN[$target]:-}" ]; then
-        record "$target" "$phase" error # a failed phase leaves the later ones nothing sane to do
+    local t=$1 phase=$2 out
+    if [ -n "${BROKEN[$t]:-}" ]; then
+        record "$t" "$phase" error # a failed phase leaves the later ones nothing sane to do
         return
     fi
-    echo "bench: $target: $phase $FILES files of $FILE_SIZE bytes in $DIRS folders"
+    echo "bench: $SECTION $t: $phase $FILES files of $FILE_SIZE bytes in $DIRS folders"
     drop_caches
-    if out=$("$SMALLFILE" -p "$phase" -n "$FILES" -d "$DIRS" -s "$FILE_SIZE" -t "$THREADS" \
-        "$dir/small"); then
-        record "$target" "$phase" "${out##* }"
+    if out=$("$SMALLFILE" -p "$phase" -n "$FILES" -d "$DIRS" -s "$FILE_SIZE" "${DIR[$t]}/small"); then
+        record "$t" "$phase" "${out##* }"
     else
-        record "$target" "$phase" error
-        BROKEN[$target]=1
+        record "$t" "$phase" error
+        BROKEN[$t]=1
     fi
 }
 
-# run_round N: every step of every workload, each step on every target in
-# turn (the first target rotates from round to round), so that the figures
-# compared with each other were taken seconds apart.
+randread()
+{
+    local t=$1 f=${DIR[$1]}/fio.bin out iops
+    echo "bench: $SECTION $t: 4 KiB random reads, $FIO_JOBS jobs, ${FIO_SECS}s on $FIO_MB MiB"
+    if ! dd if=/dev/zero of="$f" bs=1M count="$FIO_MB" conv=fsync status=none; then
+        record "$t" randread error
+        return
+    fi
+    drop_caches
+    if out=$(fio --name=randread --filename="$f" --rw=randread --bs=4k --size="${FIO_MB}M" \
+        --direct=1 --ioengine=psync --numjobs="$FIO_JOBS" --runtime="$FIO_SECS" --time_based \
+        --group_reporting --output-format=json 2>"$T/logs/fio-$SECTION-$t.err") &&
+        iops=$(echo "$out" | python3 -c 'import json, sys; print("%.1f" % json.load(sys.stdin)["jobs"][0]["read"]["iops"])'); then
+        record "$t" randread "$iops"
+    else
+        record "$t" randread error
+        bfs__tail_log "$T/logs/fio-$SECTION-$t.err"
+    fi
+    rm -f "$f"
+}
+
+# metaop TARGET PHASE DIR [ARGS...]: build/bin/metaops, prints the rate or "error"
+metaop()
+{
+    local out
+    out=$("$METAOPS" -p "$2" "${@:4}" "$3") || { echo error; return 1; }
+    echo "${out##* }"
+}
+
+mkdirs()
+{
+    local t=$1 d=${DIR[$1]}/mk r
+    echo "bench: $SECTION $t: mkdir of $META_N folders in one folder"
+    mkdir -p "$d" || { record "$t" mkdir error; return; }
+    drop_caches
+    r=$(metaop "$t" mkdir "$d" -n "$META_N")
+    record "$t" mkdir "$r"
+    rm -rf "$d"
+}
+
+renames()
+{
+    local t=$1 d=${DIR[$1]}/rn r
+    echo "bench: $SECTION $t: rename of $META_N files in one folder"
+    mkdir -p "$d" && metaop "$t" touch "$d" -n "$META_N" -t 4 >/dev/null ||
+        { record "$t" rename error; rm -rf "$d"; return; }
+    drop_caches
+    r=$(metaop "$t" rename "$d" -n "$META_N")
+    record "$t" rename "$r"
+    rm -rf "$d"
+}
+
+# ls -l of LS_SMALL, then (40,000 more files later) LS_BIG entries.
+lists()
+{
+    local t=$1 d=${DIR[$1]}/ls metric n first t0
+    mkdir -p "$d" || { record "$t" ls_small error; record "$t" ls_big error; return; }
+    first=0
+    for metric in ls_small ls_big; do
+        [ $metric = ls_small ] && n=$LS_SMALL || n=$LS_BIG
+        echo "bench: $SECTION $t: ls -l of $n files in one folder"
+        if ! metaop "$t" touch "$d" -f "$first" -n $((n - first)) -t 4 >/dev/null; then
+            record "$t" "$metric" error
+            continue
+        fi
+        first=$n
+        drop_caches
+        t0=$(bfs_now_us)
+        if [ "$(ls -l "$d" | wc -l)" -eq $((n + 1)) ]; then
+            record "$t" "$metric" "$(rate "$n" "$(elapsed_since "$t0")")"
+        else
+            record "$t" "$metric" error
+            note "$t: ls -l of $d did not list $n entries"
+        fi
+    done
+    rm -rf "$d"
+}
+
+# run_round N: every step, each on every target in turn (the first target
+# rotates from round to round), so that compared figures are seconds apart.
 run_round()
 {
     local n=${#LIVE[@]} order=() i t phase
-    for ((i = 0; i < n; i++)); do
-        order+=("${LIVE[(i + $1) % n]}")
-    done
+    for ((i = 0; i < n; i++)); do order+=("${LIVE[(i + $1) % n]}"); done
     BROKEN=()
     for t in "${order[@]}"; do seq_write "$t"; done
     for t in "${order[@]}"; do seq_read "$t"; done
+    [ "$SECTION" = dist3 ] && for t in "${order[@]}"; do randread "$t"; done
     for phase in create stat read delete; do
         for t in "${order[@]}"; do small "$t" "$phase"; done
     done
     for t in "${order[@]}"; do rm -rf "${DIR[$t]}/small"; done
+    if [ "$SECTION" = dist3 ]; then
+        for t in "${order[@]}"; do mkdirs "$t"; done
+        for t in "${order[@]}"; do renames "$t"; done
+        for t in "${order[@]}"; do lists "$t"; done
+    fi
 }
+
+# ---- targets: setup_TARGET, with S=$T/$SECTION ----
+declare -A LAYOUT_N=([1brick]=1 [dist3]=3 [rep3]=3 [disp]=6)
+declare -A LAYOUT_SPEC=([1brick]="" [dist3]="" [rep3]="replica 3" [disp]="disperse 6 redundancy 2")
+LIVE=()
+BFS_VOL=
+GL_VOL=
+BFSD_UP=
+GLD_UP=
 
 fuse_usable()
 {
@@ -213,180 +394,265 @@ fuse_usable()
 
 setup_disk()
 {
-    mkdir -p "$T/disk" && DIR[disk]=$T/disk
+    mkdir -p "$S/disk" && DIR[disk]=$S/disk
 }
 
 setup_passthrough()
 {
-    [ -x "$PASSTHROUGH" ] || { NOTES+=("passthrough: skipped, $PASSTHROUGH is not built"); return 1; }
-    fuse_usable || { NOTES+=("passthrough: skipped, FUSE is not usable (/dev/fuse, fusermount3)"); return 1; }
-    mkdir -p "$T/pt-src"
-    if ! mount_fuse passthrough "$T/pt-mnt" "$PASSTHROUGH" "$T/pt-src" "$T/pt-mnt" -f \
-        -o default_permissions; then
-        NOTES+=("passthrough: could not mount")
-        return 1
-    fi
-    DIR[passthrough]=$T/pt-mnt
+    [ -x "$PASSTHROUGH" ] || { note "passthrough: skipped, $PASSTHROUGH is not built"; return 1; }
+    fuse_usable || { note "passthrough: skipped, FUSE is not usable"; return 1; }
+    mkdir -p "$S/pt-src"
+    mount_fuse "passthrough-$SECTION" "$S/pt-mnt" "$PASSTHROUGH" "$S/pt-src" "$S/pt-mnt" -f \
+        -o default_permissions || { note "passthrough: could not mount"; return 1; }
+    DIR[passthrough]=$S/pt-mnt
+}
+
+# brick folders of a target: $S/TARGET-bricks/b1..bN
+brick_dirs()
+{
+    local i
+    for ((i = 1; i <= LAYOUT_N[$SECTION]; i++)); do echo "$S/$1-bricks/b$i"; done
 }
 
 setup_brickfs()
 {
-    local b
-    for b in "$BRICK_BIN" "$MOUNT_BIN"; do
-        [ -x "$b" ] || { NOTES+=("brickfs: skipped, $b is not built yet"); return 1; }
+    local b out dirs=() d
+    for b in "$BRICK_BIN" "$MOUNT_BIN" "$BRICKFSD_BIN" "$BRICKFS_BIN"; do
+        [ -x "$b" ] || { note "brickfs: skipped, $b is not built"; return 1; }
     done
-    fuse_usable || { NOTES+=("brickfs: skipped, FUSE is not usable (/dev/fuse, fusermount3)"); return 1; }
-    if ! write_volfiles b1 "$T/bricks/b1" || ! start_brick b1; then
-        NOTES+=("brickfs: the brick did not start (log: see above)")
+    fuse_usable || { note "brickfs: skipped, FUSE is not usable"; return 1; }
+    if [ "$SECTION" = 1brick ]; then
+        # issue 2's setup: a hand-written one-brick graph, no management
+        write_volfiles b1 "$S/brickfs-bricks/b1" && start_brick b1 ||
+            { note "brickfs: the brick did not start"; return 1; }
+        mount_brickfs "$(client_volfile b1)" "$S/bfs-mnt-$SECTION" || { note "brickfs: the mount failed"; return 1; }
+        DIR[brickfs]=$S/bfs-mnt-$SECTION
+        return 0
+    fi
+    if [ -z "$BFSD_UP" ]; then
+        start_brickfsd >/dev/null || { note "brickfs: brickfsd did not start"; return 1; }
+        BFSD_UP=1
+    fi
+    mapfile -t dirs < <(brick_dirs brickfs)
+    local spec=${LAYOUT_SPEC[$SECTION]} bricks=()
+    for d in "${dirs[@]}"; do bricks+=("127.0.0.1:$d"); done
+    BFS_VOL=bench-$SECTION
+    # shellcheck disable=SC2086
+    if ! out=$(cli volume create "$BFS_VOL" $spec "${bricks[@]}" force 2>&1); then
+        note "brickfs: volume create ... $spec refused: $(echo "$out" | tail -n 1)"
+        BFS_VOL=
         return 1
     fi
-    if ! mount_brickfs "$(client_volfile b1)" "$T/bfs-mnt"; then
-        NOTES+=("brickfs: the mount failed (log: see above)")
-        return 1
-    fi
-    DIR[brickfs]=$T/bfs-mnt
+    out=$(cli volume start "$BFS_VOL" 2>&1) || { note "brickfs: volume start failed: $out"; return 1; }
+    mount_vol "$BFS_VOL" "$S/bfs-mnt-$SECTION" || { note "brickfs: the mount failed"; return 1; }
+    DIR[brickfs]=$S/bfs-mnt-$SECTION
 }
 
+setup_gluster()
+{
+    local why dirs=()
+    fuse_usable || { note "gluster: skipped, FUSE is not usable"; return 1; }
+    if [ -z "$GLD_UP" ]; then
+        why=$(gl_why_unusable)
+        [ -z "$why" ] || { note "gluster: skipped: $why"; GLD_UP=no; return 1; }
+        gl_start_glusterd || { note "gluster: glusterd did not start"; GLD_UP=no; return 1; }
+        GLD_UP=yes
+    fi
+    [ "$GLD_UP" = yes ] || return 1
+    mapfile -t dirs < <(brick_dirs gluster)
+    GL_VOL=gb-$SECTION
+    gl_create "$GL_VOL" "${LAYOUT_SPEC[$SECTION]}" "${dirs[@]}" ||
+        { note "gluster: volume create/start failed"; GL_VOL=; return 1; }
+    gl_mount "$GL_VOL" "$S/gl-mnt-$SECTION" || { note "gluster: the mount failed"; return 1; }
+    DIR[gluster]=$S/gl-mnt-$SECTION
+}
+
+teardown_section()
+{
+    [ -n "${DIR[passthrough]:-}" ] && umount_fuse "${DIR[passthrough]}"
+    if [ -n "${DIR[brickfs]:-}" ]; then
+        umount_fuse "${DIR[brickfs]}"
+        [ "$SECTION" = 1brick ] && stop_brick b1
+    fi
+    if [ -n "$BFS_VOL" ]; then
+        cli --yes volume stop "$BFS_VOL" >/dev/null 2>&1
+        cli --yes volume delete "$BFS_VOL" >/dev/null 2>&1
+    fi
+    [ -n "${DIR[gluster]:-}" ] && umount_fuse "${DIR[gluster]}"
+    [ -n "$GL_VOL" ] && gl_destroy "$GL_VOL"
+    BFS_VOL= GL_VOL=
+    DIR=()
+    LIVE=()
+    rm -rf --one-file-system "$S"
+}
+
+# ---- rep3: heal after a brick was down ----
+
+# bfs_heal_cli: the brickfs CLI has `volume heal` (another branch adds it).
+bfs_heal_cli()
+{
+    cli volume heal --help >/dev/null 2>&1
+}
+
+# bfs_heal_pending VOL: entries still to heal per `volume heal VOL info
+# --json` (any JSON shape with per-brick counts); "error" when unreadable.
+bfs_heal_pending()
+{
+    cli --json volume heal "$1" info 2>/dev/null | python3 -c '
+import json, sys
+def count(v):
+    if isinstance(v, dict):
+        for k in ("pending", "total", "entries", "count", "number_of_entries", "remaining"):
+            if isinstance(v.get(k), int) and not isinstance(v.get(k), bool):
+                return v[k]
+        if isinstance(v.get("bricks"), list):
+            return sum(count(b) for b in v["bricks"])
+        if isinstance(v.get("entries"), list):
+            return len(v["entries"])
+    raise ValueError
+try:
+    print(count(json.load(sys.stdin)))
+except Exception:
+    print("error")'
+}
+
+# sink_complete DIR: the restarted brick DIR holds every heal file at its size.
+sink_count()
+{
+    find "$1/heal" -type f -size "${HEAL_SIZE}c" 2>/dev/null | wc -l
+}
+
+sink_complete()
+{
+    [ "$(sink_count "$1")" -eq "$HEAL_FILES" ]
+}
+
+# heal_verify GOOD SINK: the sink's copies of heal/ equal the good brick's.
+heal_verify()
+{
+    diff -rq --exclude=.glusterfs --exclude=.brickfs "$1/heal" "$2/heal" >"$T/logs/heal-diff-$3.out" 2>&1
+}
+
+heal_gluster()
+{
+    local dirs=() t0 secs n info
+    mapfile -t dirs < <(brick_dirs gluster)
+    echo "bench: rep3 gluster: heal: brick 3 down during the creation of $HEAL_FILES files of $HEAL_SIZE bytes"
+    gl_kill_brick "$GL_VOL" "${dirs[2]}" || { record gluster heal_files error; return; }
+    "$SMALLFILE" -p create -n "$HEAL_FILES" -d 10 -s "$HEAL_SIZE" "${DIR[gluster]}/heal" >/dev/null ||
+        { record gluster heal_files error; note "gluster: heal: creating the files failed"; return; }
+    gl_restart_bricks "$GL_VOL" "${dirs[2]}" || { record gluster heal_files error; note "gluster: heal: the brick did not restart"; return; }
+    t0=$(bfs_now_us)
+    gl_heal_start "$GL_VOL" || note "gluster: heal: 'volume heal' kept failing; waiting for the self-heal daemon's own crawl"
+    if ! bfs_wait_until "$HEAL_TIMEOUT_S" eval '[ "$(gl_index_count "${dirs[@]}")" -eq 0 ]'; then
+        record gluster heal_files error
+        note "gluster: heal: $(gl_index_count "${dirs[@]}") index entries left after ${HEAL_TIMEOUT_S}s"
+        return
+    fi
+    secs=$(elapsed_since "$t0")
+    record gluster heal_files "$(rate "$HEAL_FILES" "$secs")"
+    record gluster heal_mb "$(rate "$(awk -v n="$HEAL_FILES" -v s="$HEAL_SIZE" 'BEGIN { print n * s / 1e6 }')" "$secs")"
+    info=$(gl_heal_info "$GL_VOL")
+    [ "$info" = 0 ] || note "gluster: heal: heal info says $info entries after the indexes emptied"
+    heal_verify "${dirs[0]}" "${dirs[2]}" gluster || note "gluster: heal: brick 3 differs from brick 1 after the heal (logs/heal-diff-gluster.out)"
+    note "gluster: heal by 'volume heal' (index heal of the self-heal daemon), finished when the bricks' indexes were empty ($info entries in heal info)"
+}
+
+heal_brickfs()
+{
+    local dirs=() t0 secs mode n=
+    mapfile -t dirs < <(brick_dirs brickfs)
+    echo "bench: rep3 brickfs: heal: brick 3 down during the creation of $HEAL_FILES files of $HEAL_SIZE bytes"
+    kill_mgmt_brick "$BFS_VOL" 2 || { record brickfs heal_files error; note "brickfs: heal: could not kill brick 3"; return; }
+    "$SMALLFILE" -p create -n "$HEAL_FILES" -d 10 -s "$HEAL_SIZE" "${DIR[brickfs]}/heal" >/dev/null ||
+        { record brickfs heal_files error; note "brickfs: heal: creating the files failed"; return; }
+    cli volume start "$BFS_VOL" force >/dev/null 2>&1 &&
+        bfs_wait_until "$PROCESS_UP_TIMEOUT" eval '[ "$(vol_brick_field "$BFS_VOL" 2 online)" = 1 ]' ||
+        { record brickfs heal_files error; note "brickfs: heal: brick 3 did not restart"; return; }
+    if bfs_heal_cli; then
+        mode="'brickfs volume heal' + 'volume heal info --json'"
+        t0=$(bfs_now_us)
+        cli volume heal "$BFS_VOL" >/dev/null 2>&1 || note "brickfs: heal: 'volume heal' failed"
+        bfs_wait_until "$HEAL_TIMEOUT_S" eval '[ "$(bfs_heal_pending "$BFS_VOL")" = 0 ] && sink_complete "${dirs[2]}"'
+    else
+        mode="a crawl of the mount (find, stat and first byte of every file; brickfs has no 'volume heal' yet)"
+        t0=$(bfs_now_us)
+        local deadline=$(($(bfs_now_us) + HEAL_TIMEOUT_S * 1000000))
+        # Stop early when crawls stop making progress (a heal that never
+        # comes would otherwise hold the bench for BENCH_HEAL_TIMEOUT).
+        local done_now done_before=-1 progress_at
+        progress_at=$(bfs_now_us)
+        n=0
+        while ! sink_complete "${dirs[2]}" && [ "$(bfs_now_us)" -lt "$deadline" ] &&
+            [ $(($(bfs_now_us) - progress_at)) -lt $((HEAL_STALL_S * 1000000)) ]; do
+            n=$((n + 1))
+            echo 2 >/proc/sys/vm/drop_caches 2>/dev/null # forget names: every stat is a lookup
+            find "${DIR[brickfs]}/heal" -type f -print0 | xargs -0 -r head -c 1 >/dev/null 2>&1
+            sink_complete "${dirs[2]}" && break
+            sleep 1
+            done_now=$(sink_count "${dirs[2]}")
+            [ "$done_now" -gt "$done_before" ] && progress_at=$(bfs_now_us)
+            done_before=$done_now
+        done
+    fi
+    if ! sink_complete "${dirs[2]}"; then
+        record brickfs heal_files error
+        note "brickfs: heal by $mode: brick 3 holds $(sink_count "${dirs[2]}") of $HEAL_FILES files at their size after $(elapsed_since "$t0")s${n:+ and $n crawls, none healing more for ${HEAL_STALL_S}s}"
+        return
+    fi
+    secs=$(elapsed_since "$t0")
+    record brickfs heal_files "$(rate "$HEAL_FILES" "$secs")"
+    record brickfs heal_mb "$(rate "$(awk -v n="$HEAL_FILES" -v s="$HEAL_SIZE" 'BEGIN { print n * s / 1e6 }')" "$secs")"
+    heal_verify "${dirs[0]}" "${dirs[2]}" brickfs || note "brickfs: heal: brick 3 differs from brick 1 after the heal (logs/heal-diff-brickfs.out)"
+    note "brickfs: heal by $mode${n:+, $n crawl(s)}"
+}
+
+# ---- main ----
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-for target in $TARGETS; do
-    case $target in
-    disk) setup_disk && LIVE+=(disk) ;;
-    passthrough) setup_passthrough && LIVE+=(passthrough) ;;
-    brickfs) setup_brickfs && LIVE+=(brickfs) ;;
-    *) die "unknown target '$target' (disk, passthrough, brickfs)" ;;
-    esac
-done
-for ((round = 1; round <= RUNS; round++)); do
-    echo "bench: round $round of $RUNS"
-    run_round "$round"
+started_at=$(date -u '+%Y-%m-%d %H:%M UTC')
+for SECTION in "${SECTIONS[@]}"; do
+    S=$T/$SECTION
+    mkdir -p "$S"
+    ROUND=0
+    echo "bench: ==== $SECTION (${LAYOUT_SPEC[$SECTION]:-distribute} over ${LAYOUT_N[$SECTION]} brick(s)) ===="
+    for t in $TARGETS; do
+        "setup_$t" && LIVE+=("$t")
+    done
+    RUNS=${RUNS_SET:-$([ "$SECTION" = 1brick ] && echo 3 || echo 1)}
+    printf '%s\t%s\n' "$SECTION" "$RUNS" >>"$T/runs.tsv"
+    if [ ${#LIVE[@]} -gt 0 ]; then
+        for ((ROUND = 1; ROUND <= RUNS; ROUND++)); do
+            echo "bench: $SECTION: round $ROUND of $RUNS"
+            run_round "$ROUND"
+        done
+        ROUND=1
+        if [ "$SECTION" = rep3 ]; then
+            [ -n "$GL_VOL" ] && [ -n "${DIR[gluster]:-}" ] && heal_gluster
+            [ -n "$BFS_VOL" ] && [ -n "${DIR[brickfs]:-}" ] && heal_brickfs
+        fi
+    fi
+    teardown_section
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-[ -n "${DIR[passthrough]:-}" ] && umount_fuse "${DIR[passthrough]}"
-if [ -n "${DIR[brickfs]:-}" ]; then
-    umount_fuse "${DIR[brickfs]}"
-    stop_brick b1
-fi
-
-# ---- the table ----
-METRICS=(seq_write seq_read create stat read delete)
-declare -A LABEL=(
-    [seq_write]="seq write (MB/s)" [seq_read]="seq read (MB/s)"
-    [create]="create (files/s)" [stat]="stat (files/s)"
-    [read]="read (files/s)" [delete]="delete (files/s)"
-)
-# The issue's targets for brickfs / passthrough.
-declare -A TARGET=(
-    [seq_write]=0.70 [seq_read]=0.70 [create]=0.50 [stat]=0.50 [read]=0.50 [delete]=""
-)
-
-# median of the figures of TARGET:METRIC ("n/a" when not run, "error" if any failed)
-fig()
-{
-    local v=${R[$1:$2]:-}
-    [ -n "$v" ] || { echo n/a; return; }
-    case " $v " in *" error "*) echo error; return ;; esac
-    echo "$v" | tr ' ' '\n' | sort -g | awk '{ a[NR] = $1 } END {
-        if (NR % 2) printf "%.1f", a[(NR + 1) / 2]; else printf "%.1f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
-
-# brickfs/passthrough of each round, space separated ("n/a" where missing)
-round_ratios()
-{
-    local b p i out=""
-    read -r -a b <<<"${R[brickfs:$1]:-}"
-    read -r -a p <<<"${R[passthrough:$1]:-}"
-    [ "${#b[@]}" -gt 0 ] && [ "${#b[@]}" = "${#p[@]}" ] || return 0
-    for ((i = 0; i < ${#b[@]}; i++)); do
-        out+=" $(awk -v b="${b[i]}" -v p="${p[i]}" 'BEGIN {
-            if (b + 0 > 0 && p + 0 > 0) printf "%.2f", b / p; else printf "n/a" }')"
-    done
-    echo "${out# }"
-}
-
-# The ratio of the table: the median of the rounds' ratios (each from
-# figures taken seconds apart), not the ratio of the medians.
-ratio()
-{
-    local r
-    r=$(round_ratios "$1")
-    case " $r " in "  " | *" n/a "*) echo n/a; return ;; esac
-    echo "$r" | tr ' ' '\n' | sort -g | awk '{ a[NR] = $1 } END {
-        if (NR % 2) printf "%.2f", a[(NR + 1) / 2]; else printf "%.2f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
-
-met()
-{
-    local r=$1 t=$2
-    [ -n "$t" ] || { echo "-"; return; }
-    case $r in n/a) echo n/a; return ;; esac
-    awk -v r="$r" -v t="$t" 'BEGIN { print (r >= t) ? "yes" : "no" }'
-}
-
-table()
-{
-    printf '| %-18s | %10s | %11s | %10s | %16s | %7s | %4s |\n' workload disk passthrough \
-        brickfs brickfs/passthr. target met?
-    printf '|%s|%s|%s|%s|%s|%s|%s|\n' "--------------------" "-----------:" "------------:" \
-        "-----------:" "-----------------:" "--------:" "------"
-    local m r t
-    for m in "${METRICS[@]}"; do
-        r=$(ratio "$m")
-        t=${TARGET[$m]}
-        printf '| %-18s | %10s | %11s | %10s | %16s | %7s | %4s |\n' "${LABEL[$m]}" \
-            "$(fig disk "$m")" "$(fig passthrough "$m")" "$(fig brickfs "$m")" "$r" \
-            "${t:+>= $t}" "$(met "$r" "$t")"
-    done
-}
-
-# Every round's ratio, to show the spread behind the medians.
-spread()
-{
-    local m r
-    for m in "${METRICS[@]}"; do
-        r=$(round_ratios "$m")
-        [ -n "$r" ] && echo "  ${LABEL[$m]}: $r"
-    done
-}
 
 fstype=$(findmnt -no FSTYPE -T "$BENCH_DIR" 2>/dev/null || stat -f -c %T "$BENCH_DIR")
-sizes="seq $SEQ_MB MiB; $FILES files of $FILE_SIZE B in $DIRS folders, $THREADS thread(s); $RUNS round(s), medians; page cache dropped before each step: $DROPPED"
-load="load average $load_before before, $load_after after"
+mkdir -p "$(dirname "$JSON")"
+record_args=()
+[ "${BENCH_RECORD:-0}" = 1 ] && record_args=(--record "$ROOT/docs/PERFORMANCE.md")
+python3 "$ROOT/bench/report.py" --results "$RES" --notes "$NOTES" --runs "$T/runs.tsv" \
+    --json "$JSON" "${record_args[@]}" --meta started="$started_at" commit="$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo none)" \
+    cpus="$(nproc)" cpu="$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)" \
+    mem="$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)" \
+    kernel="$(uname -r)" fs="$fstype" bench_dir="$BENCH_DIR" \
+    load_before="$load_before" load_after="$load_after" \
+    gluster="$(glusterfs --version 2>/dev/null | head -n 1)" \
+    seq_mb="$SEQ_MB" files="$FILES" dirs="$DIRS" file_size="$FILE_SIZE" ls_small="$LS_SMALL" \
+    ls_big="$LS_BIG" meta="$META_N" fio_mb="$FIO_MB" fio_secs="$FIO_SECS" fio_jobs="$FIO_JOBS" \
+    heal_files="$HEAL_FILES" heal_size="$HEAL_SIZE" dropped="$DROPPED" quick="$QUICK" scale="$SCALE"
 
-echo
-echo "bench: $sizes; data on $fstype ($BENCH_DIR); $load"
-table
-if [ "$RUNS" -gt 1 ]; then
-    echo "brickfs/passthrough in each round:"
-    spread
-fi
-for n in "${NOTES[@]}"; do
-    echo "note: $n"
-done
-
-if [ "${BENCH_RECORD:-0}" = 1 ]; then
-    doc=$ROOT/docs/PERFORMANCE.md
-    [ -f "$doc" ] || printf '# brickfs performance\n\nEntries appended by `BENCH_RECORD=1 make bench` (bench/run.sh).\n' >"$doc"
-    commit=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo "no commit")
-    cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
-    mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
-    {
-        echo
-        echo "### $(date -u '+%Y-%m-%d %H:%M UTC') — $commit"
-        echo
-        echo "Machine: $(nproc) CPUs ($cpu), $mem, kernel $(uname -r), data on $fstype; $load."
-        echo "Sizes: $sizes."
-        echo
-        table
-        if [ "$RUNS" -gt 1 ]; then
-            echo
-            echo "brickfs/passthrough in each round:"
-            echo
-            spread | sed 's/^  /- /'
-        fi
-        for n in "${NOTES[@]}"; do
-            echo
-            echo "Note: $n"
-        done
-    } >>"$doc"
-    echo "bench: recorded in docs/PERFORMANCE.md"
+# The erasure codec's throughput: a separate step with its own table
+# (bench/ec-codec.sh; BENCH_EC=0 leaves it out).
+if [ "${BENCH_EC:-1}" = 1 ]; then
+    echo
+    bash "$ROOT/bench/ec-codec.sh" "$BUILD"
 fi

@@ -18,7 +18,8 @@
 #
 # stop: unmounts demo/mnt, stops the volume (brickfsd stops the bricks),
 # then brickfsd — each by pid, after checking its command line — and stops
-# any brick still running without brickfsd. No process or mount is left.
+# any brick or self-heal daemon still running without brickfsd. No process
+# or mount is left.
 # The data stays in demo/bricks; `rm -rf demo` after stop removes it all.
 #
 # Needs root: bricks mark their folders with trusted.* xattrs.
@@ -108,6 +109,15 @@ brick_pids()
         pid_runs "$pid" brickfs-brick "$DEMO/state/volfiles/$VOL/$(basename "$f" .pid).vol" &&
             echo "$pid"
     done
+    return 0
+}
+
+# The volume's self-heal daemon (replicated volumes), from its pid file.
+shd_pids()
+{
+    local pid
+    pid=$(cat "$DEMO/run/shd/$VOL.pid" 2>/dev/null) || return 0
+    pid_runs "$pid" brickfs-shd "$DEMO/state/volfiles/$VOL/shd.vol" && echo "$pid"
     return 0
 }
 
@@ -277,7 +287,8 @@ stop()
         fi
         stop_pid "$pid" brickfsd
     fi
-    # bricks left running without brickfsd (it was killed, say)
+    # a self-heal daemon and bricks left running without brickfsd (it was killed, say)
+    for pid in $(shd_pids); do stop_pid "$pid" "self-heal daemon"; done
     for pid in $(brick_pids); do stop_pid "$pid" "brick"; done
     say "stopped; the data stays in $D/bricks (rm -rf $D to remove it)"
 }

@@ -41,6 +41,33 @@ int cli_volume(const struct cli *c, int argc, char **argv);
 /* cmd-peer.c: argv[0] is "peer" / "pool" */
 int cli_peer(const struct cli *c, int argc, char **argv);
 int cli_pool(const struct cli *c, int argc, char **argv);
+/* One call; prints the JSON with --json and the error line on failure.
+ * CLI_OK with r filled (free it), or CLI_ERR. Takes body. */
+int cli_call(const struct cli *c, const char *what, const char *method, const char *path,
+             struct json_object *body, struct cli_resp *r);
+
+/* cmd-heal.c: `volume heal NAME ...` (argv from NAME on) */
+int cli_volume_heal(const struct cli *c, const char *what, int argc, char **argv);
+#define CLI_HEAL_USAGE                                                                        \
+    "volume heal NAME [info [summary|split-brain] | statistics | progress |\n"                \
+    "         split-brain {bigger-file FILE | latest-mtime FILE | source-brick HOST:/DIR "       \
+    "[FILE]}]"
+#define CLI_HEAL_HELP                                                                         \
+    "Self-heal of a replicated, started volume. Alone: the self-heal daemon crawls the\n"     \
+    "bricks' indexes of pending entries now. 'info' lists the entries that need a heal,\n"    \
+    "per brick with counts; 'info summary' only the counts; 'info split-brain' the\n"        \
+    "entries in split-brain. 'statistics' (or 'progress') shows the daemon's figures:\n"     \
+    "entries healed, failed, remaining, rates. 'split-brain POLICY' resolves a split-brain\n" \
+    "by choosing the source copy of FILE (a path from the volume's root, or gfid:UUID):\n"   \
+    "the bigger file, the latest modification time, or the copy on brick HOST:/DIR;\n"       \
+    "source-brick without FILE resolves every file in split-brain of that brick's\n"         \
+    "replica set from it."
+
+/* cmd-elastic.c: argv[0] is the volume name */
+int cli_add_brick(const struct cli *c, const char *what, int argc, char **argv);
+int cli_remove_brick(const struct cli *c, const char *what, int argc, char **argv);
+int cli_replace_brick(const struct cli *c, const char *what, int argc, char **argv);
+int cli_rebalance(const struct cli *c, const char *what, int argc, char **argv);
 
 /* output.c */
 void cli_print_info(struct json_object *vol);

@@ -20,10 +20,8 @@ struct vcmd {
     const char *help;
 };
 
-/* One call; prints the JSON with --json and the error line on failure.
- * CLI_OK with r filled (free it), or CLI_ERR. */
-static int call(const struct cli *c, const char *what, const char *method, const char *path,
-                struct json_object *body, struct cli_resp *r)
+int cli_call(const struct cli *c, const char *what, const char *method, const char *path,
+             struct json_object *body, struct cli_resp *r)
 {
     int rc = cli_http(c, method, path, body, r);
     json_object_put(body);
@@ -45,7 +43,7 @@ static int simple(const struct cli *c, const char *what, const char *method, con
                   struct json_object *body, const char *name)
 {
     struct cli_resp r;
-    int rc = call(c, what, method, path, body, &r);
+    int rc = cli_call(c, what, method, path, body, &r);
     if (rc == CLI_OK) {
         if (!c->json)
             printf("%s: %s: success\n", what, name);
@@ -105,10 +103,11 @@ static int do_create(const struct cli *c, const char *what, int argc, char **arg
         return cli_fail(CLI_USAGE, what, "a volume name is required");
     struct json_object *b = json_object_new_object(), *bricks = json_object_new_array();
     json_object_object_add(b, "name", json_object_new_string(argv[0]));
-    static const char *const counts[] = {"replica", "arbiter", "disperse", "redundancy"};
+    static const char *const counts[] = {"replica", "arbiter", "disperse", "redundancy",
+                                         "disperse-data"};
     for (int i = 1; i < argc; i++) {
         bool counted = false;
-        for (size_t k = 0; k < 4 && !counted; k++) {
+        for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]) && !counted; k++) {
             if (strcmp(argv[i], counts[k]) != 0)
                 continue;
             int n = 0;
@@ -137,7 +136,7 @@ static int do_create(const struct cli *c, const char *what, int argc, char **arg
     }
     json_object_object_add(b, "bricks", bricks);
     struct cli_resp r;
-    int rc = call(c, what, "POST", "/v1/volumes", b, &r);
+    int rc = cli_call(c, what, "POST", "/v1/volumes", b, &r);
     if (rc == CLI_OK) {
         if (!c->json)
             printf("%s: %s: success: please start the volume to access data\n", what, argv[0]);
@@ -189,7 +188,7 @@ static int do_info(const struct cli *c, const char *what, int argc, char **argv)
     if (argc > 1)
         return cli_fail(CLI_USAGE, what, "usage: volume info [NAME]");
     snprintf(path, sizeof(path), argc ? "/v1/volumes/%s" : "/v1/volumes", argc ? argv[0] : "");
-    int rc = call(c, what, "GET", path, NULL, &r);
+    int rc = cli_call(c, what, "GET", path, NULL, &r);
     if (rc != CLI_OK || c->json)
         goto out;
     struct json_object *vols;
@@ -218,7 +217,7 @@ static int do_list(const struct cli *c, const char *what, int argc, char **argv)
     (void)argv;
     if (argc != 0)
         return cli_fail(CLI_USAGE, what, "usage: volume list");
-    int rc = call(c, what, "GET", "/v1/volumes", NULL, &r);
+    int rc = cli_call(c, what, "GET", "/v1/volumes", NULL, &r);
     if (rc != CLI_OK)
         return rc;
     if (!c->json && json_object_object_get_ex(r.json, "volumes", &vols)) {
@@ -241,7 +240,7 @@ static int do_status(const struct cli *c, const char *what, int argc, char **arg
         return cli_fail(CLI_USAGE, what, "usage: volume status [NAME]");
     snprintf(path, sizeof(path), argc ? "/v1/volumes/%s/status" : "/v1/status",
              argc ? argv[0] : "");
-    int rc = call(c, what, "GET", path, NULL, &r);
+    int rc = cli_call(c, what, "GET", path, NULL, &r);
     if (rc != CLI_OK)
         return rc;
     struct json_object *vols;
@@ -266,7 +265,7 @@ static int do_set(const struct cli *c, const char *what, int argc, char **argv)
 {
     struct cli_resp r;
     if (argc == 1 && strcmp(argv[0], "help") == 0) {
-        int rc = call(c, what, "GET", "/v1/options", NULL, &r);
+        int rc = cli_call(c, what, "GET", "/v1/options", NULL, &r);
         if (rc == CLI_OK && !c->json)
             cli_print_options_help(r.json);
         if (rc == CLI_OK)
@@ -281,7 +280,7 @@ static int do_set(const struct cli *c, const char *what, int argc, char **argv)
     struct json_object *b = json_object_new_object(), *o = json_object_new_object(), *rn;
     json_object_object_add(o, argv[1], json_object_new_string(argv[2]));
     json_object_object_add(b, "options", o);
-    int rc = call(c, what, "POST", path, b, &r);
+    int rc = cli_call(c, what, "POST", path, b, &r);
     if (rc != CLI_OK)
         return rc;
     if (!c->json) {
@@ -303,7 +302,7 @@ static int do_get(const struct cli *c, const char *what, int argc, char **argv)
     char path[300];
     snprintf(path, sizeof(path), "/v1/volumes/%s/options%s%s", argv[0],
              strcmp(argv[1], "all") ? "/" : "", strcmp(argv[1], "all") ? argv[1] : "");
-    int rc = call(c, what, "GET", path, NULL, &r);
+    int rc = cli_call(c, what, "GET", path, NULL, &r);
     if (rc == CLI_OK && !c->json)
         cli_print_get(r.json);
     if (rc == CLI_OK)
@@ -319,7 +318,7 @@ static int do_reset(const struct cli *c, const char *what, int argc, char **argv
     snprintf(path, sizeof(path), "/v1/volumes/%s/options%s%s", argv[0], argc == 2 ? "/" : "",
              argc == 2 ? argv[1] : "");
     struct cli_resp r;
-    int rc = call(c, what, "DELETE", path, NULL, &r);
+    int rc = cli_call(c, what, "DELETE", path, NULL, &r);
     if (rc == CLI_OK) {
         if (!c->json)
             printf("%s: success\n", what);
@@ -330,13 +329,17 @@ static int do_reset(const struct cli *c, const char *what, int argc, char **argv
 
 static const struct vcmd cmds[] = {
     {"create", do_create,
-     "volume create NAME [replica N [arbiter 1]] [disperse N [redundancy R]] HOST:/DIR... "
-     "[force]",
+     "volume create NAME [replica N [arbiter 1]] [disperse N | disperse-data D] [redundancy R] "
+     "HOST:/DIR... [force]",
      "Defines a volume over brick folders (created if missing). Without counts the files\n"
      "are distributed over the bricks. 'replica 2|3' groups consecutive bricks into replica\n"
      "sets (the brick count a multiple of it; more than one set is distributed-replicate);\n"
      "'arbiter 1' (replica 3 only) makes the last brick of each set an arbiter, which keeps\n"
-     "names and metadata but no file data. Disperse is refused (not implemented yet).\n"
+     "names and metadata but no file data. 'disperse N redundancy R' groups consecutive\n"
+     "bricks into disperse sets of N that each survive the loss of any R bricks, storing\n"
+     "N/(N-R) times the data (erasure code; 1 <= R, 2R < N, N <= 32; the brick count a\n"
+     "multiple of N; more than one set is distributed-disperse); 'disperse-data D\n"
+     "redundancy R' is the same with N = D + R.\n"
      "'force' allows bricks on the root file system."},
     {"start", do_start, "volume start NAME [force]",
      "Starts the bricks of a volume. 'force' starts the bricks that are down of a started\n"
@@ -354,8 +357,28 @@ static const struct vcmd cmds[] = {
      "Sets a volume option, checked against the translators' option descriptors.\n"
      "'volume set help' lists every option with its type, default and description."},
     {"get", do_get, "volume get NAME KEY|all", "Shows an option's value (set or default)."},
+    {"heal", cli_volume_heal, CLI_HEAL_USAGE, CLI_HEAL_HELP},
     {"reset", do_reset, "volume reset NAME [KEY]",
      "Returns one option, or every option, to its default."},
+    {"add-brick", cli_add_brick, "volume add-brick NAME [replica N] HOST:/DIR... [force]",
+     "Adds bricks (whole replica sets of a replicated volume) to a volume. New files go to\n"
+     "them after 'volume rebalance NAME fix-layout start' or 'volume rebalance NAME start'\n"
+     "(which also moves the files whose place changed). The layout is weighted by brick size."},
+    {"remove-brick", cli_remove_brick,
+     "volume remove-brick NAME HOST:/DIR... start|status|stop|commit",
+     "Takes bricks (whole replica sets) out of a volume: 'start' stops placing new files on\n"
+     "them and drains their files to the others, 'status' shows the drain and the files\n"
+     "left, 'stop' abandons it, 'commit' (refused while files remain) removes the bricks."},
+    {"replace-brick", cli_replace_brick, "volume replace-brick NAME OLD NEW commit force",
+     "Replaces a brick of a replicated volume by an empty one, which is then healed from\n"
+     "the rest of its replica set."},
+    {"rebalance", cli_rebalance,
+     "volume rebalance NAME fix-layout start | start|stop|pause|resume|status",
+     "'fix-layout start' gives new bricks their share of the layout (new files go there);\n"
+     "'start' also moves the files whose place changed, by a rebalance process per node;\n"
+     "'stop'/'pause' end it with a checkpoint, 'resume' continues from there; 'status'\n"
+     "shows files scanned, moved, skipped and failed, bytes, rate and time left.\n"
+     "Throttle: volume set NAME cluster.rebal-throttle lazy|normal|aggressive|MB/s."},
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 

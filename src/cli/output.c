@@ -50,7 +50,12 @@ void cli_print_info(struct json_object *v)
     struct json_object *o;
     int replica = json_object_object_get_ex(v, "replica", &o) ? json_object_get_int(o) : 0;
     int arbiter = json_object_object_get_ex(v, "arbiter", &o) ? json_object_get_int(o) : 0;
-    if (replica > 0 && arbiter > 0)
+    int disperse = json_object_object_get_ex(v, "disperse", &o) ? json_object_get_int(o) : 0;
+    int redundancy = json_object_object_get_ex(v, "redundancy", &o) ? json_object_get_int(o) : 0;
+    if (disperse > 0) /* gluster's form: sets x (data + redundancy) = bricks */
+        printf("Number of Bricks: %zu x (%d + %d) = %zu\n", n / (size_t)disperse,
+               disperse - redundancy, redundancy, n);
+    else if (replica > 0 && arbiter > 0)
         printf("Number of Bricks: %zu x (%d + %d) = %zu\n", n / (size_t)replica,
                replica - arbiter, arbiter, n);
     else if (replica > 0)
@@ -90,6 +95,19 @@ void cli_print_status(struct json_object *st)
             snprintf(pid, sizeof(pid), "%d", p);
         printf("%-48s %-6s %-7s %-8s %s\n", where, or_dash(str(b, "port")), online ? "Y" : "N",
                pid, or_dash(str(b, "restarts")));
+    }
+    struct json_object *d, *o;
+    if (json_object_object_get_ex(st, "self_heal_daemon", &d)) {
+        char who[128], pid[16] = "N/A";
+        bool on = json_object_object_get_ex(d, "online", &o) && json_object_get_boolean(o);
+        bool enabled = json_object_object_get_ex(d, "enabled", &o) && json_object_get_boolean(o);
+        int p = json_object_object_get_ex(d, "pid", &o) ? json_object_get_int(o) : 0;
+        if (p > 0)
+            snprintf(pid, sizeof(pid), "%d", p);
+        snprintf(who, sizeof(who), "Self-heal Daemon on %s%s", or_dash(str(d, "host")),
+                 enabled ? "" : " (off)");
+        printf("%-48s %-6s %-7s %-8s %s\n", who, "N/A", on ? "Y" : "N", pid,
+               or_dash(str(d, "restarts")));
     }
 }
 

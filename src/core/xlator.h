@@ -89,6 +89,11 @@ enum bfs_event {
     BFS_EV_CLIENT_GONE,
 };
 
+/* CLIENT_GONE data for the calls made inside this process (stack->client
+ * NULL): graph tests send it under a child they take "down" to model what
+ * a brick does when the connection closes (it drops that client's locks). */
+#define BFS_CLIENT_LOCAL ((void *)(uintptr_t)1)
+
 /* Server-to-client message (cache invalidation, lock contention). */
 struct bfs_upcall {
     uint32_t kind; /* 1 = invalidate inode, 2 = invalidate entry, 3 = lock contention */

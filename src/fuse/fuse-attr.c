@@ -103,6 +103,14 @@ static void wind_stat(struct bfs_fuse_call *c)
 
 void bfs_fuse_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    struct bfs_iatt dattr;
+    if (bfs_fuse_node_dir_attr_take(bfs_fuse_of(req), ino, &dattr)) {
+        /* a directory right after our own create/unlink/... in it */
+        struct stat st;
+        bfs_fuse_stat(&dattr, &st);
+        fuse_reply_attr(req, &st, bfs_fuse_of(req)->opts->attr_timeout);
+        return;
+    }
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
@@ -118,14 +126,20 @@ static void setattr_cbk(struct bfs_frame *frame, void *cookie, int rc,
                         const struct bfs_setattr_rep *rep)
 {
     struct bfs_fuse_call *c = bfs_fuse_call_of(frame);
-    if (!retry_by_fd(c, rc, wind_setattr))
-        attr_done(c, rc, &rep->post);
+    if (retry_by_fd(c, rc, wind_setattr))
+        return;
+    if (rc >= 0) /* newer than what an entry operation left (fuse-node.c) */
+        bfs_fuse_node_dir_attr_put(c->fu, c->ino, &rep->post);
+    attr_done(c, rc, &rep->post);
 }
 
 static void fsetattr_cbk(struct bfs_frame *frame, void *cookie, int rc,
                          const struct bfs_fsetattr_rep *rep)
 {
-    attr_done(bfs_fuse_call_of(frame), rc, &rep->post);
+    struct bfs_fuse_call *c = bfs_fuse_call_of(frame);
+    if (rc >= 0)
+        bfs_fuse_node_dir_attr_put(c->fu, c->ino, &rep->post);
+    attr_done(c, rc, &rep->post);
 }
 
 /* The non-size part of a setattr; with nothing left to set, a stat. */

@@ -370,6 +370,23 @@ const struct bfs_gfid *bfs_fuse_node_gfid(struct bfs_fuse *fu, fuse_ino_t ino);
 /* The nodeid of GFID g if the kernel may know it, else 0. */
 fuse_ino_t bfs_fuse_node_find(struct bfs_fuse *fu, const struct bfs_gfid *g);
 uint64_t bfs_fuse_nodes_count(struct bfs_fuse *fu);
+/*
+ * Directory attributes learnt from this mount's own entry operations
+ * (create, mknod, mkdir, symlink, link, unlink, rmdir): the parent's
+ * attributes after the operation, as the brick replied them. The kernel
+ * drops its cached attributes of a directory after each of these and,
+ * with default_permissions, asks for them again (GETATTR) before the next
+ * name in that directory can be resolved: one round trip per file created
+ * or removed. put keeps the latest state (by ctime; only a directory's,
+ * only with attr-timeout > 0); take hands it out once, if it is younger
+ * than attr-timeout, and forgets it; drop forgets it (setattr, xattrs,
+ * invalidations: changes whose replies say nothing of it).
+ */
+void bfs_fuse_node_dir_attr_put(struct bfs_fuse *fu, fuse_ino_t ino, const struct bfs_iatt *post);
+bool bfs_fuse_node_dir_attr_take(struct bfs_fuse *fu, fuse_ino_t ino, struct bfs_iatt *out);
+void bfs_fuse_node_dir_attr_drop(struct bfs_fuse *fu, fuse_ino_t ino);
+/* The same for the node of GFID g, if there is one (upcalls). */
+void bfs_fuse_node_dir_attr_drop_gfid(struct bfs_fuse *fu, const struct bfs_gfid *g);
 /* Makes gr the active generation and moves every node's inode to it.
  * -ENOMEM if some could not move (they stay; call again later). */
 int bfs_fuse_nodes_switch(struct bfs_fuse *fu, struct bfs_fuse_graph *gr);

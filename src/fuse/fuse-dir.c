@@ -139,6 +139,9 @@ static void readdir_cbk(struct bfs_frame *frame, void *cookie, int rc,
     const struct bfs_dirents *l = &rep->entries;
     size_t size = c->u64[0], used = 0, nlinked = 0, shown = 0;
     char *buf = NULL;
+    /* reading may have moved the directory's atime: what an entry
+     * operation said of it is out of date (fuse-node.c) */
+    bfs_fuse_node_dir_attr_drop(c->fu, c->ino);
     struct bfs_fuse_node **linked = NULL;
 
     if (rc < 0)
@@ -212,6 +215,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     }
     c->u64[0] = size;
     c->u64[1] = plus;
+    c->ino = ino;
     uint64_t brick_off = (uint64_t)off;
     if (off < DOTDOT_OFF) {
         c->valid = off == 0 ? 2 : 1;

@@ -38,6 +38,15 @@ static int check_old_name(fuse_ino_t parent, const char *name)
     return rc;
 }
 
+/* Before the reply: the kernel's next request may be the GETATTR of the
+ * parent that this answers (bfs_fuse_node_dir_attr_put). c->ino is the
+ * parent. */
+static void parent_changed(struct bfs_fuse_call *c, int rc, const struct bfs_iatt *post)
+{
+    if (rc >= 0)
+        bfs_fuse_node_dir_attr_put(c->fu, c->ino, post);
+}
+
 static void entry_done(struct bfs_fuse_call *c, int rc, const struct bfs_iatt *attr)
 {
     if (rc < 0)
@@ -103,7 +112,9 @@ void bfs_fuse_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data
 static void mknod_cbk(struct bfs_frame *frame, void *cookie, int rc,
                       const struct bfs_mknod_rep *rep)
 {
-    entry_done(bfs_fuse_call_of(frame), rc, &rep->attr);
+    struct bfs_fuse_call *c = bfs_fuse_call_of(frame);
+    parent_changed(c, rc, &rep->postparent);
+    entry_done(c, rc, &rep->attr);
 }
 
 void bfs_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -117,6 +128,7 @@ void bfs_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
+    c->ino = parent;
     /* The kernel has applied the umask already (no FUSE_CAP_DONT_MASK). */
     struct bfs_mknod_req r = {.mode = mode, .rdev = rdev, .umask = 0};
     struct bfs_gfid gfid;
@@ -133,7 +145,9 @@ void bfs_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
 static void mkdir_cbk(struct bfs_frame *frame, void *cookie, int rc,
                       const struct bfs_mkdir_rep *rep)
 {
-    entry_done(bfs_fuse_call_of(frame), rc, &rep->attr);
+    struct bfs_fuse_call *c = bfs_fuse_call_of(frame);
+    parent_changed(c, rc, &rep->postparent);
+    entry_done(c, rc, &rep->attr);
 }
 
 void bfs_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
@@ -146,6 +160,7 @@ void bfs_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
+    c->ino = parent;
     struct bfs_mkdir_req r = {.mode = mode, .umask = 0};
     struct bfs_gfid gfid;
     if (bfs_fuse_loc_name(c, &r.loc, parent, name) < 0 || !(r.xdata = bfs_fuse_gfid_req(&gfid))) {
@@ -161,7 +176,9 @@ void bfs_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
 static void symlink_cbk(struct bfs_frame *frame, void *cookie, int rc,
                         const struct bfs_symlink_rep *rep)
 {
-    entry_done(bfs_fuse_call_of(frame), rc, &rep->attr);
+    struct bfs_fuse_call *c = bfs_fuse_call_of(frame);
+    parent_changed(c, rc, &rep->postparent);
+    entry_done(c, rc, &rep->attr);
 }
 
 void bfs_fuse_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
@@ -176,6 +193,7 @@ void bfs_fuse_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
+    c->ino = parent;
     struct bfs_symlink_req r = {.target = link, .umask = 0};
     struct bfs_gfid gfid;
     if (bfs_fuse_loc_name(c, &r.loc, parent, name) < 0 || !(r.xdata = bfs_fuse_gfid_req(&gfid))) {
@@ -191,7 +209,9 @@ void bfs_fuse_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const
 static void link_cbk(struct bfs_frame *frame, void *cookie, int rc,
                      const struct bfs_link_rep *rep)
 {
-    entry_done(bfs_fuse_call_of(frame), rc, &rep->attr);
+    struct bfs_fuse_call *c = bfs_fuse_call_of(frame);
+    parent_changed(c, rc, &rep->postparent);
+    entry_done(c, rc, &rep->attr);
 }
 
 void bfs_fuse_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -204,6 +224,7 @@ void bfs_fuse_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const c
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
+    c->ino = newparent;
     struct bfs_link_req r = {0};
     rc = bfs_fuse_loc_ino(c, &r.oldloc, ino);
     if (rc == 0)
@@ -225,7 +246,9 @@ static void err_done(struct bfs_fuse_call *c, int rc)
 static void unlink_cbk(struct bfs_frame *frame, void *cookie, int rc,
                        const struct bfs_unlink_rep *rep)
 {
-    err_done(bfs_fuse_call_of(frame), rc);
+    struct bfs_fuse_call *c = bfs_fuse_call_of(frame);
+    parent_changed(c, rc, &rep->postparent);
+    err_done(c, rc);
 }
 
 void bfs_fuse_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -238,6 +261,7 @@ void bfs_fuse_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
+    c->ino = parent;
     struct bfs_unlink_req r = {0};
     rc = bfs_fuse_loc_name(c, &r.loc, parent, name);
     if (rc == 0)
@@ -249,7 +273,9 @@ void bfs_fuse_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void rmdir_cbk(struct bfs_frame *frame, void *cookie, int rc,
                       const struct bfs_rmdir_rep *rep)
 {
-    err_done(bfs_fuse_call_of(frame), rc);
+    struct bfs_fuse_call *c = bfs_fuse_call_of(frame);
+    parent_changed(c, rc, &rep->postparent);
+    err_done(c, rc);
 }
 
 void bfs_fuse_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -262,6 +288,7 @@ void bfs_fuse_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
+    c->ino = parent;
     struct bfs_rmdir_req r = {0};
     rc = bfs_fuse_loc_name(c, &r.loc, parent, name);
     if (rc == 0)
@@ -273,7 +300,12 @@ void bfs_fuse_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void rename_cbk(struct bfs_frame *frame, void *cookie, int rc,
                        const struct bfs_rename_rep *rep)
 {
-    err_done(bfs_fuse_call_of(frame), rc);
+    /* Not every translator fills in the parents' attributes of a rename:
+     * forget what earlier operations said of them (c->u64: the parents). */
+    struct bfs_fuse_call *c = bfs_fuse_call_of(frame);
+    bfs_fuse_node_dir_attr_drop(c->fu, (fuse_ino_t)c->u64[0]);
+    bfs_fuse_node_dir_attr_drop(c->fu, (fuse_ino_t)c->u64[1]);
+    err_done(c, rc);
 }
 
 /* flags (RENAME_NOREPLACE, RENAME_EXCHANGE, ...) go to the brick as they
@@ -291,6 +323,8 @@ void bfs_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_i
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
+    c->u64[0] = parent;
+    c->u64[1] = newparent;
     struct bfs_rename_req r = {.flags = flags};
     rc = bfs_fuse_loc_name(c, &r.oldloc, parent, name);
     if (rc == 0)

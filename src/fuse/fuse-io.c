@@ -204,6 +204,7 @@ static void create_cbk(struct bfs_frame *frame, void *cookie, int rc,
         fd->inode = i;
         bfs_inode_unref(old);
     }
+    bfs_fuse_node_dir_attr_put(c->fu, c->ino, &rep->postparent); /* c->ino: the parent */
     if (hand_over(c, &e) < 0)
         bfs_fuse_node_unlookup(c->fu, n, 1); /* interrupted: the kernel never saw it */
     bfs_fuse_call_done(c);
@@ -223,6 +224,7 @@ void bfs_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     if (!c)
         return;
     c->fi = *fi;
+    c->ino = parent;
     /* The new file's identity is ours to pick, so its fd has an inode
      * from the start (the brick may need it before it answers). */
     struct bfs_gfid gfid;

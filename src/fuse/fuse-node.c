@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "fuse/fuse-bridge.h"
 
@@ -37,6 +38,10 @@ struct bfs_fuse_node {
     struct bfs_fuse_graph *gr;     /* generation of inode */
     struct bfs_inode *inode;       /* ref'd */
     struct bfs_fuse_node *hnext;
+    /* A directory's attributes as this mount's last entry operation in it
+     * left them (bfs_fuse_node_dir_attr_put); NULL when none is kept. */
+    struct bfs_iatt *dattr;
+    uint64_t dattr_ns;             /* when it arrived (CLOCK_MONOTONIC) */
 };
 
 struct bfs_fuse_nodes {
@@ -103,11 +108,13 @@ void bfs_fuse_nodes_free(struct bfs_fuse *fu)
             struct bfs_fuse_node *n = t->buckets[b];
             t->buckets[b] = n->hnext;
             bfs_inode_unref(n->inode);
+            free(n->dattr);
             free(n);
         }
     }
     if (t->root.inode)
         bfs_inode_unref(t->root.inode);
+    free(t->root.dattr);
     free(t->buckets);
     pthread_mutex_destroy(&t->lock);
     free(t);
@@ -200,6 +207,7 @@ void bfs_fuse_node_unlookup(struct bfs_fuse *fu, struct bfs_fuse_node *n, uint64
         t->count--;
         /* under the lock: a switch must not retire n->gr before this */
         bfs_inode_unref(n->inode);
+        free(n->dattr);
         free(n);
     }
     pthread_mutex_unlock(&t->lock);
@@ -242,6 +250,86 @@ uint64_t bfs_fuse_nodes_count(struct bfs_fuse *fu)
     uint64_t n = fu->nodes->count;
     pthread_mutex_unlock(&fu->nodes->lock);
     return n;
+}
+
+/* ---- directory attributes from our own entry operations ---- */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool ctime_before(const struct bfs_iatt *a, const struct bfs_iatt *b)
+{
+    return a->ctime_sec < b->ctime_sec ||
+           (a->ctime_sec == b->ctime_sec && a->ctime_nsec < b->ctime_nsec);
+}
+
+void bfs_fuse_node_dir_attr_put(struct bfs_fuse *fu, fuse_ino_t ino, const struct bfs_iatt *post)
+{
+    double secs = fu->opts->attr_timeout;
+    struct bfs_fuse_nodes *t = fu->nodes;
+    struct bfs_fuse_node *n = node_of(fu, ino);
+    if (secs <= 0 || (post->mode & S_IFMT) != S_IFDIR)
+        return;
+    pthread_mutex_lock(&t->lock);
+    /* A reply without the parent's attributes (a translator that does not
+     * fill them) or about another directory is no use. */
+    if (bfs_gfid_eq(&post->gfid, &n->gfid)) {
+        if (!n->dattr)
+            n->dattr = malloc(sizeof(*n->dattr));
+        /* Replies of concurrent operations may arrive out of order: keep
+         * the latest state the brick reported. */
+        else if (ctime_before(post, n->dattr))
+            post = NULL;
+        if (n->dattr && post) {
+            *n->dattr = *post;
+            n->dattr_ns = now_ns();
+        }
+    }
+    pthread_mutex_unlock(&t->lock);
+}
+
+bool bfs_fuse_node_dir_attr_take(struct bfs_fuse *fu, fuse_ino_t ino, struct bfs_iatt *out)
+{
+    struct bfs_fuse_nodes *t = fu->nodes;
+    struct bfs_fuse_node *n = node_of(fu, ino);
+    uint64_t max_age = (uint64_t)(fu->opts->attr_timeout * 1e9);
+    bool ok = false;
+    pthread_mutex_lock(&t->lock);
+    if (n->dattr) {
+        ok = now_ns() - n->dattr_ns < max_age;
+        if (ok)
+            *out = *n->dattr;
+        free(n->dattr);
+        n->dattr = NULL;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return ok;
+}
+
+void bfs_fuse_node_dir_attr_drop(struct bfs_fuse *fu, fuse_ino_t ino)
+{
+    struct bfs_fuse_nodes *t = fu->nodes;
+    struct bfs_fuse_node *n = node_of(fu, ino);
+    pthread_mutex_lock(&t->lock);
+    free(n->dattr);
+    n->dattr = NULL;
+    pthread_mutex_unlock(&t->lock);
+}
+
+void bfs_fuse_node_dir_attr_drop_gfid(struct bfs_fuse *fu, const struct bfs_gfid *g)
+{
+    struct bfs_fuse_nodes *t = fu->nodes;
+    pthread_mutex_lock(&t->lock);
+    struct bfs_fuse_node *n = find(t, g);
+    if (n) {
+        free(n->dattr);
+        n->dattr = NULL;
+    }
+    pthread_mutex_unlock(&t->lock);
 }
 
 /* Moves n to gr (lock held). On ENOMEM n stays where it is and the switch

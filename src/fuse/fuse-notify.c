@@ -40,6 +40,9 @@ static void deliver(struct bfs_fuse *fu, const struct item *it)
     struct fuse_session *se = fu->se;
     if (!se)
         return;
+    /* Another client changed the inode, or a name in the directory: what
+     * our own last entry operation there said of it is out of date. */
+    bfs_fuse_node_dir_attr_drop_gfid(fu, it->up.kind == 1 ? &it->up.gfid : &it->up.pargfid);
     if (it->up.kind == 1) {
         fuse_ino_t ino = bfs_fuse_node_find(fu, &it->up.gfid);
         if (ino)

@@ -34,8 +34,10 @@ static void changed(struct bfs_fuse_call *c, int rc)
 {
     /* ctime moved on the brick: drop the kernel's cached copy first, so no
      * stat after our reply can see the old one */
-    if (rc >= 0)
+    if (rc >= 0) {
+        bfs_fuse_node_dir_attr_drop(c->fu, c->ino);
         bfs_fuse_inval_attr(c->fu, c->ino);
+    }
     fuse_reply_err(c->req, rc < 0 ? -rc : 0);
     bfs_fuse_call_done(c);
 }

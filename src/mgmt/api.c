@@ -109,6 +109,7 @@ static void do_create(struct bfs_mgmt *m, struct json_object *b, struct bfs_http
     req.arbiter = int_field(b, "arbiter");
     req.disperse = int_field(b, "disperse");
     req.redundancy = int_field(b, "redundancy");
+    req.disperse_data = int_field(b, "disperse-data");
     req.force = bool_field(b, "force");
     if (json_object_object_get_ex(b, "bricks", &arr)) {
         if (!json_object_is_type(arr, json_type_array))
@@ -201,6 +202,119 @@ static int pool_wait(struct bfs_mgmt *m, const char *name, bool start, int rc,
     return rc < 0 ? rc : bfs_op_status(m, name, out, e);
 }
 
+static const char *str_field(struct json_object *b, const char *key)
+{
+    struct json_object *o;
+    if (!b || !json_object_object_get_ex(b, key, &o) || !json_object_is_type(o, json_type_string))
+        return NULL;
+    return json_object_get_string(o);
+}
+
+/* /v1/volumes/NAME/heal[/...] */
+static void heal_routes(struct bfs_mgmt *m, const char *method, char segs[][256], int n,
+                        struct json_object *b, struct bfs_http_reply *r)
+{
+    const char *name = segs[2], *what = n > 4 ? segs[4] : NULL;
+    struct json_object *out = NULL;
+    struct bfs_err e = {0};
+    bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+    int rc;
+    if (!what && post)
+        rc = bfs_op_heal(m, name, &out, &e);
+    else if (what && strcmp(what, "info") == 0 && n <= 6 && get)
+        rc = bfs_op_heal_info(m, name, n == 6 ? segs[5] : NULL, &out, &e);
+    else if (what && n == 5 && (strcmp(what, "statistics") == 0 || strcmp(what, "progress") == 0)
+             && get)
+        rc = bfs_op_heal_stats(m, name, &out, &e);
+    else if (what && n == 5 && strcmp(what, "split-brain") == 0 && post) {
+        if (b && !json_object_is_type(b, json_type_object))
+            return reply_error(r, 400, "the body must be a JSON object: {\"policy\": ..., "
+                               "\"file\": ..., \"source_brick\": ...}");
+        rc = bfs_op_heal_resolve(m, name, str_field(b, "policy"), str_field(b, "file"),
+                                 str_field(b, "source_brick"), &out, &e);
+    } else if (!what || (n == 5 && (strcmp(what, "statistics") == 0 ||
+                                    strcmp(what, "progress") == 0 ||
+                                    strcmp(what, "split-brain") == 0)) ||
+               (strcmp(what, "info") == 0 && n <= 6))
+        return reply_error(r, 405, "method not allowed on this route (docs/API.md)");
+    else
+        return reply_error(r, 404, "no such API route (docs/API.md lists them)");
+    reply_op(r, rc, 200, out, &e);
+}
+
+/* "bricks": [...] of b as a NULL-terminated array (malloc'd; the strings
+ * are b's). -1 when present but not an array of strings. */
+static int brick_list(struct json_object *b, const char ***out, int *n)
+{
+    struct json_object *arr;
+    *n = 0;
+    *out = NULL;
+    if (!b || !json_object_object_get_ex(b, "bricks", &arr))
+        return (*out = calloc(1, sizeof(**out))) ? 0 : -1;
+    if (!json_object_is_type(arr, json_type_array))
+        return -1;
+    *n = (int)json_object_array_length(arr);
+    *out = calloc((size_t)*n + 1, sizeof(**out));
+    if (!*out)
+        return -1;
+    for (int i = 0; i < *n; i++) {
+        struct json_object *s = json_object_array_get_idx(arr, (size_t)i);
+        if (!json_object_is_type(s, json_type_string)) {
+            free(*out);
+            return -1;
+        }
+        (*out)[i] = json_object_get_string(s);
+    }
+    return 0;
+}
+
+/* add-brick, remove-brick, replace-brick, rebalance (docs/design/rebalance.md). */
+static bool elastic_routes(struct bfs_mgmt *m, const char *method, const char *name,
+                           const char *sub, struct json_object *b, struct bfs_http_reply *r)
+{
+    struct json_object *out = NULL;
+    struct bfs_err e = {0};
+    bool post = strcmp(method, "POST") == 0, get = strcmp(method, "GET") == 0;
+    const char **bricks;
+    int n, rc;
+    if (strcmp(sub, "rebalance") == 0 && get) {
+        rc = bfs_op_rebalance_status(m, name, &out, &e);
+    } else if (strcmp(sub, "rebalance") == 0 && post) {
+        const char *a = str_field(b, "action");
+        if (a && strcmp(a, "status") == 0)
+            rc = bfs_op_rebalance_status(m, name, &out, &e);
+        else
+            rc = bfs_op_rebalance(m, name, a, &out, &e);
+    } else if (strcmp(sub, "replace-brick") == 0 && post) {
+        const char *o = str_field(b, "old"), *nw = str_field(b, "new");
+        if (!o || !nw) {
+            reply_error(r, 400, "replace-brick needs {\"old\": \"HOST:/DIR\", \"new\": "
+                        "\"HOST:/DIR\"}");
+            return true;
+        }
+        rc = bfs_op_replace_brick(m, name, o, nw, bool_field(b, "force"), &out, &e);
+    } else if ((strcmp(sub, "add-brick") == 0 || strcmp(sub, "remove-brick") == 0) && post) {
+        if (brick_list(b, &bricks, &n) < 0) {
+            reply_error(r, 400, "\"bricks\" must be an array of \"HOST:/DIR\"");
+            return true;
+        }
+        if (sub[0] == 'a')
+            rc = bfs_op_add_brick(m, name, bricks, n, b ? int_field(b, "replica") : 0,
+                                  bool_field(b, "force"), &out, &e);
+        else
+            rc = bfs_op_remove_brick(m, name, bricks, n, str_field(b, "action"), &out, &e);
+        free(bricks);
+    } else if (strcmp(sub, "rebalance") == 0 || strcmp(sub, "add-brick") == 0 ||
+               strcmp(sub, "remove-brick") == 0 || strcmp(sub, "replace-brick") == 0) {
+        reply_error(r, 405, "method not allowed on this route (docs/API.md)");
+        return true;
+    } else {
+        return false;
+    }
+    reply_op(r, rc, 200, out, &e);
+    return true;
+}
+
 /* /v1/volumes/NAME[/...] */
 static void volume_routes(struct bfs_mgmt *m, const char *method, char segs[][256], int n,
                           struct json_object *b, const char *inm, const char *host,
@@ -213,6 +327,10 @@ static void volume_routes(struct bfs_mgmt *m, const char *method, char segs[][25
     bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
     bool del = strcmp(method, "DELETE") == 0;
     int rc;
+    if (sub && strcmp(sub, "heal") == 0)
+        return heal_routes(m, method, segs, n, b, r);
+    if (sub && n == 4 && elastic_routes(m, method, name, sub, b, r))
+        return;
     if (!sub && get)
         rc = bfs_op_info(m, name, &out, &e);
     else if (!sub && del)

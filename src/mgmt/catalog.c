@@ -17,6 +17,7 @@
 #include <json-c/json.h>
 
 #include "core/graph.h"
+#include "core/options.h"
 #include "core/xlator.h"
 #include "mgmt/mgmt.h"
 
@@ -27,12 +28,28 @@ struct xl_type {
 
 /* What volgen places (volgen.c). */
 static const struct xl_type xl_types[] = {
-    {"storage/posix", BFS_SIDE_BRICK},     {"features/locks", BFS_SIDE_BRICK},
+    {"storage/posix", BFS_SIDE_BRICK},     {"features/index", BFS_SIDE_BRICK},
+    {"features/locks", BFS_SIDE_BRICK},
     {"protocol/server", BFS_SIDE_BRICK},   {"debug/io-stats", BFS_SIDE_BRICK | BFS_SIDE_CLIENT},
     {"protocol/client", BFS_SIDE_CLIENT},  {"cluster/distribute", BFS_SIDE_CLIENT},
-    {"cluster/replicate", BFS_SIDE_CLIENT},
+    {"cluster/replicate", BFS_SIDE_CLIENT},  {"cluster/disperse", BFS_SIDE_CLIENT},
 };
 #define NTYPES (sizeof(xl_types) / sizeof(xl_types[0]))
+
+/* brickfsd's own volume options: what it does for a volume rather than
+ * what a translator does (docs/design/management.md, "Self-heal daemon").
+ * They go into no volfile; `volume set` applies them at once. */
+static const struct bfs_option_desc mgmt_options[] = {
+    {.key = BFS_OPT_SHD, .type = BFS_OPT_BOOL, .def = "on",
+     .description = "run a self-heal daemon (brickfs-shd) for this replicated volume while "
+                    "it is started",
+     .flags = BFS_OPT_F_SETTABLE | BFS_OPT_F_RECONF},
+    {.key = BFS_OPT_HEAL_INTERVAL, .type = BFS_OPT_TIME, .def = "600", .min = 5, .max = 86400,
+     .description = "seconds between two index crawls of the self-heal daemon (volume heal "
+                    "NAME crawls at once)",
+     .flags = BFS_OPT_F_SETTABLE | BFS_OPT_F_RECONF},
+    {.key = NULL},
+};
 
 struct bfs_catalog {
     void *handles[NTYPES];
@@ -47,9 +64,13 @@ static int cmp_entry(const void *a, const void *b)
                   ((const struct bfs_catalog_entry *)b)->d->key);
 }
 
+/* t: index in xl_types, or NTYPES for brickfsd's own options. */
 static int add_options(struct bfs_catalog *c, size_t t)
 {
-    for (const struct bfs_option_desc *d = c->mods[t]->options; d && d->key; d++) {
+    const struct bfs_option_desc *table = t < NTYPES ? c->mods[t]->options : mgmt_options;
+    const char *xl = t < NTYPES ? xl_types[t].type : "brickfsd";
+    unsigned sides = t < NTYPES ? xl_types[t].sides : BFS_SIDE_MGMT;
+    for (const struct bfs_option_desc *d = table; d && d->key; d++) {
         if (!(d->flags & BFS_OPT_F_SETTABLE))
             continue;
         struct bfs_catalog_entry *ce = NULL;
@@ -66,8 +87,8 @@ static int add_options(struct bfs_catalog *c, size_t t)
             ce->d = d;
         }
         if (ce->nxlators < 8)
-            ce->xlators[ce->nxlators++] = xl_types[t].type;
-        ce->sides |= xl_types[t].sides;
+            ce->xlators[ce->nxlators++] = xl;
+        ce->sides |= sides;
     }
     return 0;
 }
@@ -98,6 +119,10 @@ int bfs_catalog_load(struct bfs_mgmt *m)
             bfs_catalog_free(c);
             return -ENOMEM;
         }
+    }
+    if (add_options(c, NTYPES) < 0) {
+        bfs_catalog_free(c);
+        return -ENOMEM;
     }
     if (c->n)
         qsort(c->entries, (size_t)c->n, sizeof(*c->entries), cmp_entry);
@@ -166,9 +191,11 @@ struct json_object *bfs_catalog_entry_json(const struct bfs_catalog_entry *ce)
     }
     json_object_object_add(j, "description",
                            json_object_new_string(d->description ? d->description : ""));
-    const char *side = ce->sides == (BFS_SIDE_CLIENT | BFS_SIDE_BRICK) ? "both"
-                       : ce->sides == BFS_SIDE_CLIENT                  ? "client"
-                                                                        : "brick";
+    unsigned xs = ce->sides & (BFS_SIDE_CLIENT | BFS_SIDE_BRICK);
+    const char *side = xs == (BFS_SIDE_CLIENT | BFS_SIDE_BRICK) ? "both"
+                       : xs == BFS_SIDE_CLIENT                  ? "client"
+                       : xs == BFS_SIDE_BRICK                   ? "brick"
+                                                                : "management";
     json_object_object_add(j, "side", json_object_new_string(side));
     struct json_object *xls = json_object_new_array();
     for (int i = 0; i < ce->nxlators; i++)

@@ -46,9 +46,9 @@ static const char usage[] =
     "  --node-name NAME     this node's name in the pool       [$BRICKFSD_NODE_NAME, host name]\n"
     "  --advertise HOST:PORT  where peers reach this brickfsd  [$BRICKFSD_ADVERTISE, --listen]\n"
     "\n"
-    "Also: $BRICKFSD_BRICK_BIN (brick program), $BRICKFSD_STOP_TIMEOUT and\n"
-    "$BRICKFSD_START_TIMEOUT (seconds). See docs/design/management.md, docs/design/pool.md\n"
-    "and docs/API.md.\n";
+    "Also: $BRICKFSD_BRICK_BIN (brick program), $BRICKFSD_SHD_BIN (self-heal daemon),\n"
+    "$BRICKFSD_STOP_TIMEOUT, $BRICKFSD_START_TIMEOUT and $BRICKFSD_HEAL_TIMEOUT (seconds).\n"
+    "See docs/design/management.md, docs/design/pool.md and docs/API.md.\n";
 
 struct settings {
     bool foreground;
@@ -115,6 +115,22 @@ static char *absolute(const char *p)
     return strdup(buf);
 }
 
+/* A helper program: $ENV if set, else NAME in the folder of brickfsd. */
+static char *beside_me(const char *env, const char *name)
+{
+    char exe[PATH_MAX];
+    if (env && *env)
+        return absolute(env);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 64);
+    if (n <= 0)
+        return strdup(name);
+    exe[n] = 0;
+    *(strrchr(exe, '/') ? strrchr(exe, '/') : exe) = 0;
+    size_t len = strlen(exe);
+    snprintf(exe + len, sizeof(exe) - len, "/%s", name);
+    return strdup(exe);
+}
+
 static int setup(struct bfs_mgmt *m, const struct settings *s, char *err, size_t errlen)
 {
     m->state_dir = absolute(s->state);
@@ -132,22 +148,15 @@ static int setup(struct bfs_mgmt *m, const struct settings *s, char *err, size_t
         m->stop_timeout_ms = 10000;
     if (m->start_timeout_ms <= 0)
         m->start_timeout_ms = 10000;
-    const char *bin = getenv("BRICKFSD_BRICK_BIN");
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 32);
-    if (bin && *bin) {
-        m->brick_bin = absolute(bin);
-    } else if (n > 0) {
-        exe[n] = 0;
-        *(strrchr(exe, '/') ? strrchr(exe, '/') : exe) = 0;
-        strcat(exe, "/brickfs-brick");
-        m->brick_bin = strdup(exe);
-    } else {
-        m->brick_bin = strdup("brickfs-brick");
-    }
-    const char *dirs[] = {m->state_dir, m->log_dir, m->run_dir};
-    const char *subs[] = {"volfiles", "bricks", "bricks"};
-    for (int i = 0; i < 3; i++) {
+    m->heal_timeout_ms = atoi(env_or("BRICKFSD_HEAL_TIMEOUT", "120")) * 1000;
+    if (m->heal_timeout_ms <= 0)
+        m->heal_timeout_ms = 120000;
+    m->brick_bin = beside_me(getenv("BRICKFSD_BRICK_BIN"), "brickfs-brick");
+    m->shd_bin = beside_me(getenv("BRICKFSD_SHD_BIN"), "brickfs-shd");
+    const char *dirs[] = {m->state_dir, m->log_dir, m->run_dir, m->state_dir, m->log_dir,
+                          m->run_dir};
+    const char *subs[] = {"volfiles", "bricks", "bricks", "shd", "shd", "shd"};
+    for (int i = 0; i < 6; i++) {
         char p[PATH_MAX + 16];
         snprintf(p, sizeof(p), "%s/%s", dirs[i], subs[i]);
         int rc = bfs_mkdir_p(p, 0755);
@@ -188,7 +197,7 @@ static int take_lock(struct bfs_mgmt *m, char *err, size_t errlen)
 static int daemonize(void)
 {
     int p[2];
-    if (pipe(p) < 0)
+    if (pipe2(p, O_CLOEXEC) < 0) /* daemons spawned at startup must not hold it */
         return -1;
     pid_t pid = fork();
     if (pid < 0)
@@ -257,12 +266,13 @@ int main(int argc, char **argv)
         goto fail;
     if (bfs_pool_open(m, &s.pool, err, sizeof(err)) < 0)
         goto fail;
-    if (bfs_catalog_load(m) < 0 || bfs_sup_init(m) < 0) {
+    if (bfs_catalog_load(m) < 0 || bfs_sup_init(m) < 0 || bfs_rebal_init(m) < 0) {
         snprintf(err, sizeof(err), "cannot start: out of memory or threads");
         goto fail;
     }
     pthread_mutex_lock(&m->lock);
     bfs_sup_reconcile(m);
+    bfs_rebal_reconcile(m);
     pthread_mutex_unlock(&m->lock);
     if (bfs_pool_sync_start(m) < 0) {
         snprintf(err, sizeof(err), "cannot watch the pool store: %s", bfs_store_errmsg());

@@ -22,15 +22,20 @@ struct bfs_store;
 struct bfs_sup;
 struct bfs_catalog;
 struct bfs_pool;
+struct bfs_rebal;
 
 #define BFS_MGMT_DEFAULT_PORT 24100
 #define BFS_VOLNAME_MAX 64
+/* Bricks per disperse set at most: the erasure code's k + m <= 32 (src/ec/ec-codec.h). */
+#define BFS_DISPERSE_MAX 32
 
 struct bfs_mgmt {
     char *state_dir, *log_dir, *run_dir;
     char *listen;            /* HOST:PORT as given */
     int port_lo, port_hi;    /* brick port range */
     char *brick_bin;
+    char *shd_bin;           /* brickfs-shd: self-heal daemon and heal one-shots */
+    int heal_timeout_ms;     /* limit of a brickfs-shd --info / --resolve run */
     int stop_timeout_ms;     /* SIGTERM -> SIGKILL */
     int start_timeout_ms;    /* a brick must write its port file within this */
     struct bfs_store *store;
@@ -43,6 +48,7 @@ struct bfs_mgmt {
     struct bfs_sup *sup;
     struct bfs_catalog *catalog;
     struct bfs_pool *pool;   /* pool.c: local store, pool store, peers */
+    struct bfs_rebal *rebal;  /* rebalance processes (rebal-ops.c) */
 };
 
 /* ---- errors meant for people: an HTTP status and one line ---- */
@@ -58,6 +64,7 @@ int bfs_fail(struct bfs_err *e, int status, const char *fmt, ...)
 enum bfs_vol_status { BFS_VOL_CREATED = 0, BFS_VOL_STARTED, BFS_VOL_STOPPED };
 
 struct bfs_vbrick {
+    int id;      /* stable: names VOL-brick-ID, VOL-client-ID (docs/design/rebalance.md) */
     char *host;
     char *path;  /* absolute, normalised */
     int port;
@@ -72,11 +79,17 @@ struct bfs_vopt {
 struct bfs_volume {
     char *name;
     char id[40];
-    char *type;  /* "distribute", "replicate" or "distributed-replicate" */
+    /* "distribute", "replicate", "distributed-replicate", "disperse" or
+     * "distributed-disperse" */
+    char *type;
     /* Bricks per replica set (0 = not replicated); sets are consecutive
      * runs of that many bricks. arbiter 1: the last brick of each set is
      * an arbiter (replica 3 only). */
     int replica, arbiter;
+    /* Bricks per disperse set (0 = not dispersed) and how many of them a
+     * set may lose (redundancy R: N - R data fragments); sets are
+     * consecutive runs of `disperse` bricks. */
+    int disperse, redundancy;
     enum bfs_vol_status status;
     struct bfs_vbrick *bricks;
     int nbricks;
@@ -84,13 +97,32 @@ struct bfs_volume {
     int nopts;
     int64_t created;
     uint64_t rev;  /* store revision of this document (0 = not stored) */
+    int next_brick_id;
+    /* Distribute's table (docs/design/rebalance.md): text forms of
+     * dht-layout.h ("" = canonical), previous = "" when none pending. */
+    char *layout_table, *layout_prev;
+    int64_t layout_version;
+    int *remove_ids;  /* bricks being drained by remove-brick start */
+    int nremove;
+    struct bfs_vrebal {
+        char id[40];     /* "" = never started */
+        char kind[16];   /* migrate, fix-layout, remove */
+        char state[16];  /* desired: running, paused, stopped, completed, failed */
+        int64_t started, layout_version;
+    } rebal;
 };
 
 const char *bfs_vol_status_name(enum bfs_vol_status s);
 void bfs_volume_free(struct bfs_volume *v);
 int bfs_volname_check(const char *name, struct bfs_err *e);
-/* "VOL-brick-N" into buf. */
+/* "VOL-brick-ID" of brick idx (its stable id) into buf. */
 void bfs_brick_name(const struct bfs_volume *v, int idx, char *buf, size_t len);
+/* Position of the brick called name (VOL-brick-ID), or -1. */
+int bfs_volume_brick_index(const struct bfs_volume *v, const char *name);
+/* Number of distribute subvolumes (bricks, or replica or disperse sets). */
+int bfs_volume_nsubvols(const struct bfs_volume *v);
+/* Volfile name of distribute subvolume s (VOL-client-ID / VOL-replicate-SETID / VOL-disperse-SETID). */
+void bfs_subvol_name(const struct bfs_volume *v, int s, char *buf, size_t len);
 const char *bfs_volume_opt(const struct bfs_volume *v, const char *key); /* NULL = unset */
 int bfs_volume_opt_set(struct bfs_volume *v, const char *key, const char *value);
 int bfs_volume_opt_unset(struct bfs_volume *v, const char *key); /* 0 or -ENOENT */
@@ -124,7 +156,8 @@ void bfs_bricks_unmark(const struct bfs_volume *v);
 void bfs_bricks_remark(const struct bfs_volume *v);
 
 /* ---- option catalogue (catalog.c) ---- */
-enum { BFS_SIDE_CLIENT = 1, BFS_SIDE_BRICK = 2 };
+/* MGMT: an option of brickfsd itself (the self-heal daemon's), in no volfile. */
+enum { BFS_SIDE_CLIENT = 1, BFS_SIDE_BRICK = 2, BFS_SIDE_MGMT = 4 };
 struct bfs_option_desc;
 struct bfs_catalog_entry {
     const struct bfs_option_desc *d;
@@ -149,6 +182,9 @@ char *bfs_volgen_brick(struct bfs_mgmt *m, const struct bfs_volume *v, int idx);
  * mgmt_addr (HOST:PORT of this brickfsd as the client reaches it; NULL =
  * --listen) where its brick listens (docs/design/graph-switch.md). */
 char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *mgmt_addr);
+/* Writes v's client volfile (mgmt-server: --listen) to path atomically. */
+int bfs_volgen_write_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *path,
+                            struct bfs_err *e);
 /* STATE/volfiles/VOL/BRICK.vol into buf. */
 void bfs_volgen_brick_path(struct bfs_mgmt *m, const struct bfs_volume *v, int idx, char *buf,
                            size_t len);
@@ -185,11 +221,39 @@ void bfs_sup_reconcile(struct bfs_mgmt *m);
 /* Drops the process entries of a deleted (stopped) volume. */
 void bfs_sup_forget(struct bfs_mgmt *m, const char *vol);
 
+/* ---- the self-heal daemon of a volume (sup-shd.c); all with m->lock held ---- */
+#define BFS_OPT_SHD "cluster.self-heal-daemon"
+#define BFS_OPT_HEAL_INTERVAL "cluster.heal-timeout"
+/* Started, replicated and cluster.self-heal-daemon on. */
+bool bfs_shd_wanted(const struct bfs_volume *v);
+/* cluster.heal-timeout: seconds between the daemon's crawls. */
+int bfs_shd_interval(const struct bfs_volume *v);
+/* STATE/volfiles/VOL/shd.vol, STATE/shd/VOL.json, LOG/shd/VOL.log, RUN/shd/VOL.pid
+ * (each buffer len bytes). */
+void bfs_shd_paths(struct bfs_mgmt *m, const char *vol, char *volfile, char *statefile,
+                   char *logfile, char *pidfile, size_t len);
+/* Makes v's daemon match bfs_shd_wanted(v): starts, stops, or restarts it
+ * (a changed interval). Errors are logged: a daemon that cannot start is
+ * retried with backoff, the volume works on without it. */
+void bfs_sup_shd_sync(struct bfs_mgmt *m, const struct bfs_volume *v);
+/* Startup: adopt a running daemon of v, or start or stop one. */
+void bfs_sup_shd_reconcile(struct bfs_mgmt *m, const struct bfs_volume *v);
+struct bfs_shd_state {
+    bool enabled;  /* bfs_shd_wanted */
+    int pid;       /* 0 = not running */
+    bool online;
+    int restarts;
+};
+void bfs_sup_shd_state(struct bfs_mgmt *m, const struct bfs_volume *v, struct bfs_shd_state *out);
+/* SIGUSR1 to v's daemon (crawl now); -ESRCH if it does not run. */
+int bfs_sup_shd_kick(struct bfs_mgmt *m, const struct bfs_volume *v);
+
 /* ---- operations (volume-ops.c): take m->lock themselves ---- */
 struct bfs_volcreate_req {
     const char *name;
     const char *type;     /* NULL = distribute */
     int replica, arbiter, disperse, redundancy;
+    int disperse_data;    /* gluster's "disperse-data D": disperse = D + redundancy */
     const char **bricks;  /* "HOST:/DIR" */
     const char **nodes;   /* NULL, or per brick the UUID of its node (pool.c) */
     int nbricks;
@@ -221,6 +285,60 @@ int bfs_op_client_volfile(struct bfs_mgmt *m, const char *name, const char *mgmt
 /* One brick's entry of the port map (volume status), by brick name. */
 int bfs_op_brick_status(struct bfs_mgmt *m, const char *name, const char *brick,
                         struct json_object **out, struct bfs_err *e);
+
+/* ---- heal (heal-ops.c): take m->lock themselves; never hold it while
+ * brickfs-shd runs ---- */
+int bfs_op_heal(struct bfs_mgmt *m, const char *name, struct json_object **out,
+                struct bfs_err *e);
+/* mode: NULL (every pending entry), "summary" or "split-brain". */
+int bfs_op_heal_info(struct bfs_mgmt *m, const char *name, const char *mode,
+                     struct json_object **out, struct bfs_err *e);
+int bfs_op_heal_stats(struct bfs_mgmt *m, const char *name, struct json_object **out,
+                      struct bfs_err *e);
+/* policy: bigger-file, latest-mtime or source-brick; file NULL (only with
+ * source-brick: every file in split-brain); brick "HOST:/DIR" or NULL. */
+int bfs_op_heal_resolve(struct bfs_mgmt *m, const char *name, const char *policy,
+                        const char *file, const char *brick, struct json_object **out,
+                        struct bfs_err *e);
+
+/* ---- running brickfs-shd once (shd-run.c) ---- */
+struct bfs_run_result {
+    int status;     /* exit status; -1 = killed (timeout or signal) */
+    bool timed_out;
+    char *out;      /* standard output (malloc'd, NUL-terminated) */
+    char *err;      /* standard error, same */
+};
+/* Runs argv (argv[0] the program) with no stdin, collecting its outputs,
+ * killing it after timeout_ms. 0, or -errno if it could not be run. */
+int bfs_run_capture(char *const argv[], int timeout_ms, struct bfs_run_result *r);
+void bfs_run_result_free(struct bfs_run_result *r);
+
+/* ---- elastic volumes (brick-ops.c, rebal-ops.c; docs/design/rebalance.md) ---- */
+int bfs_op_add_brick(struct bfs_mgmt *m, const char *name, const char **bricks, int n,
+                     int replica, bool force, struct json_object **out, struct bfs_err *e);
+/* action: start, status, stop, commit */
+int bfs_op_remove_brick(struct bfs_mgmt *m, const char *name, const char **bricks, int n,
+                        const char *action, struct json_object **out, struct bfs_err *e);
+int bfs_op_replace_brick(struct bfs_mgmt *m, const char *name, const char *old_brick,
+                         const char *new_brick, bool force, struct json_object **out,
+                         struct bfs_err *e);
+/* action: fix-layout, start, stop, pause, resume */
+int bfs_op_rebalance(struct bfs_mgmt *m, const char *name, const char *action,
+                     struct json_object **out, struct bfs_err *e);
+int bfs_op_rebalance_status(struct bfs_mgmt *m, const char *name, struct json_object **out,
+                            struct bfs_err *e);
+int bfs_rebal_init(struct bfs_mgmt *m);
+/* Startup: adopt or restart the rebalances the documents want running. */
+void bfs_rebal_reconcile(struct bfs_mgmt *m);
+/* With m->lock held: */
+struct json_object *bfs_rebal_status_json(struct bfs_mgmt *m, const struct bfs_volume *v);
+/* New rebalance of kind for v (saves v, starts the process). */
+int bfs__rebal_begin(struct bfs_mgmt *m, struct bfs_volume *v, const char *kind,
+                     struct bfs_err *e);
+/* SIGTERM to v's rebalance process and wait for its exit. */
+void bfs__rebal_stop(struct bfs_mgmt *m, const char *vol);
+/* A deleted volume: its rebalance checkpoint and status files go. */
+void bfs__rebal_forget(struct bfs_mgmt *m, const char *vol);
 
 /* ---- HTTP (http.c, api.c) ---- */
 struct bfs_http_reply {

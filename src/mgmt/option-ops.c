@@ -2,7 +2,8 @@
  * option-ops.c — volume options: set (validated against the translators'
  * descriptors), get, reset, and the help listing. A change is written to
  * the volume document and the volfiles regenerated; clients pick the new
- * client volfile up by its revision, bricks at their next start.
+ * client volfile up by its revision, bricks at their next start, and the
+ * self-heal daemon is started, stopped or restarted to match at once.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -60,6 +61,8 @@ static int commit(struct bfs_mgmt *m, struct bfs_volume *v, bool brick_change,
     int rc = bfs_volume_save(m, v);
     if (rc < 0)
         return bfs_fail(e, 500, "cannot save volume %s: %s", v->name, strerror(-rc));
+    /* brickfsd's own options (the self-heal daemon's) take effect now */
+    bfs_sup_shd_sync(m, v);
     struct bfs_err ve;
     if (bfs_volgen_write(m, v, &ve) < 0)
         bfs_log(MGMT_LOG, BFS_LOG_WARNING, "volume %s: %s", v->name, ve.msg);

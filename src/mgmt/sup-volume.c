@@ -1,9 +1,10 @@
 /*
  * sup-volume.c — the supervisor's work on whole volumes: start every brick
- * and wait until each listens, stop every brick, and the reconciliation at
- * startup that adopts bricks still running from before (pid file, else a
- * scan of /proc, both checked against the brick's command line) so that a
- * brick is never run twice. All with m->lock held.
+ * and wait until each listens, stop every brick (and the volume's self-heal
+ * daemon), and the reconciliation at startup that adopts bricks still
+ * running from before (pid file, else a scan of /proc, both checked against
+ * the brick's command line) so that a brick is never run twice. All with
+ * m->lock held.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -100,6 +101,11 @@ int bfs_sup_start_volume(struct bfs_mgmt *m, struct bfs_volume *v, struct bfs_er
 int bfs_sup_stop_volume(struct bfs_mgmt *m, const struct bfs_volume *v, struct bfs_err *e)
 {
     int rc = 0;
+    char name[160];
+    snprintf(name, sizeof(name), "%s-shd", v->name);
+    struct bproc *shd = bfs__sup_find(m, name); /* first: it is a client of the bricks */
+    if (shd && bfs__sup_stop(m, shd, e) < 0)
+        rc = -1;
     for (int i = 0; i < v->nbricks; i++) {
         if (!bfs_pool_brick_is_mine(m, v, i))
             continue;
@@ -112,7 +118,7 @@ int bfs_sup_stop_volume(struct bfs_mgmt *m, const struct bfs_volume *v, struct b
 
 /* /proc/PID/cmdline is BIN ... --volfile VOLFILE ... with BIN's base name
  * that of the brick program. */
-static bool cmdline_matches(pid_t pid, const char *bin, const char *volfile)
+bool bfs__cmdline_matches(pid_t pid, const char *bin, const char *volfile)
 {
     char path[64], buf[8192];
     snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
@@ -144,7 +150,7 @@ static pid_t scan_proc(const char *bin, const char *volfile)
         if (!isdigit((unsigned char)de->d_name[0]))
             continue;
         pid_t pid = (pid_t)atoi(de->d_name);
-        if (pid != getpid() && cmdline_matches(pid, bin, volfile))
+        if (pid != getpid() && bfs__cmdline_matches(pid, bin, volfile))
             found = pid;
     }
     if (d)
@@ -154,22 +160,23 @@ static pid_t scan_proc(const char *bin, const char *volfile)
 
 /* A running process of brick p, as a pidfd checked after opening (the pid
  * cannot be recycled under a pidfd), or -1. */
-static int find_running(struct bfs_mgmt *m, struct bproc *p, pid_t *pid_out)
+int bfs__sup_find_running(struct bfs_mgmt *m, struct bproc *p, const char *bin, pid_t *pid_out)
 {
+    (void)m;
     char *txt = NULL;
     pid_t pid = 0;
     if (bfs_read_small(p->pidfile, &txt) == 0) {
         pid = (pid_t)atoi(txt);
         free(txt);
     }
-    if (pid <= 0 || !cmdline_matches(pid, m->brick_bin, p->volfile))
-        pid = scan_proc(m->brick_bin, p->volfile);
+    if (pid <= 0 || !bfs__cmdline_matches(pid, bin, p->volfile))
+        pid = scan_proc(bin, p->volfile);
     if (pid <= 0)
         return -1;
     int fd = pidfd_open(pid, 0);
     if (fd < 0)
         return -1;
-    if (!cmdline_matches(pid, m->brick_bin, p->volfile)) {
+    if (!bfs__cmdline_matches(pid, bin, p->volfile)) {
         close(fd);
         return -1;
     }
@@ -184,7 +191,7 @@ static void reconcile_brick(struct bfs_mgmt *m, struct bfs_volume *v, int idx)
     pid_t pid = 0;
     if (!p)
         return;
-    int fd = find_running(m, p, &pid);
+    int fd = bfs__sup_find_running(m, p, m->brick_bin, &pid);
     if (fd >= 0) {
         p->pid = pid;
         p->pidfd = fd;
@@ -228,6 +235,7 @@ void bfs_sup_reconcile(struct bfs_mgmt *m)
         for (int b = 0; b < vols[i]->nbricks; b++)
             if (bfs_pool_brick_is_mine(m, vols[i], b))
                 reconcile_brick(m, vols[i], b);
+        bfs_sup_shd_reconcile(m, vols[i]);
     }
     bfs_volume_list_free(vols, n);
 }

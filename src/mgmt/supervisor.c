@@ -44,13 +44,43 @@ static struct bproc *find(struct bfs_sup *s, const char *name)
     return NULL;
 }
 
+struct bproc *bfs__sup_find(struct bfs_mgmt *m, const char *name)
+{
+    return find(m->sup, name);
+}
+
+struct bproc *bfs__sup_get_shd(struct bfs_mgmt *m, const struct bfs_volume *v)
+{
+    char name[160];
+    snprintf(name, sizeof(name), "%s-shd", v->name);
+    struct bproc *p = find(m->sup, name);
+    if (p)
+        return p;
+    p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    snprintf(p->name, sizeof(p->name), "%s", name);
+    snprintf(p->vol, sizeof(p->vol), "%s", v->name);
+    p->kind = BP_SHD;
+    p->idx = -1;
+    p->pidfd = -1;
+    p->backoff_ms = BACKOFF_FIRST_MS;
+    bfs_shd_paths(m, v->name, p->volfile, p->statefile, p->logfile, p->pidfile,
+                  sizeof(p->volfile));
+    p->next = m->sup->procs;
+    m->sup->procs = p;
+    return p;
+}
+
 struct bproc *bfs__sup_get(struct bfs_mgmt *m, const struct bfs_volume *v, int idx)
 {
     char name[160];
     bfs_brick_name(v, idx, name, sizeof(name));
     struct bproc *p = find(m->sup, name);
-    if (p)
+    if (p) {
+        p->idx = idx; /* positions move when bricks leave (remove-brick) */
         return p;
+    }
     p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
@@ -75,10 +105,17 @@ void bfs__sup_wake(struct bfs_mgmt *m)
         bfs_log(MGMT_LOG, BFS_LOG_ERROR, "cannot wake the supervisor: %s", strerror(errno));
 }
 
+const char *bfs__sup_what(const struct bproc *p)
+{
+    return p->kind == BP_SHD ? "self-heal daemon" : "brick";
+}
+
 bool bfs__sup_online(const struct bproc *p)
 {
     if (p->state != BP_RUNNING)
         return false;
+    if (p->kind == BP_SHD)
+        return true; /* no port: alive is online */
     char *txt = NULL;
     if (bfs_read_small(p->portfile, &txt) < 0)
         return false;
@@ -110,18 +147,16 @@ static int ensure_port(struct bfs_mgmt *m, struct bfs_volume *v, int idx, struct
     return 0;
 }
 
-static int do_spawn(struct bfs_mgmt *m, struct bproc *p, pid_t *pid)
+int bfs__spawn_daemon(char *const argv[], const char *logfile, pid_t *pid)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     sigset_t none, all;
-    char *argv[] = {m->brick_bin, (char *)"-f", (char *)"--volfile", p->volfile,
-                    (char *)"--log-file", p->logfile, NULL};
     sigemptyset(&none);
     sigfillset(&all);
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, p->logfile, O_WRONLY | O_APPEND | O_CREAT, 0644);
+    posix_spawn_file_actions_addopen(&fa, 1, logfile, O_WRONLY | O_APPEND | O_CREAT, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     posix_spawnattr_init(&at);
     /* own session: a brick outlives brickfsd and its terminal's signals;
@@ -130,10 +165,41 @@ static int do_spawn(struct bfs_mgmt *m, struct bproc *p, pid_t *pid)
                                       POSIX_SPAWN_SETSIGDEF);
     posix_spawnattr_setsigmask(&at, &none);
     posix_spawnattr_setsigdefault(&at, &all);
-    int rc = posix_spawn(pid, m->brick_bin, &fa, &at, argv, environ);
+    int rc = posix_spawn(pid, argv[0], &fa, &at, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     return -rc;
+}
+
+static int do_spawn(struct bfs_mgmt *m, struct bproc *p, pid_t *pid)
+{
+    char *argv[] = {m->brick_bin, (char *)"-f", (char *)"--volfile", p->volfile,
+                    (char *)"--log-file", p->logfile, NULL};
+    return bfs__spawn_daemon(argv, p->logfile, pid);
+}
+
+int bfs__sup_track(struct bfs_mgmt *m, struct bproc *p, pid_t pid, struct bfs_err *e)
+{
+    int fd = pidfd_open(pid, 0);
+    if (fd < 0) {
+        int err = errno;
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return bfs_fail(e, 500, "pidfd_open of %s %s: %s", bfs__sup_what(p), p->name,
+                        strerror(err));
+    }
+    char txt[32];
+    snprintf(txt, sizeof(txt), "%d\n", (int)pid);
+    int rc = bfs_write_file_atomic(p->pidfile, txt, strlen(txt));
+    if (rc < 0)
+        bfs_log(MGMT_LOG, BFS_LOG_WARNING, "cannot write %s: %s", p->pidfile, strerror(-rc));
+    p->pid = pid;
+    p->pidfd = fd;
+    p->child = true;
+    p->state = BP_RUNNING;
+    p->started_ms = bfs_now_ms();
+    (void)m;
+    return 0;
 }
 
 int bfs__sup_spawn(struct bfs_mgmt *m, struct bfs_volume *v, struct bproc *p,
@@ -146,23 +212,9 @@ int bfs__sup_spawn(struct bfs_mgmt *m, struct bfs_volume *v, struct bproc *p,
     int rc = do_spawn(m, p, &pid);
     if (rc < 0)
         return bfs_fail(e, 500, "cannot run %s: %s", m->brick_bin, strerror(-rc));
-    int fd = pidfd_open(pid, 0);
-    if (fd < 0) {
-        rc = errno;
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        return bfs_fail(e, 500, "pidfd_open of brick %s: %s", p->name, strerror(rc));
-    }
-    char txt[32];
-    snprintf(txt, sizeof(txt), "%d\n", (int)pid);
-    if ((rc = bfs_write_file_atomic(p->pidfile, txt, strlen(txt))) < 0)
-        bfs_log(MGMT_LOG, BFS_LOG_WARNING, "cannot write %s: %s", p->pidfile, strerror(-rc));
-    p->pid = pid;
-    p->pidfd = fd;
-    p->child = true;
-    p->state = BP_RUNNING;
+    if (bfs__sup_track(m, p, pid, e) < 0)
+        return -1;
     p->port = v->bricks[p->idx].port;
-    p->started_ms = bfs_now_ms();
     bfs_log(MGMT_LOG, BFS_LOG_INFO, "brick %s (%s:%s) started, pid %d, port %d", p->name,
             v->bricks[p->idx].host, v->bricks[p->idx].path, (int)pid, p->port);
     bfs__sup_wake(m);
@@ -183,18 +235,19 @@ static void handle_exit(struct bfs_mgmt *m, struct bproc *p)
     close(p->pidfd);
     p->pidfd = -1;
     unlink(p->pidfile);
-    unlink(p->portfile);
+    if (p->kind == BP_BRICK)
+        unlink(p->portfile);
     uint64_t now = bfs_now_ms();
     if (p->state == BP_STOPPING) {
-        bfs_log(MGMT_LOG, BFS_LOG_INFO, "brick %s (pid %d) stopped: %s", p->name, (int)p->pid,
-                how);
+        bfs_log(MGMT_LOG, BFS_LOG_INFO, "%s %s (pid %d) stopped: %s", bfs__sup_what(p),
+                p->name, (int)p->pid, how);
         p->state = BP_DOWN;
     } else {
         if (now - p->started_ms >= STABLE_MS)
             p->backoff_ms = BACKOFF_FIRST_MS;
         p->restart_at_ms = now + p->backoff_ms;
-        bfs_log(MGMT_LOG, BFS_LOG_WARNING, "brick %s (pid %d) %s; restarting in %u ms (log: %s)",
-                p->name, (int)p->pid, how, p->backoff_ms, p->logfile);
+        bfs_log(MGMT_LOG, BFS_LOG_WARNING, "%s %s (pid %d) %s; restarting in %u ms (log: %s)",
+                bfs__sup_what(p), p->name, (int)p->pid, how, p->backoff_ms, p->logfile);
         p->backoff_ms = p->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : p->backoff_ms * 2;
         p->state = BP_WAIT;
     }
@@ -206,11 +259,13 @@ static void restart_due(struct bfs_mgmt *m, struct bproc *p)
 {
     struct bfs_volume *v = NULL;
     struct bfs_err e;
+    bool shd = p->kind == BP_SHD;
     if (bfs_volume_load(m, p->vol, &v) < 0 || v->status != BFS_VOL_STARTED ||
-        p->idx >= v->nbricks) {
+        (shd ? !bfs_shd_wanted(v) : (p->idx = bfs_volume_brick_index(v, p->name)) < 0)) {
         p->state = BP_DOWN;
-    } else if (bfs__sup_spawn(m, v, p, &e) < 0) {
-        bfs_log(MGMT_LOG, BFS_LOG_ERROR, "brick %s: restart failed: %s", p->name, e.msg);
+    } else if ((shd ? bfs__sup_spawn_shd(m, v, p, &e) : bfs__sup_spawn(m, v, p, &e)) < 0) {
+        bfs_log(MGMT_LOG, BFS_LOG_ERROR, "%s %s: restart failed: %s", bfs__sup_what(p), p->name,
+                e.msg);
         p->restart_at_ms = bfs_now_ms() + p->backoff_ms;
         p->backoff_ms = p->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : p->backoff_ms * 2;
     } else {
@@ -374,18 +429,18 @@ int bfs__sup_stop(struct bfs_mgmt *m, struct bproc *p, struct bfs_err *e)
     if (p->state == BP_RUNNING) {
         p->state = BP_STOPPING;
         if (pidfd_send_signal(p->pidfd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
-            bfs_log(MGMT_LOG, BFS_LOG_ERROR, "SIGTERM to brick %s: %s", p->name,
+            bfs_log(MGMT_LOG, BFS_LOG_ERROR, "SIGTERM to %s %s: %s", bfs__sup_what(p), p->name,
                     strerror(errno));
     }
     if (bfs__sup_wait(m, p, is_down, bfs_now_ms() + (uint64_t)m->stop_timeout_ms))
         goto done;
-    bfs_log(MGMT_LOG, BFS_LOG_WARNING, "brick %s (pid %d) ignored SIGTERM for %d ms; SIGKILL",
-            p->name, (int)p->pid, m->stop_timeout_ms);
+    bfs_log(MGMT_LOG, BFS_LOG_WARNING, "%s %s (pid %d) ignored SIGTERM for %d ms; SIGKILL",
+            bfs__sup_what(p), p->name, (int)p->pid, m->stop_timeout_ms);
     if (p->pidfd >= 0)
         pidfd_send_signal(p->pidfd, SIGKILL, NULL, 0);
     if (!bfs__sup_wait(m, p, is_down, bfs_now_ms() + 5000))
-        return bfs_fail(e, 500, "brick %s (pid %d) did not exit after SIGKILL", p->name,
-                        (int)p->pid);
+        return bfs_fail(e, 500, "%s %s (pid %d) did not exit after SIGKILL", bfs__sup_what(p),
+                        p->name, (int)p->pid);
 done:
     p->state = BP_DOWN;
     return 0;

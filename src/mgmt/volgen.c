@@ -2,7 +2,7 @@
  * volgen.c — volfiles from a volume document (docs/design/management.md,
  * "Volfiles"). The graphs:
  *
- *   brick VOL-brick-N: storage/posix -> features/locks -> debug/io-stats
+ *   brick VOL-brick-N: storage/posix -> features/index -> features/locks -> debug/io-stats
  *                      (named VOL-brick-N, what clients ask for) -> protocol/server
  *   client:            protocol/client x N -> cluster/distribute (N > 1)
  *                      -> debug/io-stats (named VOL)
@@ -10,6 +10,11 @@
  *                      `replica` consecutive bricks (VOL-replicate-S, with
  *                      arbiter-count 1 when the last of each set is an
  *                      arbiter) -> cluster/distribute (more than one set)
+ *                      -> debug/io-stats (named VOL)
+ *   dispersed client:  protocol/client x N -> cluster/disperse per set of
+ *                      `disperse` consecutive bricks (VOL-disperse-S, option
+ *                      redundancy R; the translator defaults the rest)
+ *                      -> cluster/distribute (more than one set)
  *                      -> debug/io-stats (named VOL)
  *
  * Client volfiles name no brick port: each protocol/client asks brickfsd
@@ -105,9 +110,12 @@ char *bfs_volgen_brick(struct bfs_mgmt *m, const struct bfs_volume *v, int idx)
     put(&b, "    option brick-name %s:%s\n", br->host, br->path);
     put_set_opts(m, &b, v, "storage/posix");
     put(&b, "end-volume\n\n");
-    snprintf(n2, sizeof(n2), "%s-locks", bn);
-    put_xl(m, &b, v, n2, "features/locks", n1);
-    put_xl(m, &b, v, bn, "debug/io-stats", n2);
+    /* the pending-heal index sits right on the storage (self-heal-daemon.md) */
+    snprintf(n2, sizeof(n2), "%s-index", bn);
+    put_xl(m, &b, v, n2, "features/index", n1);
+    snprintf(n1, sizeof(n1), "%s-locks", bn);
+    put_xl(m, &b, v, n1, "features/locks", n2);
+    put_xl(m, &b, v, bn, "debug/io-stats", n1);
     put(&b, "volume %s-server\n    type protocol/server\n", bn);
     put(&b, "    option transport.listen-address %s\n", bfs_brick_listen_addr(br->host));
     put(&b, "    option transport.listen-port %d\n", br->port);
@@ -115,6 +123,18 @@ char *bfs_volgen_brick(struct bfs_mgmt *m, const struct bfs_volume *v, int idx)
     put_set_opts(m, &b, v, "protocol/server");
     put(&b, "    subvolumes %s\nend-volume\n", bn);
     return finish(&b);
+}
+
+/* distribute's table options (docs/design/rebalance.md); nothing for a
+ * volume that never changed its layout, so its text stays as it was. */
+static void put_layout(struct buf *b, const struct bfs_volume *v)
+{
+    if (v->layout_table && v->layout_table[0])
+        put(b, "    option layout %s\n", v->layout_table);
+    if (v->layout_prev && v->layout_prev[0])
+        put(b, "    option layout-previous %s\n", v->layout_prev);
+    if (v->layout_version > 1)
+        put(b, "    option layout-version %lld\n", (long long)v->layout_version);
 }
 
 char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *mgmt_addr)
@@ -127,31 +147,40 @@ char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const ch
     for (int i = 0; i < v->nbricks; i++) {
         char bn[128];
         bfs_brick_name(v, i, bn, sizeof(bn));
-        put(&b, "volume %s-client-%d\n    type protocol/client\n", v->name, i);
+        put(&b, "volume %s-client-%d\n    type protocol/client\n", v->name, v->bricks[i].id);
         put(&b, "    option remote-host %s\n", v->bricks[i].host);
         put(&b, "    option remote-subvolume %s\n", bn);
         put(&b, "    option mgmt-server %s\n", mgmt_addr ? mgmt_addr : m->listen);
         put(&b, "    option mgmt-volume %s\n", v->name);
         put_set_opts(m, &b, v, "protocol/client");
         put(&b, "end-volume\n\n");
-        put(&subs, "%s%s-client-%d", i ? " " : "", v->name, i);
+        put(&subs, "%s%s-client-%d", i ? " " : "", v->name, v->bricks[i].id);
     }
-    /* Replica sets: each a cluster/replicate over its clients; the
-     * distribute (if any) then spreads over the sets, not the bricks. */
-    int per = v->replica > 0 ? v->replica : 1, nsets = v->nbricks / per;
-    if (v->replica > 0) {
+    /* Replica or disperse sets: each a cluster translator over its
+     * clients; the distribute (if any) then spreads over the sets, not the
+     * bricks. */
+    int per = v->replica > 0 ? v->replica : v->disperse > 0 ? v->disperse : 1;
+    int nsets = v->nbricks / per;
+    const char *set_kind = v->replica > 0 ? "replicate" : v->disperse > 0 ? "disperse" : NULL;
+    if (set_kind) {
         struct buf sets = {0};
+        char set_type[32];
+        snprintf(set_type, sizeof(set_type), "cluster/%s", set_kind);
         put(&sets, "%s", "");
         for (int s = 0; s < nsets; s++) {
-            put(&b, "volume %s-replicate-%d\n    type cluster/replicate\n", v->name, s);
+            char sn[BFS_VOLNAME_MAX + 32];
+            bfs_subvol_name(v, s, sn, sizeof(sn));
+            put(&b, "volume %s\n    type %s\n", sn, set_type);
             if (v->arbiter)
                 put(&b, "    option arbiter-count 1\n");
-            put_set_opts(m, &b, v, "cluster/replicate");
+            if (v->disperse > 0)
+                put(&b, "    option redundancy %d\n", v->redundancy);
+            put_set_opts(m, &b, v, set_type);
             put(&b, "    subvolumes");
             for (int i = s * per; i < (s + 1) * per; i++)
-                put(&b, " %s-client-%d", v->name, i);
+                put(&b, " %s-client-%d", v->name, v->bricks[i].id);
             put(&b, "\nend-volume\n\n");
-            put(&sets, "%s%s-replicate-%d", s ? " " : "", v->name, s);
+            put(&sets, "%s%s", s ? " " : "", sn);
         }
         free(finish(&subs));
         subs = sets;
@@ -159,10 +188,12 @@ char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const ch
     char top_child[BFS_VOLNAME_MAX + 32];
     if (nsets > 1) {
         snprintf(top_child, sizeof(top_child), "%s-dht", v->name);
-        put_xl(m, &b, v, top_child, "cluster/distribute", subs.p);
+        put(&b, "volume %s\n    type cluster/distribute\n", top_child);
+        put_set_opts(m, &b, v, "cluster/distribute");
+        put_layout(&b, v);
+        put(&b, "    subvolumes %s\nend-volume\n\n", subs.p);
     } else {
-        snprintf(top_child, sizeof(top_child), "%s-%s-0", v->name,
-                 v->replica > 0 ? "replicate" : "client");
+        bfs_subvol_name(v, 0, top_child, sizeof(top_child));
     }
     put_xl(m, &b, v, v->name, "debug/io-stats", top_child);
     free(finish(&subs));
@@ -197,6 +228,19 @@ int bfs_volgen_write(struct bfs_mgmt *m, const struct bfs_volume *v, struct bfs_
         if (rc < 0)
             return bfs_fail(e, 500, "cannot write volfile %s: %s", path, strerror(-rc));
     }
+    return 0;
+}
+
+int bfs_volgen_write_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *path,
+                            struct bfs_err *e)
+{
+    char *text = bfs_volgen_client(m, v, NULL);
+    if (!text)
+        return bfs_fail(e, 500, "out of memory");
+    int rc = bfs_write_file_atomic(path, text, strlen(text));
+    free(text);
+    if (rc < 0)
+        return bfs_fail(e, 500, "cannot write volfile %s: %s", path, strerror(-rc));
     return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -48,33 +49,111 @@ static int replica_check(struct bfs_mgmt *m, const struct bfs_volcreate_req *r, 
     return 0;
 }
 
-static int type_check(struct bfs_mgmt *m, const struct bfs_volcreate_req *r, const char **out,
-                      struct bfs_err *e)
+/*
+ * Disperse counts: "disperse N redundancy R" (or gluster's "disperse-data D
+ * redundancy R", N = D + R) groups consecutive runs of N bricks into sets
+ * that each survive the loss of any R bricks, storing N/(N-R) times the
+ * data. Fills *n (0 when not dispersed) or e. The rules:
+ *   - R >= 1: with no redundancy it is a distribute volume with extra work;
+ *   - 2R < N: a write is complete on the N - R bricks that hold enough
+ *     fragments to read it back; with N - R > N/2 those are a majority, so
+ *     any two such sets of bricks overlap and two sides of a partition can
+ *     never both complete conflicting writes (the same majority rule as
+ *     replicate's quorum). R = N/2 would also store as much as replica 2;
+ *   - N <= 32: the erasure code's limit (k + m <= 32 fragments, src/ec).
+ */
+static int disperse_check(const struct bfs_volcreate_req *r, int *n, struct bfs_err *e)
 {
-    const char *type = r->type; /* NULL: from the counts */
-    if (r->disperse > 0 || r->redundancy > 0 ||
-        (type && (strcmp(type, "disperse") == 0 || strcmp(type, "distributed-disperse") == 0)))
-        return bfs_fail(e, 501, "volume type disperse is not implemented yet");
-    if (type && strcmp(type, "distribute") != 0 && strcmp(type, "replicate") != 0 &&
-        strcmp(type, "distributed-replicate") != 0)
-        return bfs_fail(e, 400, "unknown volume type '%s' (distribute, replicate, disperse)",
-                        type);
-    if (replica_check(m, r, e) < 0)
-        return -1;
-    bool replicated = r->replica > 0;
-    if (type && replicated != (strcmp(type, "distribute") != 0))
-        return bfs_fail(e, 400, replicated ? "volume type %s does not take a replica count"
-                                           : "volume type %s needs a replica count (replica 2 "
-                                             "or replica 3)", type);
-    int sets = replicated ? r->nbricks / r->replica : r->nbricks;
-    if (sets > 1 && !bfs_catalog_has_xlator(m->catalog, "cluster/distribute"))
-        return bfs_fail(e, 501, "a volume of %d %s needs the translator cluster/distribute, "
-                        "which is not built", sets, replicated ? "replica sets" : "bricks");
-    *out = !replicated ? "distribute" : sets > 1 ? "distributed-replicate" : "replicate";
+    *n = 0;
+    if (r->disperse < 0 || r->disperse_data < 0 || r->redundancy < 0)
+        return bfs_fail(e, 400, "disperse, disperse-data and redundancy counts must be positive");
+    if (r->disperse == 0 && r->disperse_data == 0 && r->redundancy == 0)
+        return 0;
+    if (r->replica > 0 || r->arbiter > 0)
+        return bfs_fail(e, 400, "a volume is either replicated or dispersed: replica and "
+                        "disperse do not go together");
+    if (r->disperse == 0 && r->disperse_data == 0)
+        return bfs_fail(e, 400, "redundancy needs a disperse count: disperse N redundancy R");
+    int nn = r->disperse > 0 ? r->disperse : r->disperse_data + r->redundancy;
+    if (r->redundancy == 0)
+        return bfs_fail(e, 400, "disperse %d needs a redundancy count: disperse %d redundancy R "
+                        "(R bricks of each set may fail; 1 <= R and 2R < %d)", nn, nn, nn);
+    if (r->disperse > 0 && r->disperse_data > 0 && r->disperse != r->disperse_data + r->redundancy)
+        return bfs_fail(e, 400, "disperse %d is not disperse-data %d + redundancy %d",
+                        r->disperse, r->disperse_data, r->redundancy);
+    if (nn < 3)
+        return bfs_fail(e, 400, "disperse count %d is too small: a disperse set needs at least "
+                        "3 bricks (disperse 3 redundancy 1)", nn);
+    if (nn > BFS_DISPERSE_MAX)
+        return bfs_fail(e, 400, "disperse count %d is too large: at most %d bricks per disperse "
+                        "set (the erasure code's limit)", nn, BFS_DISPERSE_MAX);
+    if (2 * r->redundancy >= nn)
+        return bfs_fail(e, 400, "redundancy %d is too large for disperse %d: it must be less "
+                        "than half the set (at most %d), so that the %d bricks a write needs "
+                        "are a majority", r->redundancy, nn, (nn - 1) / 2, nn - (nn - 1) / 2);
+    if (r->nbricks > 0 && r->nbricks % nn != 0)
+        return bfs_fail(e, 400, "%d bricks is not a multiple of the disperse count %d "
+                        "(give %d, %d, ... bricks)", r->nbricks, nn, nn, 2 * nn);
+    *n = nn;
     return 0;
 }
 
-static int build_volume(const struct bfs_volcreate_req *r, const char *type,
+/* The family of a volume type: 0 distribute, 1 replicated, 2 dispersed, -1 unknown. */
+static int type_family(const char *type)
+{
+    static const char *const names[] = {"distribute", "replicate", "distributed-replicate",
+                                        "disperse", "distributed-disperse"};
+    static const int family[] = {0, 1, 1, 2, 2};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(type, names[i]) == 0)
+            return family[i];
+    return -1;
+}
+
+/* The volume type create asks for, from the counts and the optional
+ * "type" field. Fills *out (a static string) and *disperse, or e. */
+static int type_check(struct bfs_mgmt *m, const struct bfs_volcreate_req *r, const char **out,
+                      int *disperse, struct bfs_err *e)
+{
+    const char *type = r->type; /* NULL: from the counts */
+    if (type && type_family(type) < 0)
+        return bfs_fail(e, 400, "unknown volume type '%s' (distribute, replicate, disperse)",
+                        type);
+    if (replica_check(m, r, e) < 0 || disperse_check(r, disperse, e) < 0)
+        return -1;
+    bool replicated = r->replica > 0, dispersed = *disperse > 0;
+    int family = replicated ? 1 : dispersed ? 2 : 0;
+    if (type && type_family(type) != family) {
+        if (replicated || type_family(type) == 1)
+            return bfs_fail(e, 400, replicated ? "volume type %s does not take a replica count"
+                                               : "volume type %s needs a replica count "
+                                                 "(replica 2 or replica 3)", type);
+        return bfs_fail(e, 400, dispersed ? "volume type %s does not take a disperse count"
+                                          : "volume type %s needs a disperse count (disperse N "
+                                            "redundancy R)", type);
+    }
+    /* volgen writes "option redundancy": refuse rather than write a volfile
+     * the translator would reject (or that a build without it cannot load) */
+    if (dispersed && (!bfs_catalog_has_xlator(m->catalog, "cluster/disperse") ||
+                      !bfs_catalog_xlator_opt(m->catalog, "cluster/disperse", "redundancy")))
+        return bfs_fail(e, 501, "a disperse volume needs the translator cluster/disperse, "
+                        "which is not built");
+    int per = replicated ? r->replica : dispersed ? *disperse : 1;
+    int sets = r->nbricks / per;
+    const char *what = replicated ? "replica sets" : dispersed ? "disperse sets" : "bricks";
+    if (sets > 1 && !bfs_catalog_has_xlator(m->catalog, "cluster/distribute"))
+        return bfs_fail(e, 501, "a volume of %d %s needs the translator cluster/distribute, "
+                        "which is not built", sets, what);
+    if (replicated)
+        *out = sets > 1 ? "distributed-replicate" : "replicate";
+    else if (dispersed)
+        *out = sets > 1 ? "distributed-disperse" : "disperse";
+    else
+        *out = "distribute";
+    return 0;
+}
+
+static int build_volume(const struct bfs_volcreate_req *r, const char *type, int disperse,
                         struct bfs_volume **out, struct bfs_err *e)
 {
     struct bfs_volume *v = calloc(1, sizeof(*v));
@@ -85,6 +164,8 @@ static int build_volume(const struct bfs_volcreate_req *r, const char *type,
     }
     v->replica = r->replica;
     v->arbiter = r->arbiter;
+    v->disperse = disperse;
+    v->redundancy = disperse > 0 ? r->redundancy : 0;
     for (int i = 0; i < r->nbricks; i++) {
         if (bfs_brick_parse(r->bricks[i], &v->bricks[i].host, &v->bricks[i].path, e) < 0) {
             bfs_volume_free(v);
@@ -92,8 +173,11 @@ static int build_volume(const struct bfs_volcreate_req *r, const char *type,
         }
         if (r->nodes && r->nodes[i])
             snprintf(v->bricks[i].node, sizeof(v->bricks[i].node), "%s", r->nodes[i]);
+        v->bricks[i].id = i;
         v->nbricks++;
     }
+    v->next_brick_id = v->nbricks;
+    v->layout_version = 1;
     bfs_uuid_generate(v->id);
     v->created = (int64_t)time(NULL);
     v->status = BFS_VOL_CREATED;
@@ -113,7 +197,8 @@ static int create_locked(struct bfs_mgmt *m, const struct bfs_volcreate_req *r,
 {
     struct bfs_volume *v = NULL, *old = NULL;
     const char *type = NULL;
-    if (bfs_volname_check(r->name, e) < 0 || type_check(m, r, &type, e) < 0)
+    int disperse = 0;
+    if (bfs_volname_check(r->name, e) < 0 || type_check(m, r, &type, &disperse, e) < 0)
         return -1;
     int rc = bfs_volume_load(m, r->name, &old);
     bfs_volume_free(old);
@@ -121,7 +206,7 @@ static int create_locked(struct bfs_mgmt *m, const struct bfs_volcreate_req *r,
         return bfs_fail(e, 409, "volume %s already exists", r->name);
     if (r->nbricks < 1)
         return bfs_fail(e, 400, "a volume needs at least one brick (HOST:/DIR)");
-    if (build_volume(r, type, &v, e) < 0)
+    if (build_volume(r, type, disperse, &v, e) < 0)
         return -1;
     if (bfs_bricks_check(m, v->bricks, v->nbricks, r->force, e) < 0 ||
         bfs_ports_assign(m, v, e) < 0)
@@ -196,6 +281,17 @@ static struct json_object *status_json(struct bfs_mgmt *m, const struct bfs_volu
     for (int i = 0; i < v->nbricks; i++)
         json_object_array_add(arr, brick_json(m, v, i));
     json_object_object_add(j, "bricks", arr);
+    if (v->replica > 0) {
+        struct bfs_shd_state st;
+        bfs_sup_shd_state(m, v, &st);
+        struct json_object *d = json_object_new_object();
+        json_object_object_add(d, "host", json_object_new_string("localhost"));
+        json_object_object_add(d, "enabled", json_object_new_boolean(st.enabled));
+        json_object_object_add(d, "pid", json_object_new_int(st.pid));
+        json_object_object_add(d, "online", json_object_new_boolean(st.online));
+        json_object_object_add(d, "restarts", json_object_new_int(st.restarts));
+        json_object_object_add(j, "self_heal_daemon", d);
+    }
     return j;
 }
 
@@ -222,6 +318,7 @@ static int start_locked(struct bfs_mgmt *m, const char *name, bool force,
         save_or_fail(m, v, &ignore);
     }
     if (rc == 0) {
+        bfs_sup_shd_sync(m, v); /* after the bricks: it connects to them */
         bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s started%s", name, force ? " (force)" : "");
         *out = status_json(m, v);
     }
@@ -254,7 +351,14 @@ static int stop_locked(struct bfs_mgmt *m, const char *name, struct json_object 
         goto out;
     }
     v->status = BFS_VOL_STOPPED;
-    if ((rc = save_or_fail(m, v, e)) < 0 || (rc = bfs_sup_stop_volume(m, v, e)) < 0)
+    bool rebalancing = strcmp(v->rebal.state, "running") == 0;
+    if (rebalancing) /* it needs the bricks: paused, 'rebalance resume' after start */
+        snprintf(v->rebal.state, sizeof(v->rebal.state), "paused");
+    if ((rc = save_or_fail(m, v, e)) < 0)
+        goto out;
+    if (rebalancing)
+        bfs__rebal_stop(m, name);
+    if ((rc = bfs_sup_stop_volume(m, v, e)) < 0)
         goto out;
     bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s stopped", name);
     *out = status_json(m, v);
@@ -296,6 +400,10 @@ static int delete_locked(struct bfs_mgmt *m, const char *name, struct json_objec
     }
     bfs_bricks_unmark(v);
     bfs_volgen_remove(m, name);
+    char statefile[4200];
+    bfs_shd_paths(m, name, NULL, statefile, NULL, NULL, sizeof(statefile));
+    unlink(statefile);
+    bfs__rebal_forget(m, name);
     bfs_sup_forget(m, name);
     bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s deleted", name);
     *out = json_object_new_object();

@@ -19,6 +19,8 @@
 
 #define VOL_PREFIX "volumes/"
 
+static const char *jstr(struct json_object *j, const char *key);
+
 static const char *const status_names[] = {"created", "started", "stopped"};
 
 const char *bfs_vol_status_name(enum bfs_vol_status s)
@@ -40,6 +42,9 @@ void bfs_volume_free(struct bfs_volume *v)
     }
     free(v->bricks);
     free(v->opts);
+    free(v->layout_table);
+    free(v->layout_prev);
+    free(v->remove_ids);
     free(v->name);
     free(v->type);
     free(v);
@@ -65,7 +70,34 @@ int bfs_volname_check(const char *name, struct bfs_err *e)
 
 void bfs_brick_name(const struct bfs_volume *v, int idx, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s-brick-%d", v->name, idx);
+    snprintf(buf, len, "%s-brick-%d", v->name, v->bricks[idx].id);
+}
+
+int bfs_volume_brick_index(const struct bfs_volume *v, const char *name)
+{
+    char bn[160];
+    for (int i = 0; i < v->nbricks; i++) {
+        bfs_brick_name(v, i, bn, sizeof(bn));
+        if (strcmp(bn, name) == 0)
+            return i;
+    }
+    return -1;
+}
+
+int bfs_volume_nsubvols(const struct bfs_volume *v)
+{
+    int per = v->replica > 0 ? v->replica : v->disperse > 0 ? v->disperse : 1;
+    return v->nbricks / per;
+}
+
+void bfs_subvol_name(const struct bfs_volume *v, int s, char *buf, size_t len)
+{
+    if (v->replica > 0)
+        snprintf(buf, len, "%s-replicate-%d", v->name, v->bricks[s * v->replica].id / v->replica);
+    else if (v->disperse > 0)
+        snprintf(buf, len, "%s-disperse-%d", v->name, v->bricks[s * v->disperse].id / v->disperse);
+    else
+        snprintf(buf, len, "%s-client-%d", v->name, v->bricks[s].id);
 }
 
 const char *bfs_volume_opt(const struct bfs_volume *v, const char *key)
@@ -126,12 +158,17 @@ struct json_object *bfs_volume_to_json(const struct bfs_volume *v)
         json_object_object_add(j, "replica", json_object_new_int(v->replica));
         json_object_object_add(j, "arbiter", json_object_new_int(v->arbiter));
     }
+    if (v->disperse > 0) {
+        json_object_object_add(j, "disperse", json_object_new_int(v->disperse));
+        json_object_object_add(j, "redundancy", json_object_new_int(v->redundancy));
+    }
     struct json_object *bricks = json_object_new_array();
     for (int i = 0; i < v->nbricks; i++) {
         struct json_object *b = json_object_new_object();
         char name[128];
         bfs_brick_name(v, i, name, sizeof(name));
         json_object_object_add(b, "name", json_object_new_string(name));
+        json_object_object_add(b, "id", json_object_new_int(v->bricks[i].id));
         json_object_object_add(b, "host", json_object_new_string(v->bricks[i].host));
         json_object_object_add(b, "path", json_object_new_string(v->bricks[i].path));
         json_object_object_add(b, "port", json_object_new_int(v->bricks[i].port));
@@ -145,7 +182,72 @@ struct json_object *bfs_volume_to_json(const struct bfs_volume *v)
         json_object_object_add(opts, v->opts[i].key, json_object_new_string(v->opts[i].value));
     json_object_object_add(j, "options", opts);
     json_object_object_add(j, "created", json_object_new_int64(v->created));
+    json_object_object_add(j, "next_brick_id", json_object_new_int(v->next_brick_id));
+    struct json_object *lay = json_object_new_object();
+    json_object_object_add(lay, "version", json_object_new_int64(v->layout_version));
+    json_object_object_add(lay, "table", json_object_new_string(v->layout_table ? v->layout_table : ""));
+    json_object_object_add(lay, "previous", json_object_new_string(v->layout_prev ? v->layout_prev : ""));
+    json_object_object_add(j, "layout", lay);
+    if (v->nremove) {
+        struct json_object *rm = json_object_new_object(), *ids = json_object_new_array();
+        for (int i = 0; i < v->nremove; i++)
+            json_object_array_add(ids, json_object_new_int(v->remove_ids[i]));
+        json_object_object_add(rm, "ids", ids);
+        json_object_object_add(j, "remove", rm);
+    }
+    if (v->rebal.id[0]) {
+        struct json_object *r = json_object_new_object();
+        json_object_object_add(r, "id", json_object_new_string(v->rebal.id));
+        json_object_object_add(r, "kind", json_object_new_string(v->rebal.kind));
+        json_object_object_add(r, "state", json_object_new_string(v->rebal.state));
+        json_object_object_add(r, "started", json_object_new_int64(v->rebal.started));
+        json_object_object_add(r, "layout_version", json_object_new_int64(v->rebal.layout_version));
+        json_object_object_add(j, "rebalance", r);
+    }
     return j;
+}
+
+/* layout, remove and rebalance (absent in documents written before them). */
+static int elastic_from_json(struct json_object *j, struct bfs_volume *v)
+{
+    struct json_object *o, *x;
+    int maxid = -1;
+    for (int i = 0; i < v->nbricks; i++)
+        maxid = v->bricks[i].id > maxid ? v->bricks[i].id : maxid;
+    v->next_brick_id = json_object_object_get_ex(j, "next_brick_id", &o) ? json_object_get_int(o)
+                                                                          : maxid + 1;
+    if (v->next_brick_id <= maxid)
+        return -EINVAL;
+    const char *t = NULL, *p = NULL;
+    v->layout_version = 1;
+    if (json_object_object_get_ex(j, "layout", &o)) {
+        t = jstr(o, "table");
+        p = jstr(o, "previous");
+        if (json_object_object_get_ex(o, "version", &x))
+            v->layout_version = json_object_get_int64(x);
+    }
+    if (!(v->layout_table = strdup(t ? t : "")) || !(v->layout_prev = strdup(p ? p : "")))
+        return -ENOMEM;
+    if (json_object_object_get_ex(j, "remove", &o) && json_object_object_get_ex(o, "ids", &x) &&
+        json_object_is_type(x, json_type_array)) {
+        int n = (int)json_object_array_length(x);
+        v->remove_ids = calloc((size_t)n + 1, sizeof(int));
+        if (!v->remove_ids)
+            return -ENOMEM;
+        for (int i = 0; i < n; i++)
+            v->remove_ids[v->nremove++] = json_object_get_int(json_object_array_get_idx(x, (size_t)i));
+    }
+    if (json_object_object_get_ex(j, "rebalance", &o)) {
+        const char *id = jstr(o, "id"), *kind = jstr(o, "kind"), *state = jstr(o, "state");
+        snprintf(v->rebal.id, sizeof(v->rebal.id), "%s", id ? id : "");
+        snprintf(v->rebal.kind, sizeof(v->rebal.kind), "%s", kind ? kind : "");
+        snprintf(v->rebal.state, sizeof(v->rebal.state), "%s", state ? state : "");
+        if (json_object_object_get_ex(o, "started", &x))
+            v->rebal.started = json_object_get_int64(x);
+        if (json_object_object_get_ex(o, "layout_version", &x))
+            v->rebal.layout_version = json_object_get_int64(x);
+    }
+    return 0;
 }
 
 static const char *jstr(struct json_object *j, const char *key)
@@ -165,7 +267,7 @@ static int bricks_from_json(struct json_object *arr, struct bfs_volume *v)
     if (!v->bricks)
         return -ENOMEM;
     for (int i = 0; i < n; i++) {
-        struct json_object *b = json_object_array_get_idx(arr, (size_t)i), *port;
+        struct json_object *b = json_object_array_get_idx(arr, (size_t)i), *port, *id;
         const char *host = jstr(b, "host"), *path = jstr(b, "path");
         if (!host || !path || !json_object_object_get_ex(b, "port", &port))
             return -EINVAL;
@@ -174,6 +276,7 @@ static int bricks_from_json(struct json_object *arr, struct bfs_volume *v)
         v->bricks[i].port = json_object_get_int(port);
         const char *node = jstr(b, "node");
         snprintf(v->bricks[i].node, sizeof(v->bricks[i].node), "%s", node ? node : "");
+        v->bricks[i].id = json_object_object_get_ex(b, "id", &id) ? json_object_get_int(id) : i;
         v->nbricks++;
         if (!v->bricks[i].host || !v->bricks[i].path)
             return -ENOMEM;
@@ -215,12 +318,25 @@ int bfs_volume_from_json(struct json_object *j, struct bfs_volume **out)
         v->replica = json_object_get_int(cnt);
     if (json_object_object_get_ex(j, "arbiter", &cnt))
         v->arbiter = json_object_get_int(cnt);
-    /* A document that does not hold whole replica sets is not one we wrote. */
+    if (json_object_object_get_ex(j, "disperse", &cnt))
+        v->disperse = json_object_get_int(cnt);
+    if (json_object_object_get_ex(j, "redundancy", &cnt))
+        v->redundancy = json_object_get_int(cnt);
+    /* A document that does not hold whole replica or disperse sets is not
+     * one we wrote. */
     if (rc == 0 && (v->replica < 0 || v->replica == 1 || v->arbiter < 0 || v->arbiter > 1 ||
                     (v->replica > 0 && v->nbricks % v->replica != 0)))
         rc = -EINVAL;
+    if (rc == 0 && (v->disperse < 0 || v->disperse > BFS_DISPERSE_MAX ||
+                    (v->disperse > 0 && (v->replica > 0 || v->redundancy < 1 ||
+                                         2 * v->redundancy >= v->disperse ||
+                                         v->nbricks % v->disperse != 0)) ||
+                    (v->disperse == 0 && v->redundancy != 0)))
+        rc = -EINVAL;
     if (json_object_object_get_ex(j, "created", &created))
         v->created = json_object_get_int64(created);
+    if (rc == 0)
+        rc = elastic_from_json(j, v);
     if (rc < 0) {
         bfs_volume_free(v);
         return rc;

@@ -17,7 +17,11 @@
  *     closing owner's POSIX locks on the brick;
  *   - big writes, which protocol/client sends in pieces without copying the
  *     payload (and bfs_conn_send queues in part when the socket is full),
- *     arrive intact, also from four writers at once.
+ *     arrive intact, also from four writers at once;
+ *   - a small file opened O_RDONLY comes back with its open and the reads
+ *     inside it are answered by protocol/client (the brick's io-stats sees
+ *     no read), with the file's bytes; a write through the client after the
+ *     open, and a file above the limit, are read from the brick.
  * Needs root (storage/posix: trusted xattrs); skips otherwise.
  */
 #include <dirent.h>
@@ -347,21 +351,28 @@ static int do_flush(struct bfs_xl *top, struct bfs_fd *fd, uint64_t owner)
     return rc;
 }
 
-/* The brick's io-stats count of flushes, read through the client. */
-static long brick_flushes(struct bfs_xl *top)
+/* The brick's io-stats count of fop, read through the client. */
+static long brick_count(struct bfs_xl *top, const char *fop)
 {
+    char key[64];
+    snprintf(key, sizeof(key), "\"%s\":{\"count\":", fop);
     struct bfs_getxattr_req q = {.loc = LG(&bfs_gfid_root), .name = "brickfs.io-stats"};
     struct bfs_getxattr_rep r;
     long n = -1;
     if (bfs_sync_getxattr(top, st, &q, &r) >= 0) {
         const char *v = NULL;
         if (bfs_dict_get_str(r.xattrs, "brickfs.io-stats", &v) == 0 && v) {
-            const char *f = strstr(v, "\"flush\":{\"count\":");
-            n = f ? strtol(f + strlen("\"flush\":{\"count\":"), NULL, 10) : 0;
+            const char *f = strstr(v, key);
+            n = f ? strtol(f + strlen(key), NULL, 10) : 0;
         }
     }
     bfs_getxattr_rep_clear_dup(&r);
     return n;
+}
+
+static long brick_flushes(struct bfs_xl *top)
+{
+    return brick_count(top, "flush");
 }
 
 /* ---- big writes (sent in pieces, without a copy of the payload) ---- */
@@ -468,6 +479,113 @@ static struct bfs_fd *client_fd(struct bfs_graph *cg, const struct bfs_gfid *g)
     return fd;
 }
 
+/* ---- small files read with their open (client-prefetch.c) ---- */
+
+static int pf_write(struct bfs_xl *top, struct bfs_fd *fd, uint64_t off, size_t len, int seed)
+{
+    uint8_t *buf = malloc(len);
+    for (size_t k = 0; k < len; k++)
+        buf[k] = pattern(off + k, seed);
+    struct bfs_write_req q = {.fd = fd, .data = {buf, len}, .offset = off};
+    struct bfs_write_rep r;
+    int rc = bfs_sync_write(top, st, &q, &r);
+    bfs_write_rep_clear_dup(&r);
+    free(buf);
+    return rc;
+}
+
+/* Opens g O_RDONLY through the client; *leak: the reply's xdata still has
+ * the prefetch key. */
+static struct bfs_fd *pf_open(struct bfs_xl *top, struct bfs_graph *cg, const struct bfs_gfid *g,
+                              bool *leak)
+{
+    struct bfs_fd *fd = client_fd(cg, g);
+    struct bfs_open_req q = {.loc = LG(g), .fd = fd, .flags = O_RDONLY};
+    struct bfs_open_rep r;
+    int rc = bfs_sync_open(top, st, &q, &r);
+    if (leak)
+        *leak = bfs_dict_has(r.xdata, "open-prefetch");
+    bfs_open_rep_clear_dup(&r);
+    if (rc < 0) {
+        bfs_fd_unref(fd);
+        return NULL;
+    }
+    return fd;
+}
+
+/* Reads [off, off+len) and checks it against pattern seed and the file's
+ * size: 0, or -1 with a diagnostic. */
+static int pf_read(struct bfs_xl *top, struct bfs_fd *fd, uint64_t off, uint32_t len,
+                   uint64_t size, int seed)
+{
+    struct bfs_read_req q = {.fd = fd, .size = len, .offset = off};
+    struct bfs_read_rep r;
+    int rc = bfs_sync_read(top, st, &q, &r);
+    uint64_t want = off >= size ? 0 : size - off < len ? size - off : len;
+    int bad = rc != (int)want || r.data.len != want;
+    for (size_t k = 0; !bad && k < want; k++)
+        bad = ((const uint8_t *)r.data.data)[k] != pattern(off + k, seed);
+    if (bad)
+        printf("# read %u at %llu: rc %d, %zu bytes, want %llu of seed %d\n", len,
+               (unsigned long long)off, rc, r.data.len, (unsigned long long)want, seed);
+    bfs_read_rep_clear_dup(&r);
+    return bad ? -1 : 0;
+}
+
+static void test_prefetch(struct bfs_xl *top, struct bfs_graph *cg)
+{
+    struct bfs_gfid g, big;
+    bfs_gfid_generate(&g);
+    bfs_gfid_generate(&big);
+    struct bfs_dict *xd = bfs_dict_new();
+    bfs_dict_set_bin(xd, "gfid-req", g.b, sizeof(g.b));
+    struct bfs_fd *w = client_fd(cg, &g);
+    struct bfs_create_req cq = {.loc = L(&bfs_gfid_root, "small"), .fd = w,
+                                .flags = O_RDWR | O_CREAT | O_EXCL, .mode = 0644, .xdata = xd};
+    struct bfs_create_rep cr;
+    is_int(bfs_sync_create(top, st, &cq, &cr), 0, "create small");
+    bfs_create_rep_clear_dup(&cr);
+    bfs_dict_unref(xd);
+    is_int(pf_write(top, w, 0, 5000, 7), 5000, "5000 bytes into small");
+
+    bool leak = true;
+    long r0 = brick_count(top, "read");
+    struct bfs_fd *fd = pf_open(top, cg, &g, &leak);
+    ok(fd && !leak, "open small O_RDONLY; the prefetched bytes do not show in the reply");
+    is_int(pf_read(top, fd, 0, 1000, 5000, 7), 0, "read 1000 at 0: the file's bytes");
+    is_int(pf_read(top, fd, 1000, 65536, 5000, 7), 0, "read the rest: the file's bytes");
+    is_int((int)(brick_count(top, "read") - r0), 0, "... both answered by the client");
+    is_int(pf_read(top, fd, 0, 65536, 5000, 7), 0, "read again, whole: the file's bytes");
+    is_int((int)(brick_count(top, "read") - r0), 1, "... from the brick (the bytes went)");
+    bfs_fd_unref(fd);
+
+    /* a write through this client between the open and the read */
+    fd = pf_open(top, cg, &g, NULL);
+    is_int(pf_write(top, w, 0, 6000, 8), 6000, "open O_RDONLY, then 6000 new bytes via another fd");
+    r0 = brick_count(top, "read");
+    is_int(pf_read(top, fd, 0, 65536, 6000, 8), 0, "the read sees the new bytes");
+    is_int((int)(brick_count(top, "read") - r0), 1, "... read from the brick");
+    bfs_fd_unref(fd);
+
+    /* a file larger than performance.open-prefetch (64 KiB) */
+    xd = bfs_dict_new();
+    bfs_dict_set_bin(xd, "gfid-req", big.b, sizeof(big.b));
+    struct bfs_fd *wb = client_fd(cg, &big);
+    cq = (struct bfs_create_req){.loc = L(&bfs_gfid_root, "big"), .fd = wb,
+                                 .flags = O_RDWR | O_CREAT | O_EXCL, .mode = 0644, .xdata = xd};
+    is_int(bfs_sync_create(top, st, &cq, &cr), 0, "create big");
+    bfs_create_rep_clear_dup(&cr);
+    bfs_dict_unref(xd);
+    is_int(pf_write(top, wb, 0, 65537, 9), 65537, "65537 bytes into big");
+    fd = pf_open(top, cg, &big, NULL);
+    r0 = brick_count(top, "read");
+    is_int(pf_read(top, fd, 0, 131072, 65537, 9), 0, "big read back whole");
+    is_int((int)(brick_count(top, "read") - r0), 1, "... from the brick");
+    bfs_fd_unref(fd);
+    bfs_fd_unref(wb);
+    bfs_fd_unref(w);
+}
+
 static void test_flush(struct bfs_proc *bproc, struct bfs_proc *cproc)
 {
     char vf[1024];
@@ -534,6 +652,7 @@ static void test_flush(struct bfs_proc *bproc, struct bfs_proc *cproc)
     is_int(do_lk(top, fd2, 0xB), 0, "owner B now gets the lock: A's lock went with the close");
 
     test_big_writes(top, cg, fd1);
+    test_prefetch(top, cg);
     bfs_fd_unref(fd2);
     bfs_fd_unref(fd1);
     stop_graph(cg);

@@ -380,6 +380,13 @@ static void test_basics(struct bfs_xl *top, struct bfs_graph *cg, struct bfs_fd 
     char buf[64] = "";
     is_int(do_read(top, fd, buf, sizeof(buf), 0), 11, "read returns 11 bytes");
     ok(memcmp(buf, "hello world", 11) == 0, "read returns what was written");
+    struct bfs_rchecksum_req cq = {.fd = fd, .offset = 0, .len = 1 << 20, .block = 4096};
+    struct bfs_rchecksum_rep cr;
+    is_int(bfs_sync_rchecksum(top, st, &cq, &cr), 1, "rchecksum crosses the wire: 1 block");
+    static const uint8_t sha_hello[4] = {0xb9, 0x4d, 0x27, 0xb9}; /* SHA-256("hello world") */
+    ok(cr.sums.len == 32 && cr.size == 11 && memcmp(cr.sums.data, sha_hello, 4) == 0,
+       "the block's SHA-256 and the file's size");
+    bfs_rchecksum_rep_clear_dup(&cr);
     is_int(do_lookup(top, "f1", &a), 0, "lookup f1 by parent and name");
     ok(bfs_gfid_eq(&a.gfid, &f1->gfid) && a.size == 11, "lookup sees f1's gfid and size");
     is_int(do_lookup(top, "nope", NULL), -ENOENT, "lookup of a missing name: ENOENT");

@@ -64,7 +64,7 @@ TEST test -d "$T/bricks/b1"
 TEST grep -qx "    option directory $T/bricks/b1" "$bv"
 TEST grep -qx "    option transport.listen-port $(brick_port b1)" "$bv"
 TEST grep -qx "    option auth.allow 127.0.0.1" "$bv"
-EXPECT "storage/posix features/locks debug/io-stats protocol/server" \
+EXPECT "storage/posix features/index features/locks debug/io-stats protocol/server" \
     eval "awk '\$1 == \"type\" { printf \"%s%s\", s, \$2; s = \" \" }' '$bv'"
 EXPECT "$(brick_port b1)" bfs_volfile_port "$bv"
 TEST grep -qx "    option remote-port $(brick_port b1)" "$cv"

@@ -3,7 +3,7 @@
 # 100-mgmt-cli.t — every brickfs volume command against a real brickfsd and
 # real bricks, and their errors: bad and duplicate names, missing
 # arguments, bricks in use or nested, the root file system without force,
-# replica counts and the unimplemented disperse, stop of a stopped volume, delete of a started
+# replica and disperse counts (more in 230), stop of a stopped volume, delete of a started
 # one, unknown options and out-of-range values, usage and help.
 
 . "$(dirname "$0")/../lib/test.sh"
@@ -58,7 +58,7 @@ TEST ! cli volume create v2 "localhost:$T/other" force                 # marked 
 EXPECT 1 eval "cli volume create v2 localhost:$T/other force 2>&1 | grep -c 'setfattr -x'"
 TEST ! cli volume create v2 "127.0.0.1:$T/mgmt/d1/state/store/volumes%2Fv1.kv" force  # a file
 
-# ---- replica counts are checked; disperse is refused, never mis-built ----
+# ---- replica and disperse counts are checked, never mis-built ----
 t3="127.0.0.1:$B/t1 127.0.0.1:$B/t2 127.0.0.1:$B/t3"
 refused() # WHY SPEC...: create fails with a message containing WHY
 {
@@ -72,8 +72,8 @@ EXPECT 1 refused 'arbiter 1 needs replica 3' replica 2 arbiter 1 127.0.0.1:$B/t1
 EXPECT 1 refused 'arbiter needs a replica count' arbiter 1 $t3
 EXPECT 1 refused 'arbiter count 2 is not supported' replica 3 arbiter 2 $t3
 EXPECT 1 refused 'replica count 4 is not supported' replica 4 $t3 127.0.0.1:$B/t4
-EXPECT 1 refused 'volume type disperse is not implemented yet' disperse 3 $t3
-EXPECT 1 refused 'volume type disperse is not implemented yet' disperse 3 redundancy 1 $t3
+EXPECT 1 refused 'disperse 3 needs a redundancy count' disperse 3 $t3
+EXPECT 1 refused 'redundancy 2 is too large for disperse 4' disperse 4 redundancy 2 $t3 127.0.0.1:$B/t4
 EXPECT 2 eval "cli volume create v3 replica x 127.0.0.1:$B/t1 force >/dev/null 2>&1; echo \$?"
 EXPECT 2 eval "cli volume create v3 replica 0 127.0.0.1:$B/t1 force >/dev/null 2>&1; echo \$?"
 TEST ! test -e "$B/t1"
@@ -98,7 +98,7 @@ if [ -e "$BFS_BUILD/lib/brickfs/xlators/cluster/replicate.so" ]; then
     TEST ! cli volume set r3 arbiter-count 1                           # the layout decides that
     EXPECT 1 eval "api body GET /v1/volumes/r3/volfile/client | grep -c 'option cluster.quorum-type fixed'"
     EXPECT 0 eval "grep -c 'cluster.quorum' '$(brickfsd_state)/volfiles/r3/r3-brick-0.vol'"
-    EXPECT 1 eval "cli volume set help | grep -A4 '^Option: cluster.background-self-heal-count$' | grep -c '^Applies to: client side (cluster/replicate)'"
+    EXPECT 1 eval "cli volume set help | grep -A4 '^Option: cluster.background-self-heal-count$' | grep -c '^Applies to: client side (cluster/replicate[,)]'"
 
     TEST cli volume create dr replica 2 "127.0.0.1:$B/d1" "127.0.0.1:$B/d2" \
         "127.0.0.1:$B/d3" "127.0.0.1:$B/d4" force
@@ -225,7 +225,7 @@ EXPECT 400 api code POST /v1/volumes '{not json'
 EXPECT 409 api code POST /v1/volumes "{\"name\":\"v1again\",\"bricks\":[\"127.0.0.1:$B/z\"],\"force\":true}"
 EXPECT 400 api code POST /v1/volumes "{\"name\":\"r\",\"replica\":2,\"bricks\":[\"127.0.0.1:$B/r1\"],\"force\":true}"
 EXPECT 400 api code POST /v1/volumes "{\"name\":\"r\",\"type\":\"replicate\",\"bricks\":[\"127.0.0.1:$B/r1\"],\"force\":true}"
-EXPECT 501 api code POST /v1/volumes "{\"name\":\"r\",\"disperse\":3,\"bricks\":[\"127.0.0.1:$B/r1\",\"127.0.0.1:$B/r2\",\"127.0.0.1:$B/r3\"],\"force\":true}"
+EXPECT 400 api code POST /v1/volumes "{\"name\":\"r\",\"disperse\":3,\"bricks\":[\"127.0.0.1:$B/r1\",\"127.0.0.1:$B/r2\",\"127.0.0.1:$B/r3\"],\"force\":true}"
 TEST ! test -e "$B/r1"
 EXPECT 1 eval "api body GET /v1/volumes/nosuch | grep -c '\"error\"'"
 EXPECT 404 api code GET /v1/volumes/nosuch

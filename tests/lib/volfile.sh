@@ -6,7 +6,8 @@
 # client graph are written down in exactly one place.
 #
 # The graphs (DESIGN.md, "Processes"):
-#   brick:  storage/posix -> features/locks -> debug/io-stats -> protocol/server
+#   brick:  storage/posix -> features/index -> features/locks -> debug/io-stats
+#           -> protocol/server
 #   client: protocol/client -> debug/io-stats
 # The brick's io-stats volume carries the brick's own name: that is the
 # subvolume protocol/server exports and the client asks for with
@@ -71,9 +72,14 @@ volume $name-posix
     option directory $dir
 end-volume
 
+volume $name-index
+    type features/index
+    subvolumes $name-posix
+end-volume
+
 volume $name-locks
     type features/locks
-    subvolumes $name-posix
+    subvolumes $name-index
 end-volume
 
 volume $name

@@ -196,6 +196,16 @@ static void test_arbiter(void)
     is_int(afr_check_stale(&s, BITS(C), AFR_DATA), -ENOTCONN,
            "only the arbiter up: no data copy to write");
     ok(!afr_mutual_blame(&s, BITS(A, C), AFR_DATA), "a stale copy is not a split-brain");
+    s.valid = BITS(A, C); /* B, the good copy, does not answer */
+    afr_decide(&s, AFR_DATA, AFR_FAV_NONE, -1, &d);
+    ok(!d.split_brain, "the good copy away, A blamed by the arbiter: not a split-brain");
+    ok(d.unreachable && !d.readable && !d.sources, "no source here: the good copy is away");
+    ok(!d.needs_heal, "nothing to heal from until it returns");
+    s.valid = BITS(A, B, C);
+    blame(&s, C, B, AFR_DATA);
+    blame(&s, A, B, AFR_DATA);
+    afr_decide(&s, AFR_DATA, AFR_FAV_NONE, -1, &d);
+    ok(d.split_brain && !d.unreachable, "both data copies here and blamed: a split-brain");
     state(&s, 2, -1);
     blame(&s, A, B, AFR_DATA);
     blame(&s, B, A, AFR_DATA);

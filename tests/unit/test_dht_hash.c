@@ -136,6 +136,59 @@ static void test_remove(void)
     dht_table_free(one);
 }
 
+/* dht_table_retarget: equal weights = canonical growth; weights give
+ * proportional counts; a weight of 0 drains; only the surplus moves. */
+static void test_retarget(void)
+{
+    uint64_t w[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    bool same = true;
+    for (int n = 2; n <= 8; n++) {
+        struct dht_table *a = dht_table_canonical(n - 1), *c = dht_table_canonical(n);
+        long moved = dht_table_retarget(a, n, w);
+        same = same && moved > 0 && memcmp(a->map, c->map, sizeof(a->map)) == 0;
+        dht_table_free(a);
+        dht_table_free(c);
+    }
+    ok(same, "retarget with equal weights and one more subvolume = canonical growth (2..8)");
+
+    struct dht_table *t = dht_table_canonical(3), *old = dht_table_canonical(3);
+    uint64_t wt[4] = {100, 100, 100, 300}; /* a new brick three times as big */
+    long moved = dht_table_retarget(t, 4, wt);
+    uint32_t cnt[4];
+    dht_table_counts(t, cnt);
+    is_int((int)cnt[3], 32768, "a subvolume with half the weight gets half the buckets");
+    ok(cnt[0] + cnt[1] + cnt[2] == 32768 && cnt[0] >= 10922 && cnt[2] <= 10923,
+       "the others share the rest evenly (%u %u %u)", cnt[0], cnt[1], cnt[2]);
+    is_int((int)moved, 32768, "exactly the new subvolume's buckets moved");
+    bool to_new = true;
+    for (uint32_t b = 0; b < DHT_BUCKETS; b++)
+        if (t->map[b] != old->map[b])
+            to_new = to_new && t->map[b] == 3;
+    ok(to_new, "every moved bucket went to the new subvolume");
+
+    uint64_t drain[4] = {100, 0, 100, 300};
+    struct dht_table *before = malloc(sizeof(*before));
+    *before = *t;
+    uint32_t before_1 = cnt[1];
+    moved = dht_table_retarget(t, 4, drain);
+    dht_table_counts(t, cnt);
+    is_int((int)cnt[1], 0, "a weight of 0 drains the subvolume");
+    bool only_from_1 = true;
+    for (uint32_t b = 0; b < DHT_BUCKETS; b++)
+        if (t->map[b] != before->map[b])
+            only_from_1 = only_from_1 && before->map[b] == 1;
+    ok(only_from_1 && moved == (long)before_1, "only the drained subvolume's %ld buckets moved",
+       moved);
+    is_int(dht_table_drop_empty(t, 1), 0, "the drained subvolume is dropped");
+    ok(t->nsubvols == 3, "3 subvolumes left");
+    is_int(dht_table_drop_empty(t, 0), -EINVAL, "a subvolume owning buckets cannot be dropped");
+    uint64_t zero[3] = {0, 0, 0};
+    is_int((int)dht_table_retarget(t, 3, zero), -EINVAL, "all weights 0: refused");
+    free(before);
+    dht_table_free(t);
+    dht_table_free(old);
+}
+
 static void test_text(void)
 {
     char why[128];
@@ -213,6 +266,7 @@ int main(void)
     test_canonical_vectors();
     test_growth();
     test_remove();
+    test_retarget();
     test_text();
     test_doff();
     test_spread();

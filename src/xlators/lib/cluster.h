@@ -40,6 +40,7 @@ static inline int bfs_mask_first(uint32_t m)
 enum { BFS_TXN_DATA = 0, BFS_TXN_METADATA = 1, BFS_TXN_ENTRY = 2, BFS_TXN_NTYPES = 3 };
 
 struct bfs_dict;
+struct bfs_txn_lock;
 
 /*
  * The changelog a translator keeps on bricks, as txn.c uses it. replicate:
@@ -52,10 +53,14 @@ struct bfs_changelog_ops {
      * row. NULL on ENOMEM. */
     struct bfs_dict *(*build)(void *arg, int type, int i, int64_t dirty, uint32_t blame,
                               int64_t by, bool read_row);
-    /* After the pre-op of a data or metadata change: rows[i] is what child
-     * i answered (NULL if it is not in `set`). 0 lets the change go on,
-     * -errno refuses it (the pre-op is undone). NULL hook: always 0. */
-    int (*check)(void *arg, int type, uint32_t set, struct bfs_dict *const *rows);
+    /* After the pre-op of a data or metadata change of the lock lk: rows[i]
+     * is what child i answered (NULL if it is not in `set`). 0 lets the
+     * change go on with the children of *good (set on entry; the hook may
+     * narrow it: the others are blamed and left out, as if they had missed
+     * the pre-op), -errno refuses it (the pre-op is undone). NULL hook:
+     * always 0 with every child of set. */
+    int (*check)(void *arg, struct bfs_txn_lock *lk, int type, uint32_t set,
+                 struct bfs_dict *const *rows, uint32_t *good);
 };
 
 struct bfs_loop;

@@ -161,6 +161,14 @@ static void txn_destroy(struct bfs_op *op)
 {
     struct bfs_txn *t = (struct bfs_txn *)op;
     struct bfs_cluster *cl = t->cl;
+    if (t->kept) { /* the op's own array was freed by the driver */
+        for (int i = 0; i < op->n; i++)
+            if (t->kept[i].rep) {
+                bfs_fop_info[t->kept[i].fop].rep_clear_dup(t->kept[i].rep);
+                free(t->kept[i].rep);
+            }
+        free(t->kept);
+    }
     bfs_frame_top_free(t->old_top);
     bfs_stack_unref(t->old_stack);
     if (t->own_lock) {
@@ -209,6 +217,7 @@ static int preop_done(struct bfs_txn *t)
     struct bfs_op *op = &t->op;
     uint32_t locked = bfs__txn_locked_all(lk);
     uint32_t ok = bfs__txn_changelog_ok(lk, op, locked);
+    uint32_t locked_good = ok; /* the children the check lets take the change */
     int rc = 0;
     if (!ok)
         rc = -ENOTCONN;
@@ -216,15 +225,20 @@ static int preop_done(struct bfs_txn *t)
         rc = -EROFS;
     else if (cl->cl->check && t->type != BFS_TXN_ENTRY) {
         struct bfs_dict *rows[BFS_CLUSTER_MAX] = {0};
+        uint32_t good = ok;
         for (int i = 0; i < cl->n; i++)
             if (bfs_mask_has(ok, i))
                 rows[i] = row_of(op, i);
-        rc = cl->cl->check(cl->cl_arg, t->type, ok, rows);
+        rc = cl->cl->check(cl->cl_arg, lk, t->type, ok, rows, &good);
+        if (rc == 0)
+            locked_good = good & ok;
     }
     pthread_mutex_lock(&lk->m);
     lk->set = lk->dirtied = ok;
     pthread_mutex_unlock(&lk->m);
     if (rc < 0) {
+        if (rc == -EIO)
+            XL_WARN(cl->xl, "the copies locked for a change blame each other: EIO");
         t->rc = rc;
         op->state = T_UNDO_DONE;
         if (ok) {
@@ -233,12 +247,13 @@ static int preop_done(struct bfs_txn *t)
         }
         return BFS_OP_CONTINUE;
     }
-    uint32_t missed = locked & ~ok; /* locked but not marked: blame them now */
+    uint32_t missed = locked & ~locked_good; /* locked but not marked (or refused by the
+                                             * check): blame them now */
     if (missed) {
         t->blame = missed;
         t->after_blame = T_FOP;
         op->state = T_BLAME_DONE;
-        bfs__txn_wind_changelog(lk, op, ok, 0, missed, 1, false);
+        bfs__txn_wind_changelog(lk, op, ok & ~missed, 0, missed, 1, false);
         return BFS_OP_WAIT;
     }
     op->state = T_FOP;
@@ -296,6 +311,8 @@ static bool same_error(const struct bfs_op *op, uint32_t mask)
 static int fop_done(struct bfs_txn *t)
 {
     struct bfs_op *op = &t->op;
+    if (t->fop->next && t->fop->next(t) == BFS_OP_WAIT)
+        return BFS_OP_WAIT; /* another stage of the fop was wound */
     uint32_t skipped = t->ok, wound_ok = 0, wound_failed = 0;
     for (int i = 0; i < t->cl->n; i++) {
         if (!bfs_mask_has(t->run & ~skipped, i))
@@ -317,6 +334,12 @@ static int fop_done(struct bfs_txn *t)
         t->rc = t->fop->combine(t);
         if (t->rc >= 0)
             t->rc = -EIO;
+        int c = bfs_mask_first(t->run);
+        if (t->rc == -EIO)
+            XL_WARN(t->cl->xl, "%s failed on every copy it went to (%s): EIO",
+                    c >= 0 && op->replies[c].valid ? bfs_fop_name(op->replies[c].fop)
+                                                   : "a change",
+                    same_error(op, wound_failed) ? "one error" : "different errors");
         op->state = T_ANSWER;
         return BFS_OP_CONTINUE;
     }
@@ -328,11 +351,29 @@ static int fop_done(struct bfs_txn *t)
         t->after_blame = T_ANSWER;
         op->frame = t->lk->top;
         op->state = T_BLAME_DONE;
+        /* the answer is made from the fop's replies: keep them aside while
+         * the blame stage uses the slots (no call is in flight now) */
+        struct bfs_op_reply *fresh = calloc((size_t)op->n, sizeof(*fresh));
+        if (fresh) {
+            t->kept = op->replies;
+            op->replies = fresh;
+        }
         bfs__txn_wind_changelog(t->lk, op, t->ok, 0, t->failed, 1, false);
         return BFS_OP_WAIT;
     }
     op->state = T_ANSWER;
     return BFS_OP_CONTINUE;
+}
+
+/* The fop's replies kept aside during a blame stage go back in place. */
+static void restore_kept(struct bfs_txn *t)
+{
+    if (!t->kept)
+        return;
+    bfs_op_reset_replies(&t->op);
+    free(t->op.replies);
+    t->op.replies = t->kept;
+    t->kept = NULL;
 }
 
 /* A blame stage answered: the blamed children leave the set. */
@@ -346,8 +387,11 @@ static int blame_done(struct bfs_txn *t)
     lk->dirtied &= ~t->blame;
     pthread_mutex_unlock(&lk->m);
     bfs_op_reset_replies(&t->op);
-    if (!recorded && t->after_blame == T_ANSWER && t->rc >= 0)
+    restore_kept(t);
+    if (!recorded && t->after_blame == T_ANSWER && t->rc >= 0) {
+        XL_WARN(t->cl->xl, "no copy recorded the blame of copies that failed a change: EIO");
         t->rc = -EIO; /* nobody recorded the blame: do not acknowledge */
+    }
     t->op.state = t->after_blame;
     return BFS_OP_CONTINUE;
 }
@@ -450,7 +494,9 @@ int bfs_txn_init(struct bfs_txn *t, struct bfs_cluster *cl, const struct bfs_txn
         t->own_lock = true;
     }
     t->lk = lk;
-    if (bfs_op_init(&t->op, caller, cl->xl, cl->n * 2, txn_step, txn_destroy) < 0) {
+    /* slots: obj * n + child for the changelog (two objects at most); the fop
+     * stage may use up to BFS_TXN_FOP_SLOTS per child (txn.h) */
+    if (bfs_op_init(&t->op, caller, cl->xl, cl->n * BFS_TXN_FOP_SLOTS, txn_step, txn_destroy) < 0) {
         if (t->own_lock) {
             pthread_mutex_destroy(&lk->m);
             free(lk);

@@ -51,6 +51,11 @@
 
 struct bfs_txn;
 
+/* Reply slots of a transaction's op per child: the fop stage may use slot
+ * i + j * n (j < BFS_TXN_FOP_SLOTS) for several calls to child i; only
+ * slots 0..n-1 decide success. */
+#define BFS_TXN_FOP_SLOTS 4
+
 /* The translator's part of a transaction. */
 struct bfs_txn_fop {
     /* Children among `set` that can take the fop (e.g. where the fd is
@@ -64,6 +69,13 @@ struct bfs_txn_fop {
     int (*combine)(struct bfs_txn *t);
     /* Answers the caller (unwinds t->caller) with rc. Called once. */
     void (*answer)(struct bfs_txn *t, int rc);
+    /* Optional, for fops of several stages (read-modify-write): called
+     * when the stage wound by wind (or by an earlier call) has answered.
+     * Returns BFS_OP_WAIT after winding another stage into t->op
+     * (bfs_op_reset_replies, bfs_op_expect first), or BFS_OP_CONTINUE when
+     * slots 0..n-1 hold the fop's final answer per child of run (a slot
+     * left invalid counts as failed). NULL: one stage. */
+    int (*next)(struct bfs_txn *t);
     /* Frees the struct embedding t, when the op is over. */
     void (*destroy)(struct bfs_txn *t);
 };
@@ -141,6 +153,7 @@ struct bfs_txn {
     uint32_t absent;              /* children blamed at pre-op */
     struct bfs_stack *old_stack;  /* identity of a failed acquisition, freed with t */
     struct bfs_frame *old_top;
+    struct bfs_op_reply *kept;    /* the fop's replies, set aside during a blame stage */
     struct bfs_txn *next;
 };
 

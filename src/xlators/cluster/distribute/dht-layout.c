@@ -111,6 +111,90 @@ int dht_table_remove(struct dht_table *t, int x)
     return 0;
 }
 
+/* Targets proportional to w (largest remainder, ties to the lower index). */
+static int weighted_targets(int n, const uint64_t *w, uint32_t *target)
+{
+    long double sum = 0;
+    for (int s = 0; s < n; s++)
+        sum += (long double)w[s];
+    if (sum <= 0)
+        return -EINVAL;
+    uint32_t given = 0;
+    long double *rem = calloc((size_t)n, sizeof(*rem));
+    if (!rem)
+        return -ENOMEM;
+    for (int s = 0; s < n; s++) {
+        long double exact = (long double)DHT_BUCKETS * (long double)w[s] / sum;
+        target[s] = (uint32_t)exact;
+        rem[s] = exact - (long double)target[s];
+        given += target[s];
+    }
+    while (given < DHT_BUCKETS) { /* at most n rounds */
+        int best = -1;
+        for (int s = 0; s < n; s++)
+            if (w[s] && (best < 0 || rem[s] > rem[best]))
+                best = s;
+        target[best]++;
+        rem[best] = -1;
+        given++;
+    }
+    free(rem);
+    return 0;
+}
+
+long dht_table_retarget(struct dht_table *t, int n, const uint64_t *weights)
+{
+    if (n < t->nsubvols || n < 1 || n > DHT_MAX_SUBVOLS)
+        return -EINVAL;
+    uint32_t *target = calloc((size_t)n, sizeof(*target));
+    uint32_t *count = calloc((size_t)n, sizeof(*count));
+    if (!target || !count) {
+        free(target);
+        free(count);
+        return -ENOMEM;
+    }
+    int rc = weighted_targets(n, weights, target);
+    if (rc < 0) {
+        free(target);
+        free(count);
+        return rc;
+    }
+    t->nsubvols = n;
+    dht_table_counts(t, count);
+    long moved = 0;
+    int next = 0; /* lowest index that may still be below its target */
+    for (uint32_t b = DHT_BUCKETS; b-- > 0;) {
+        uint16_t s = t->map[b];
+        if (count[s] <= target[s])
+            continue;
+        while (next < n && count[next] >= target[next])
+            next++;
+        if (next >= n)
+            break; /* cannot happen: surplus and deficit are equal */
+        count[s]--;
+        count[next]++;
+        t->map[b] = (uint16_t)next;
+        moved++;
+    }
+    free(target);
+    free(count);
+    return moved;
+}
+
+int dht_table_drop_empty(struct dht_table *t, int x)
+{
+    if (x < 0 || x >= t->nsubvols || t->nsubvols < 2)
+        return -EINVAL;
+    for (uint32_t b = 0; b < DHT_BUCKETS; b++)
+        if (t->map[b] == x)
+            return -EINVAL;
+    for (uint32_t b = 0; b < DHT_BUCKETS; b++)
+        if (t->map[b] > x)
+            t->map[b]--;
+    t->nsubvols--;
+    return 0;
+}
+
 struct dht_table *dht_table_canonical(int n)
 {
     if (n < 1 || n > DHT_MAX_SUBVOLS)

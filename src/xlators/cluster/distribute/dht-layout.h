@@ -48,6 +48,20 @@ int dht_table_add(struct dht_table *t);
 /* Removes subvolume x; its buckets go to the others below their new
  * target, and indices above x shift down. 0, or -EINVAL. */
 int dht_table_remove(struct dht_table *t, int x);
+/*
+ * Re-targets t to n subvolumes (n >= t->nsubvols - only growth of the
+ * index range; a subvolume to empty gets weight 0) with bucket counts
+ * proportional to weights[0..n-1] (largest remainder, ties to the lower
+ * index). Subvolumes above target give their highest-numbered buckets to
+ * those below target, lowest index first: only the surplus moves. With
+ * equal weights and n = t->nsubvols + 1 it equals dht_table_add. Returns
+ * the number of buckets moved, or -EINVAL (no positive weight, n out of
+ * range) / -ENOMEM.
+ */
+long dht_table_retarget(struct dht_table *t, int n, const uint64_t *weights);
+/* Drops subvolume x, which must own no bucket: indices above x shift
+ * down. 0 or -EINVAL. */
+int dht_table_drop_empty(struct dht_table *t, int x);
 /* Buckets per subvolume into counts[t->nsubvols]. */
 void dht_table_counts(const struct dht_table *t, uint32_t *counts);
 

@@ -333,7 +333,9 @@ bool dht__xdata_gfid_req(const struct bfs_dict *xd, struct bfs_gfid *out)
 
 bool dht__is_suspicious(const struct bfs_iatt *ia)
 {
-    return ia->mode == DHT_LINK_MODE && ia->size == 0;
+    /* any size: a rebalance fills its destination while it still has the
+     * link-file shape and a linkto naming the source (rebalance.md) */
+    return ia->mode == DHT_LINK_MODE;
 }
 
 static void later(int64_t *s, uint32_t *ns, int64_t os, uint32_t ons)

@@ -23,6 +23,8 @@
 #include "core/event.h"
 #include "dht.h"
 
+static const char *const throttle_values[] = {"lazy", "normal", "aggressive", NULL};
+
 static const struct bfs_option_desc dht_options[] = {
     {.key = "layout", .type = BFS_OPT_STR, .def = "canonical",
      .description = "bucket table: canonical, canonical:K, or runs S*COUNT,... over 65536 "
@@ -41,6 +43,15 @@ static const struct bfs_option_desc dht_options[] = {
     {.key = "cluster.lookup-unhashed", .type = BFS_OPT_BOOL, .def = "off",
      .description = "search every brick when a name is not where the layout puts it "
                     "(recovery after replacing a brick)",
+     .flags = BFS_OPT_F_CLIENT | BFS_OPT_F_SETTABLE | BFS_OPT_F_RECONF},
+    /* read by brickfs-rebalance from this translator's options (not by dht) */
+    {.key = "cluster.rebal-throttle", .type = BFS_OPT_ENUM, .def = "normal",
+     .values = throttle_values,
+     .description = "rebalance copy rate: lazy (10 MB/s), normal (50 MB/s) or aggressive "
+                    "(unlimited), one file at a time, so clients keep priority",
+     .flags = BFS_OPT_F_CLIENT | BFS_OPT_F_SETTABLE | BFS_OPT_F_RECONF},
+    {.key = "cluster.rebal-max-mbps", .type = BFS_OPT_INT, .def = "0", .min = 0, .max = 100000,
+     .description = "rebalance copy rate limit in MB/s; 0 = as cluster.rebal-throttle says",
      .flags = BFS_OPT_F_CLIENT | BFS_OPT_F_SETTABLE | BFS_OPT_F_RECONF},
     {.key = NULL},
 };
@@ -283,6 +294,7 @@ static char *dht_dump(struct bfs_xl *xl)
 
 static const struct bfs_fops dht_fops = {
     .lookup = dht__lookup,
+    .write = dht__write,
     .create = dht__create,
     .mknod = dht__mknod,
     .symlink = dht__symlink,

@@ -34,6 +34,8 @@
 #include "dht-layout.h"
 
 #define DHT_LINKTO_KEY "trusted.brickfs.dht.linkto"
+/* on a source the rebalance froze: its original mode (docs/design/rebalance.md) */
+#define DHT_MIGRATING_KEY "trusted.brickfs.dht.migrating"
 #define DHT_VERSION_KEY "trusted.brickfs.dht.layout-version"
 #define DHT_XATTR_PREFIX "trusted.brickfs."
 #define DHT_INTERNAL_KEY "brickfs-internal" /* xdata INT 1, see the design note */
@@ -278,6 +280,9 @@ struct dht_dirfd {
     uint8_t open[]; /* [n] */
 };
 struct dht_dirfd *dht__dirfd(struct bfs_xl *xl, struct bfs_fd *fd);
+
+/* dht-migrate.c: writes that follow a file the rebalance moved */
+int dht__write(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_write_req *req);
 
 /* dht-inode.c */
 int dht__generic(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req);

@@ -70,8 +70,11 @@ void afr_state_add_row(const struct afr_priv *p, struct afr_state *s, int i,
 
 /* struct bfs_changelog_ops.check: refuse changes that would reach only
  * stale copies (afr_check_stale). */
-static int cl_check(void *arg, int type, uint32_t set, struct bfs_dict *const *rows)
+static int cl_check(void *arg, struct bfs_txn_lock *lk, int type, uint32_t set,
+                    struct bfs_dict *const *rows, uint32_t *good)
 {
+    (void)lk;
+    (void)good; /* every child of set may take the change */
     const struct afr_priv *p = arg;
     struct afr_state *s = calloc(1, sizeof(*s));
     if (!s)

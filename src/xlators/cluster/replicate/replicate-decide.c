@@ -237,6 +237,16 @@ void afr_decide(const struct afr_state *s, int t, int policy, int force,
         if (blamed && blamed != cand)
             sources = cand & ~blamed;
     }
+    if (!sources && t == AFR_DATA && s->arbiter >= 0 && (s->valid & BIT(s->arbiter))) {
+        /* Every data copy here is blamed, yet not by each other: the copy
+         * that has the writes is one that did not answer. Not a split-brain
+         * (no policy may pick a stale copy over it): wait for it. */
+        uint32_t all_data = (s->n >= 32 ? ~0u : BIT(s->n) - 1) & ~BIT(s->arbiter);
+        if ((cand & all_data) != all_data && !afr_mutual_blame(s, s->valid, t)) {
+            d->unreachable = true;
+            return;
+        }
+    }
     if (!sources && t != AFR_ENTRY) {
         sources = by_policy(s, cand, t, policy);
         d->by_policy = sources != 0;

@@ -50,6 +50,10 @@ struct afr_decision {
     uint32_t sources;    /* a heal copies from one of these ... */
     uint32_t sinks;      /* ... to these */
     bool split_brain;    /* no source, and the policy did not pick one */
+    bool unreachable;    /* no source among the copies that answered, but the
+                          * good copy may be one that did not (arbiter volumes:
+                          * the arbiter blames every data copy here): wait for
+                          * it, this is not a split-brain */
     bool by_policy;      /* the favorite-child policy picked the source */
     bool needs_heal;     /* sinks, dirty marks, or a split-brain */
 };

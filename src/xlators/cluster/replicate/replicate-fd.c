@@ -14,7 +14,14 @@
  *   FAN_STATFS  the answer with the least space available;
  *   FAN_LK      locks (lk, inodelk, entrylk and fd forms): likewise, and a
  *               lock granted on some copies but refused on others is
- *               released again on those that granted it (second stage);
+ *               released again on those that granted it (second stage).
+ *               A blocking request is never sent to every copy at once:
+ *               two lockers could each win a different copy first and
+ *               wait for each other for ever. It is tried non-blocking on
+ *               every copy in parallel (uncontended: one round trip); if
+ *               a copy is held elsewhere, what was granted is released
+ *               and the blocking request goes to one copy at a time, in
+ *               child order (lib/lk.c does the same for our own locks);
  *   FAN_REOPEN  "fix-open": an open fd opened on the children it missed;
  *               answers nobody, runs a continuation (afr_fix_open).
  * flush first waits for the file's eager lock to be released (post-op
@@ -31,7 +38,7 @@
 #include "replicate.h"
 
 enum { FAN_OPEN = 1, FAN_ANY, FAN_ALL, FAN_STATFS, FAN_LK, FAN_REOPEN };
-enum { F_WIND = 1, F_DONE, F_UNDONE };
+enum { F_WIND = 1, F_DONE, F_UNDONE, F_NB_DONE, F_NB_UNDONE, F_SERIAL };
 
 struct afr_fan {
     struct bfs_op op; /* first */
@@ -45,6 +52,7 @@ struct afr_fan {
     uint32_t asked;
     int rc;
     int chosen;
+    uint32_t todo;           /* FAN_LK, serial: children still to lock */
     bfs_task_fn then;        /* FAN_REOPEN: continuation */
     void *then_arg;
 };
@@ -179,6 +187,95 @@ static void release_req(const struct afr_fan *f, union lock_req *u)
     }
 }
 
+static int fan_done(struct afr_fan *f);
+static uint32_t refused(const struct afr_fan *f);
+
+/* A blocking lock request? */
+static bool lock_blocks(const struct afr_fan *f)
+{
+    switch (f->fop) {
+    case BFS_FOP_LK:
+        return (((const struct bfs_lk_req *)f->req)->cmd & ~BFS_LK_FLOCK) == BFS_LK_SETLKW;
+    case BFS_FOP_INODELK:
+        return ((const struct bfs_inodelk_req *)f->req)->cmd == BFS_LK_SETLKW;
+    case BFS_FOP_FINODELK:
+        return ((const struct bfs_finodelk_req *)f->req)->cmd == BFS_LK_SETLKW;
+    case BFS_FOP_ENTRYLK:
+        return ((const struct bfs_entrylk_req *)f->req)->cmd == BFS_ENTRYLK_LOCK;
+    case BFS_FOP_FENTRYLK:
+        return ((const struct bfs_fentrylk_req *)f->req)->cmd == BFS_ENTRYLK_LOCK;
+    }
+    return false;
+}
+
+/* The same request, non-blocking. */
+static void nonblocking_req(const struct afr_fan *f, union lock_req *u)
+{
+    switch (f->fop) {
+    case BFS_FOP_LK:
+        u->lk = *(const struct bfs_lk_req *)f->req;
+        u->lk.cmd = BFS_LK_SETLK | (u->lk.cmd & BFS_LK_FLOCK);
+        break;
+    case BFS_FOP_INODELK:
+        u->inodelk = *(const struct bfs_inodelk_req *)f->req;
+        u->inodelk.cmd = BFS_LK_SETLK;
+        break;
+    case BFS_FOP_FINODELK:
+        u->finodelk = *(const struct bfs_finodelk_req *)f->req;
+        u->finodelk.cmd = BFS_LK_SETLK;
+        break;
+    case BFS_FOP_ENTRYLK:
+        u->entrylk = *(const struct bfs_entrylk_req *)f->req;
+        u->entrylk.cmd = BFS_ENTRYLK_LOCK_NB;
+        break;
+    case BFS_FOP_FENTRYLK:
+        u->fentrylk = *(const struct bfs_fentrylk_req *)f->req;
+        u->fentrylk.cmd = BFS_ENTRYLK_LOCK_NB;
+        break;
+    }
+}
+
+/* After the non-blocking round of a blocking request: done unless a copy
+ * is held elsewhere; then release what was granted and go serial. */
+static int nb_done(struct afr_fan *f)
+{
+    uint32_t ok = ok_mask(f), contended = 0;
+    for (int i = 0; i < f->p->n; i++) {
+        const struct bfs_op_reply *r = &f->op.replies[i];
+        if (bfs_mask_has(f->asked, i) && r->valid && r->rc == -EAGAIN)
+            contended |= BFS_BIT(i);
+    }
+    if (!contended)
+        return fan_done(f);
+    f->todo = f->asked;
+    bfs_op_reset_replies(&f->op);
+    if (!ok) {
+        f->op.state = F_SERIAL;
+        return BFS_OP_CONTINUE;
+    }
+    union lock_req u;
+    release_req(f, &u);
+    bfs_op_expect(&f->op, bfs_mask_count(ok));
+    f->op.state = F_NB_UNDONE;
+    for (int i = 0; i < f->p->n; i++)
+        if (bfs_mask_has(ok, i))
+            bfs_op_wind(&f->op, i, f->fop, f->p->xl->children[i], &u);
+    return BFS_OP_WAIT;
+}
+
+/* The blocking request to one child at a time, in child order; replies
+ * stay in their slots for fan_done. A refusal (not "down") stops it. */
+static int serial(struct afr_fan *f)
+{
+    int i = bfs_mask_first(f->todo);
+    if (i < 0 || (refused(f) & ~f->todo))
+        return fan_done(f);
+    f->todo &= ~BFS_BIT(i);
+    bfs_op_expect(&f->op, 1);
+    bfs_op_wind(&f->op, i, f->fop, f->p->xl->children[i], f->req);
+    return BFS_OP_WAIT;
+}
+
 /* A lock granted on some copies only: release it there, answer the error. */
 static int lock_undo(struct afr_fan *f, uint32_t ok)
 {
@@ -294,12 +391,29 @@ static int fan_step(struct bfs_op *op)
             return f->kind == FAN_REOPEN ? reopened(f, 0) : fan_answer(f, -ENOTCONN, -1);
         bfs_op_expect(op, bfs_mask_count(f->asked));
         op->state = F_DONE;
+        if (f->kind == FAN_LK && lock_blocks(f) && bfs_mask_count(f->asked) > 1) {
+            union lock_req u;
+            nonblocking_req(f, &u);
+            op->state = F_NB_DONE;
+            for (int i = 0; i < p->n; i++)
+                if (bfs_mask_has(f->asked, i))
+                    bfs_op_wind(op, i, f->fop, p->xl->children[i], &u);
+            return BFS_OP_WAIT;
+        }
         for (int i = 0; i < p->n; i++)
             if (bfs_mask_has(f->asked, i))
                 bfs_op_wind(op, i, f->fop, p->xl->children[i], f->req);
         return BFS_OP_WAIT;
     case F_DONE:
         return fan_done(f);
+    case F_NB_DONE:
+        return nb_done(f);
+    case F_NB_UNDONE:
+        bfs_op_reset_replies(op); /* an unlock that fails frees nothing we hold */
+        op->state = F_SERIAL;
+        return BFS_OP_CONTINUE;
+    case F_SERIAL:
+        return serial(f);
     case F_UNDONE:
         return fan_answer(f, f->rc, -1);
     }

@@ -4,9 +4,16 @@
  * writer, ours or another client's, changes the file meanwhile).
  *
  *   diff (default)  the sink is first cut or extended to the source's size,
- *                   then each 128 KiB block is read on both and written
- *                   only where it differs: an almost equal copy costs reads
- *                   only, and holes stay holes;
+ *                   then source and sink are compared block by block (128
+ *                   KiB) and only blocks that differ are read on the source
+ *                   and written to the sink. The comparison asks each brick
+ *                   for a SHA-256 per block (rchecksum, SUM_SPAN of the file
+ *                   per call), so equal blocks cost 32 bytes on the wire
+ *                   instead of a read of the sink; a sink (or a source)
+ *                   that cannot answer rchecksum (an older brick) is
+ *                   compared by reading both copies instead. Holes stay
+ *                   holes: a sink's new tail reads as zeros, as the
+ *                   source's zeros do;
  *   full            the sink is emptied, every block of the source that is
  *                   not all zeros is written, then the size is set.
  * The arbiter is never a data sink. Runs on the heal thread.
@@ -21,6 +28,8 @@
 #include "replicate.h"
 
 #define HEAL_BLOCK (128u << 10)
+#define SUM_SPAN_BLOCKS 256u /* blocks per rchecksum call: 32 MiB, 8 KiB of sums */
+#define SUM_LEN 32
 
 static bool all_zero(const void *buf, size_t len)
 {
@@ -92,7 +101,105 @@ static void copy_block(struct afr_hctx *h, struct bfs_fd *fd, int src, uint32_t 
         }
         if (n && write_on(h, k, fd, off, sbuf, (size_t)n) < 0)
             *sinks &= ~BFS_BIT(k);
+        else
+            __atomic_add_fetch(&h->p->n_heal_blocks, 1, __ATOMIC_RELAXED);
     }
+}
+
+/* Checksums of the blocks of [off, off + len) on child i: the number of
+ * blocks (sums in rep->sums), or -errno. */
+static int sums_on(struct afr_hctx *h, int i, struct bfs_fd *fd, uint64_t off, uint64_t len,
+                   struct bfs_rchecksum_rep *rep)
+{
+    struct bfs_rchecksum_req req = {.fd = fd, .offset = off, .len = len, .block = HEAL_BLOCK};
+    int rc = afr_hsync(h, i, BFS_FOP_RCHECKSUM, &req, rep);
+    if (rc >= 0 && rep->sums.len != (size_t)rc * SUM_LEN)
+        rc = -EPROTO;
+    return rc;
+}
+
+/* Copies the blocks of one span that sinks need (need[k][b]) from src. */
+static void copy_needed(struct afr_hctx *h, struct bfs_fd *fd, int src, uint32_t *sinks,
+                        uint64_t off, int nblocks, bool need[][SUM_SPAN_BLOCKS], uint8_t *buf)
+{
+    struct afr_priv *p = h->p;
+    for (int b = 0; b < nblocks && *sinks; b++) {
+        uint32_t want = 0;
+        for (int k = 0; k < p->n; k++)
+            if (bfs_mask_has(*sinks, k) && need[k][b])
+                want |= BFS_BIT(k);
+        if (!want)
+            continue;
+        uint64_t at = off + (uint64_t)b * HEAL_BLOCK;
+        ssize_t n = read_on(h, src, fd, at, buf);
+        if (n < 0) {
+            *sinks = 0; /* the source failed: nothing can be healed */
+            return;
+        }
+        for (int k = 0; k < p->n; k++) {
+            if (!bfs_mask_has(want, k))
+                continue;
+            if (n && write_on(h, k, fd, at, buf, (size_t)n) < 0)
+                *sinks &= ~BFS_BIT(k);
+            else
+                __atomic_add_fetch(&p->n_heal_blocks, 1, __ATOMIC_RELAXED);
+        }
+    }
+}
+
+/*
+ * The diff heal by checksums, for the sinks of *sinks that answer
+ * rchecksum. Returns the sinks it took care of; a sink that failed a
+ * call on the way leaves *sinks; sinks that could not answer the first
+ * rchecksum (and all of them when the source cannot) are left to the
+ * comparison by reads.
+ */
+static uint32_t heal_by_sums(struct afr_hctx *h, struct bfs_fd *fd, int src, uint32_t *sinks,
+                             uint8_t *buf)
+{
+    struct afr_priv *p = h->p;
+    uint64_t size = h->s.attr[src].size;
+    uint64_t span = (uint64_t)SUM_SPAN_BLOCKS * HEAL_BLOCK;
+    uint32_t mine = *sinks;
+    bool (*need)[SUM_SPAN_BLOCKS] = calloc((size_t)p->n, sizeof(*need));
+    if (!need)
+        return 0;
+    for (uint64_t off = 0; off < size && (mine & *sinks); off += span) {
+        uint64_t len = size - off < span ? size - off : span;
+        struct bfs_rchecksum_rep srep;
+        int n = sums_on(h, src, fd, off, len, &srep);
+        if (n < 0) {
+            bfs_rchecksum_rep_clear_dup(&srep);
+            if (off > 0)
+                *sinks &= ~mine;
+            free(need);
+            return 0; /* at the start: no checksums from the source, compare by reads */
+        }
+        for (int k = 0; k < p->n; k++) {
+            if (!bfs_mask_has(mine & *sinks, k))
+                continue;
+            struct bfs_rchecksum_rep krep;
+            int kn = sums_on(h, k, fd, off, len, &krep);
+            if (kn < 0 && off == 0) {
+                mine &= ~BFS_BIT(k); /* this sink: compare by reads */
+            } else if (kn < 0) {
+                *sinks &= ~BFS_BIT(k);
+            } else {
+                for (int b = 0; b < n; b++)
+                    need[k][b] = b >= kn || memcmp((const uint8_t *)srep.sums.data + b * SUM_LEN,
+                                                   (const uint8_t *)krep.sums.data + b * SUM_LEN,
+                                                   SUM_LEN) != 0;
+                __atomic_add_fetch(&p->n_heal_sum_blocks, (uint64_t)n, __ATOMIC_RELAXED);
+            }
+            bfs_rchecksum_rep_clear_dup(&krep);
+        }
+        bfs_rchecksum_rep_clear_dup(&srep);
+        uint32_t todo = *sinks & mine;
+        copy_needed(h, fd, src, &todo, off, n, need, buf);
+        *sinks &= ~(mine & ~todo); /* sinks that failed a write, or all if the source did */
+    }
+    free(need);
+    return mine & *sinks;
 }
 
 /* The heal proper: returns the sinks that were healed. */
@@ -111,8 +218,14 @@ static uint32_t copy_file(struct afr_hctx *h, int src, uint32_t sinks)
         if (bfs_mask_has(sinks, k) &&
             (open_on(h, k, fd, O_RDWR) < 0 || truncate_on(h, k, fd, diff ? sa->size : 0) < 0))
             sinks &= ~BFS_BIT(k);
-    for (uint64_t off = 0; off < sa->size && sinks; off += HEAL_BLOCK)
-        copy_block(h, fd, src, &sinks, off, sbuf, kbuf, diff);
+    uint32_t by_reads = sinks;
+    if (diff && sinks)
+        by_reads = sinks & ~heal_by_sums(h, fd, src, &sinks, sbuf);
+    for (uint64_t off = 0; off < sa->size && (sinks & by_reads); off += HEAL_BLOCK) {
+        uint32_t some = sinks & by_reads;
+        copy_block(h, fd, src, &some, off, sbuf, kbuf, diff);
+        sinks &= ~(sinks & by_reads & ~some);
+    }
     for (int k = 0; k < p->n; k++) {
         if (!bfs_mask_has(sinks, k))
             continue;
@@ -131,10 +244,10 @@ static uint32_t copy_file(struct afr_hctx *h, int src, uint32_t sinks)
     return sinks;
 }
 
-int afr_heal_data(struct afr_priv *p, const struct bfs_gfid *g)
+int afr_heal_data(struct afr_priv *p, const struct bfs_gfid *g, int force)
 {
     struct afr_hctx h;
-    int rc = afr_heal_begin(&h, p, g, AFR_DATA);
+    int rc = afr_heal_begin(&h, p, g, AFR_DATA, force);
     if (rc < 0)
         return rc;
     int ref = bfs_mask_first(h.s.valid);

@@ -231,7 +231,7 @@ static uint32_t heal_names(struct afr_hctx *h, uint32_t sources, uint32_t sinks,
 int afr_heal_entry(struct afr_priv *p, const struct bfs_gfid *g)
 {
     struct afr_hctx h;
-    int rc = afr_heal_begin(&h, p, g, AFR_ENTRY);
+    int rc = afr_heal_begin(&h, p, g, AFR_ENTRY, -1);
     if (rc < 0)
         return rc;
     int ref = bfs_mask_first(h.s.valid);

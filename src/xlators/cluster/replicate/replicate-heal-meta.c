@@ -117,10 +117,10 @@ static int copy_meta(struct afr_hctx *h, int src, int sink)
     return afr_hsync(h, sink, BFS_FOP_SETATTR, &req, NULL);
 }
 
-int afr_heal_meta(struct afr_priv *p, const struct bfs_gfid *g)
+int afr_heal_meta(struct afr_priv *p, const struct bfs_gfid *g, int force)
 {
     struct afr_hctx h;
-    int rc = afr_heal_begin(&h, p, g, AFR_METADATA);
+    int rc = afr_heal_begin(&h, p, g, AFR_METADATA, force);
     if (rc < 0)
         return rc;
     if (h.d.split_brain) {

@@ -4,8 +4,9 @@
  * decide, and afterwards reset the counters, update the inode context and
  * unlock (docs/design/replicate.md, "Heal").
  *
- * Heals are the cold path: they run on one heal thread per translator as
- * straight-line code over the blocking bfs_sync_* wrappers (the self-heal
+ * Heals are the cold path: they run on the shared heal queue's thread
+ * (lib/healq.c, also disperse's) as straight-line code over the blocking
+ * bfs_sync_* wrappers (the self-heal
  * daemon will call afr_heal_{data,meta,entry} the same way). A lookup asks
  * for a heal with afr_heal_request():
  *   background  queued (at most cluster.background-self-heal-count, same
@@ -22,24 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
+#include "core/event.h"
 #include "core/graph.h"
 #include "replicate.h"
-
-struct afr_heal_job {
-    struct afr_heal_job *next;
-    struct afr_heal_req r;
-};
-
-struct afr_healer {
-    struct afr_priv *p;
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    struct afr_heal_job *head, *tail;
-    size_t queued;
-    bool stop;
-};
 
 static uint64_t heal_owner_seq;
 
@@ -50,15 +38,16 @@ int afr_hsync(struct afr_hctx *h, int i, int fop, const void *req, void *rep)
     return bfs_sync_any(fop, h->p->xl->children[i], h->st, req, rep);
 }
 
-static int lock_one(struct afr_hctx *h, int i, bool lock)
+/* cmd: BFS_LK_SETLK (never waits: EAGAIN when held elsewhere) or 0 (unlock). */
+static int lock_one(struct afr_hctx *h, int i, int cmd)
 {
     if (h->lk.kind == BFS_LKSET_INODE) {
         struct bfs_inodelk_req req;
-        bfs_lkset_inodelk_req(&h->lk, h->st->lk_owner, lock ? BFS_LK_SETLKW : 0, &req);
+        bfs_lkset_inodelk_req(&h->lk, h->st->lk_owner, cmd, &req);
         return afr_hsync(h, i, BFS_FOP_INODELK, &req, NULL);
     }
     struct bfs_entrylk_req req;
-    bfs_lkset_entrylk_req(&h->lk, lock ? BFS_LK_SETLKW : 0, &req);
+    bfs_lkset_entrylk_req(&h->lk, cmd, &req);
     return afr_hsync(h, i, BFS_FOP_ENTRYLK, &req, NULL);
 }
 
@@ -66,8 +55,54 @@ static void unlock_all(struct afr_hctx *h)
 {
     for (int i = h->p->n - 1; i >= 0; i--)
         if (bfs_mask_has(h->locked, i))
-            (void)lock_one(h, i, false);
+            (void)lock_one(h, i, 0);
     h->locked = 0;
+}
+
+static bool healer_stopping(const struct afr_priv *p);
+
+/*
+ * Takes the heal's lock on every up child without ever queueing behind
+ * another holder: one round of non-blocking requests; if a child answers
+ * EAGAIN, what was taken is released and the round is tried again after a
+ * pause (5 ms, doubling up to 100 ms) until cluster.heal-lock-timeout.
+ * A blocking request would wait for as long as the holder keeps the lock:
+ * a client stopped while holding it (its connection stays open), or a
+ * lock a brick kept because the unlock never reached it. The heal thread
+ * is one per translator and a foreground heal holds a lookup's answer, so
+ * one such lock would stop every heal and hang that lookup for good.
+ * Giving up costs nothing: the counters stay, the next access heals.
+ * The self-heal daemon's heals (heal_try) give up after the first busy
+ * round: the daemon comes back to the entry on its next pass.
+ * 0, -ENOTCONN (nothing up) or -EAGAIN (still held elsewhere).
+ */
+static int lock_all(struct afr_hctx *h)
+{
+    struct afr_priv *p = h->p;
+    uint64_t deadline =
+        bfs_now_ns() + __atomic_load_n(&p->heal_lock_ms, __ATOMIC_RELAXED) * 1000000ull;
+    unsigned pause_ms = 5;
+    for (;;) {
+        uint32_t up = afr_up(p);
+        bool busy = false;
+        for (int i = 0; i < p->n && !busy; i++) {
+            if (!bfs_mask_has(up, i))
+                continue;
+            int rc = lock_one(h, i, BFS_LK_SETLK);
+            if (rc == 0)
+                h->locked |= BFS_BIT(i);
+            else if (rc == -EAGAIN)
+                busy = true;
+        }
+        if (!busy)
+            return h->locked ? 0 : -ENOTCONN;
+        unlock_all(h);
+        if (p->heal_try || bfs_now_ns() >= deadline || healer_stopping(p))
+            return -EAGAIN;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)pause_ms * 1000000L};
+        nanosleep(&ts, NULL);
+        pause_ms = pause_ms * 2 > 100 ? 100 : pause_ms * 2;
+    }
 }
 
 static void hctx_free(struct afr_hctx *h)
@@ -101,7 +136,8 @@ static void inspect(struct afr_hctx *h)
     bfs_dict_unref(req.xdata);
 }
 
-int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid *g, int t)
+int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid *g, int t,
+                   int force)
 {
     memset(h, 0, sizeof(*h));
     h->p = p;
@@ -116,13 +152,15 @@ int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid
         bfs_stack_unref(h->st);
         return -ENOMEM;
     }
-    uint32_t up = afr_up(p);
-    for (int i = 0; i < p->n; i++) /* blocking, in child order */
-        if (bfs_mask_has(up, i) && lock_one(h, i, true) == 0)
-            h->locked |= BFS_BIT(i);
-    if (!h->locked) {
+    int rc = lock_all(h);
+    if (rc < 0) {
+        char gs[BFS_GFID_STRLEN];
+        if (rc == -EAGAIN)
+            XL_INFO(p->xl, "heal: the %s lock of %s is held elsewhere; heal deferred",
+                    t == AFR_DATA ? "data" : t == AFR_METADATA ? "metadata" : "entry",
+                    bfs_gfid_fmt(g, gs));
         hctx_free(h);
-        return -ENOTCONN;
+        return rc;
     }
     inspect(h);
     if (!h->s.valid) {
@@ -130,7 +168,7 @@ int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid
         hctx_free(h);
         return -ENOENT;
     }
-    afr_decide(&h->s, t, __atomic_load_n(&p->fav_policy, __ATOMIC_RELAXED), -1, &h->d);
+    afr_decide(&h->s, t, __atomic_load_n(&p->fav_policy, __ATOMIC_RELAXED), force, &h->d);
     return 0;
 }
 
@@ -213,143 +251,82 @@ int afr_heal_mark_new(struct afr_hctx *h, int src, const struct bfs_gfid *g, uin
     return rc;
 }
 
-/* ---- the heal thread ---- */
+/* ---- the heal queue (lib/healq.c) ---- */
 
-static void run_job(struct afr_priv *p, struct afr_heal_job *j)
+static void run_job(void *owner, void *job)
 {
+    struct afr_priv *p = owner;
+    struct afr_heal_req *r = job;
+    if (r->vop) {
+        afr_vop_run(p, r);
+        return;
+    }
     int rc = 0;
-    if (!bfs_gfid_is_null(&j->r.pargfid))
-        rc = afr_heal_entry(p, &j->r.pargfid);
-    if (j->r.types & BFS_BIT(AFR_ENTRY))
-        rc = afr_heal_entry(p, &j->r.gfid) < 0 ? -1 : rc;
-    if (j->r.types & BFS_BIT(AFR_METADATA))
-        rc = afr_heal_meta(p, &j->r.gfid) < 0 ? -1 : rc;
-    if (j->r.types & BFS_BIT(AFR_DATA))
-        rc = afr_heal_data(p, &j->r.gfid) < 0 ? -1 : rc;
+    if (!bfs_gfid_is_null(&r->pargfid))
+        rc = afr_heal_entry(p, &r->pargfid);
+    if (r->types & BFS_BIT(AFR_ENTRY))
+        rc = afr_heal_entry(p, &r->gfid) < 0 ? -1 : rc;
+    if (r->types & BFS_BIT(AFR_METADATA))
+        rc = afr_heal_meta(p, &r->gfid, -1) < 0 ? -1 : rc;
+    if (r->types & BFS_BIT(AFR_DATA))
+        rc = afr_heal_data(p, &r->gfid, -1) < 0 ? -1 : rc;
     __atomic_add_fetch(rc < 0 ? &p->n_heal_fail : &p->n_heal_ok, 1, __ATOMIC_RELAXED);
-    if (j->r.frame)
-        afr_lookup_resume(p->xl, j->r.frame, j->r.req);
+    if (r->frame)
+        afr_lookup_resume(p->xl, r->frame, r->req);
 }
 
-static void *heal_main(void *arg)
+/* A foreground job that will never run: its lookup is answered. */
+static void drop_job(void *owner, void *job)
 {
-    struct afr_healer *hr = arg;
-    pthread_mutex_lock(&hr->lock);
-    for (;;) {
-        while (!hr->head && !hr->stop)
-            pthread_cond_wait(&hr->cond, &hr->lock);
-        if (hr->stop)
-            break;
-        struct afr_heal_job *j = hr->head;
-        hr->head = j->next;
-        if (!hr->head)
-            hr->tail = NULL;
-        pthread_mutex_unlock(&hr->lock);
-        run_job(hr->p, j);
-        free(j);
-        pthread_mutex_lock(&hr->lock);
-        hr->queued--;
+    (void)owner;
+    struct afr_heal_req *r = job;
+    if (r->vop) {
+        afr_vop_cancel(r);
+    } else if (r->frame) {
+        bfs_unwind_lookup(r->frame, -ENOTCONN, NULL);
+        bfs_lookup_req_free(r->req);
     }
-    pthread_mutex_unlock(&hr->lock);
-    return NULL;
+}
+
+/* A background job for the same inode and parent already waiting? */
+static bool merge_job(void *queued, const void *job)
+{
+    struct afr_heal_req *q = queued;
+    const struct afr_heal_req *j = job;
+    if (q->vop || j->vop || !bfs_gfid_eq(&q->gfid, &j->gfid) ||
+        !bfs_gfid_eq(&q->pargfid, &j->pargfid))
+        return false;
+    q->types |= j->types;
+    return true;
+}
+
+static const struct bfs_healq_ops heal_ops = {.run = run_job, .drop = drop_job,
+                                              .merge = merge_job};
+
+static bool healer_stopping(const struct afr_priv *p)
+{
+    return bfs_healq_stopping(p->healq);
 }
 
 int afr_heal_start(struct afr_priv *p)
 {
-    struct afr_healer *hr = calloc(1, sizeof(*hr));
-    if (!hr)
-        return -ENOMEM;
-    hr->p = p;
-    pthread_mutex_init(&hr->lock, NULL);
-    pthread_cond_init(&hr->cond, NULL);
-    int rc = pthread_create(&hr->thread, NULL, heal_main, hr);
-    if (rc) {
-        pthread_mutex_destroy(&hr->lock);
-        pthread_cond_destroy(&hr->cond);
-        free(hr);
-        return -rc;
-    }
-    p->healer = hr;
-    return 0;
+    return bfs_healq_start(&p->healq, p, sizeof(struct afr_heal_req), &heal_ops);
 }
 
 void afr_heal_stop(struct afr_priv *p)
 {
-    struct afr_healer *hr = p->healer;
-    if (!hr)
-        return;
-    pthread_mutex_lock(&hr->lock);
-    hr->stop = true;
-    pthread_cond_broadcast(&hr->cond);
-    pthread_mutex_unlock(&hr->lock);
-    pthread_join(hr->thread, NULL);
-    while (hr->head) {
-        struct afr_heal_job *j = hr->head;
-        hr->head = j->next;
-        if (j->r.frame) {
-            bfs_unwind_lookup(j->r.frame, -ENOTCONN, NULL);
-            bfs_lookup_req_free(j->r.req);
-        }
-        free(j);
-    }
-    pthread_mutex_destroy(&hr->lock);
-    pthread_cond_destroy(&hr->cond);
-    free(hr);
-    p->healer = NULL;
-}
-
-/* A background job for the same inode and parent already waiting? */
-static struct afr_heal_job *find_same(struct afr_healer *hr, const struct afr_heal_req *r)
-{
-    for (struct afr_heal_job *j = hr->head; j; j = j->next)
-        if (!j->r.frame && bfs_gfid_eq(&j->r.gfid, &r->gfid) &&
-            bfs_gfid_eq(&j->r.pargfid, &r->pargfid))
-            return j;
-    return NULL;
+    bfs_healq_stop(p->healq);
+    p->healq = NULL;
 }
 
 int afr_heal_request(struct afr_priv *p, const struct afr_heal_req *r)
 {
-    struct afr_healer *hr = p->healer;
-    if (!hr)
-        return -ENOTCONN;
-    pthread_mutex_lock(&hr->lock);
-    struct afr_heal_job *same = r->frame ? NULL : find_same(hr, r);
-    if (same) {
-        same->r.types |= r->types;
-        pthread_mutex_unlock(&hr->lock);
-        return 0;
-    }
     size_t limit = (size_t)__atomic_load_n(&p->heal_count, __ATOMIC_RELAXED);
-    if (!r->frame && hr->queued >= limit) {
-        pthread_mutex_unlock(&hr->lock);
-        return -EBUSY;
-    }
-    struct afr_heal_job *j = calloc(1, sizeof(*j));
-    if (!j || hr->stop) {
-        pthread_mutex_unlock(&hr->lock);
-        free(j);
-        return -ENOMEM;
-    }
-    j->r = *r;
-    if (hr->tail)
-        hr->tail->next = j;
-    else
-        hr->head = j;
-    hr->tail = j;
-    hr->queued++;
-    pthread_cond_signal(&hr->cond);
-    pthread_mutex_unlock(&hr->lock);
-    return 0;
+    /* A daemon's request (vop) waits for an answer like a lookup: never refused. */
+    return bfs_healq_push(p->healq, r, r->frame != NULL || r->vop, limit);
 }
 
 size_t afr_heal_queued(struct afr_priv *p)
 {
-    struct afr_healer *hr = p->healer;
-    if (!hr)
-        return 0;
-    pthread_mutex_lock(&hr->lock);
-    size_t n = hr->queued;
-    pthread_mutex_unlock(&hr->lock);
-    return n;
+    return bfs_healq_queued(p->healq);
 }

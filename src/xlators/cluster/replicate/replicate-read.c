@@ -5,7 +5,8 @@
  * One generic op serves them all (the fop number and a copy of the request
  * travel in it): make sure the inode context is fresh (else refresh it: a
  * lookup by GFID on every up child, as replicate-lookup.c does), refuse a
- * split-brain with EIO, pick a readable child by cluster.read-policy, and
+ * split-brain with EIO (and anything without quorum with ENOTCONN when
+ * cluster.quorum-reads is on), pick a readable child by cluster.read-policy, and
  * on a child fault try the next one. readdir sticks to the child its first
  * call used (offsets are that brick's).
  *
@@ -58,6 +59,9 @@ static int answer(struct afr_read *r, int rc, const void *rep)
 static int start(struct afr_read *r)
 {
     struct afr_priv *p = r->p;
+    if (__atomic_load_n(&p->quorum_reads, __ATOMIC_RELAXED) &&
+        !bfs_cluster_quorum(&p->cl, afr_up(p)))
+        return answer(r, -ENOTCONN, NULL); /* a minority may hold older copies */
     if (!r->ictx || (afr_ictx_fresh(p, r->ictx) && !r->refreshed_needed)) {
         r->op.state = RD_PICK;
         return BFS_OP_CONTINUE;
@@ -254,6 +258,8 @@ int afr_read(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_read_req *
 
 int afr_getxattr(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_getxattr_req *req)
 {
+    if (afr_vop_getxattr(f, xl, req))
+        return 0;
     return read_start(f, xl, BFS_FOP_GETXATTR, req, &req->loc, NULL, AFR_METADATA, 0);
 }
 

@@ -252,6 +252,8 @@ int afr_fsetattr(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_fsetat
 
 int afr_setxattr(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_setxattr_req *req)
 {
+    if (afr_vop_setxattr(f, xl, req))
+        return 0;
     return meta_txn(f, xl, BFS_FOP_SETXATTR, req, &req->loc, NULL);
 }
 

@@ -59,6 +59,9 @@ static const struct bfs_option_desc afr_options[] = {
     {.key = "cluster.quorum-count", .type = BFS_OPT_INT, .def = "1", .min = 1,
      .max = AFR_MAX, .flags = CLIENT_OPT,
      .description = "children needed for changes with cluster.quorum-type fixed"},
+    {.key = "cluster.quorum-reads", .type = BFS_OPT_BOOL, .def = "off", .flags = CLIENT_OPT,
+     .description = "without quorum, refuse reads too (ENOTCONN): a minority's copies may "
+                    "miss acknowledged writes"},
     {.key = "cluster.favorite-child-policy", .type = BFS_OPT_ENUM, .def = "none",
      .values = fav_policies, .flags = CLIENT_OPT,
      .description = "resolve split-brain automatically: none, size, mtime, ctime or majority"},
@@ -77,6 +80,10 @@ static const struct bfs_option_desc afr_options[] = {
      .flags = CLIENT_OPT, .description = "heal mode, owner and xattrs on access"},
     {.key = "cluster.entry-self-heal", .type = BFS_OPT_BOOL, .def = "on", .flags = CLIENT_OPT,
      .description = "heal directory entries on access"},
+    {.key = "cluster.heal-lock-timeout", .type = BFS_OPT_TIME, .def = "10", .min = 1,
+     .max = 3600, .flags = CLIENT_OPT,
+     .description = "how long a heal tries to take its lock while another holds it, "
+                    "before it gives up until the next access (seconds)"},
     {.key = "cluster.data-self-heal-algorithm", .type = BFS_OPT_ENUM, .def = "diff",
      .values = heal_algos, .flags = CLIENT_OPT,
      .description = "full copies every block; diff reads the sink too and writes only "
@@ -112,6 +119,9 @@ static void apply_options(struct bfs_xl *xl, const struct bfs_dict *over)
     v = 1;
     (void)bfs_parse_int(opt(xl, over, "cluster.quorum-count"), &v);
     __atomic_store_n(&p->cl.qcount, (int)v, __ATOMIC_RELAXED);
+    b = false;
+    (void)bfs_parse_bool(opt(xl, over, "cluster.quorum-reads"), &b);
+    __atomic_store_n(&p->quorum_reads, b, __ATOMIC_RELAXED);
     b = true;
     (void)bfs_parse_bool(opt(xl, over, "cluster.eager-lock"), &b);
     __atomic_store_n(&p->cl.eager, b, __ATOMIC_RELAXED);
@@ -124,6 +134,9 @@ static void apply_options(struct bfs_xl *xl, const struct bfs_dict *over)
     __atomic_store_n(&p->fav_policy,
                      enum_index(fav_policies, opt(xl, over, "cluster.favorite-child-policy")),
                      __ATOMIC_RELAXED);
+    v = 10;
+    (void)bfs_parse_int(opt(xl, over, "cluster.heal-lock-timeout"), &v);
+    __atomic_store_n(&p->heal_lock_ms, (uint64_t)v * 1000, __ATOMIC_RELAXED);
     v = 8;
     (void)bfs_parse_int(opt(xl, over, "cluster.background-self-heal-count"), &v);
     __atomic_store_n(&p->heal_count, (int)v, __ATOMIC_RELAXED);
@@ -272,7 +285,7 @@ static int afr_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
     struct afr_priv *p = afr_priv(xl);
     if (p && ev == BFS_EV_PARENT_DOWN)
         parent_down(p);
-    if (p && ev == BFS_EV_PARENT_UP && !p->healer && afr_heal_start(p) < 0)
+    if (p && ev == BFS_EV_PARENT_UP && !p->healq && afr_heal_start(p) < 0)
         XL_ERR(xl, "cannot start the heal thread: heals on access are off");
     int i = from ? child_index(xl, from) : -1;
     if ((ev != BFS_EV_CHILD_UP && ev != BFS_EV_CHILD_DOWN) || i < 0 || !p)
@@ -310,19 +323,23 @@ static char *afr_dump(struct bfs_xl *xl)
     struct afr_priv *p = afr_priv(xl);
     char *s = NULL;
     int n = asprintf(&s,
-                     "{\"name\":\"%s\",\"children\":%d,\"arbiter\":%d,\"up\":%u,"
+                     "{\"name\":\"%s\",\"children\":%d,\"arbiter\":%d,\"up\":%u,\"reported\":%u,"
                      "\"quorum\":\"%s\",\"generation\":%" PRIu64 ",\"transactions\":%" PRIu64
                      ",\"read_failovers\":%" PRIu64 ",\"heals_done\":%" PRIu64
                      ",\"heals_failed\":%" PRIu64 ",\"split_brains\":%" PRIu64
-                     ",\"heals_queued\":%zu}",
+                     ",\"heals_queued\":%zu,\"heal_blocks_written\":%" PRIu64
+                     ",\"heal_blocks_summed\":%" PRIu64 "}",
                      xl->name, p->n, p->arbiter, afr_up(p),
+                     __atomic_load_n(&p->reported, __ATOMIC_RELAXED),
                      bfs_quorum_name(__atomic_load_n(&p->cl.qtype, __ATOMIC_RELAXED)),
                      __atomic_load_n(&p->gen, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_txn, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_read_failover, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_heal_ok, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_heal_fail, __ATOMIC_RELAXED),
-                     __atomic_load_n(&p->n_split, __ATOMIC_RELAXED), afr_heal_queued(p));
+                     __atomic_load_n(&p->n_split, __ATOMIC_RELAXED), afr_heal_queued(p),
+                     __atomic_load_n(&p->n_heal_blocks, __ATOMIC_RELAXED),
+                     __atomic_load_n(&p->n_heal_sum_blocks, __ATOMIC_RELAXED));
     return n < 0 ? NULL : s;
 }
 

@@ -29,6 +29,7 @@
 #include "core/xlator.h"
 #include "replicate-decide.h"
 #include "xlators/lib/cluster.h"
+#include "xlators/lib/healq.h"
 #include "xlators/lib/txn.h"
 
 #define AFR_KEY_PREFIX "trusted.brickfs.afr."
@@ -36,7 +37,6 @@
 #define AFR_XATTR_REQ "xattr-req" /* lookup xdata: comma-separated xattr names */
 #define AFR_GFID_REQ "gfid-req"   /* xdata BIN[16]: GFID of a new entry */
 
-struct afr_healer;
 
 struct afr_priv {
     struct bfs_cluster cl;       /* the shared library's view */
@@ -51,15 +51,22 @@ struct afr_priv {
     int heal_count;              /* background heals queued at most; 0: foreground */
     bool heal_on[AFR_NTYPES];
     bool heal_diff;
+    uint64_t heal_lock_ms;       /* a heal waits this long for its lock at most */
+    bool quorum_reads;           /* reads need quorum too */
     /* notify */
     pthread_mutex_t lock;        /* reported/announced, inode ctx creation */
     uint32_t reported;           /* children that sent an event */
     bool announced_up;
     uint64_t gen;                /* atomic: bumped by every child event */
     uint64_t load[AFR_MAX];      /* atomic: read calls in flight per child */
-    struct afr_healer *healer;
+    struct bfs_healq *healq;     /* heal jobs and their thread (lib/healq.c) */
+    bool heal_try;               /* heal thread only: heals take their locks without
+                                  * waiting and give up (EAGAIN) on a busy inode
+                                  * (the self-heal daemon's heals) */
     /* statistics (atomic) */
     uint64_t n_txn, n_read_failover, n_heal_ok, n_heal_fail, n_split;
+    uint64_t n_heal_blocks;      /* data heal: blocks written to sinks */
+    uint64_t n_heal_sum_blocks;  /* data heal: blocks compared by checksum */
 };
 
 struct afr_inode {
@@ -232,6 +239,9 @@ struct afr_heal_req {
     struct bfs_gfid pargfid;     /* a directory whose entries to heal first (null: none) */
     struct bfs_frame *frame;     /* foreground: answered by a lookup afterwards ... */
     struct bfs_lookup_req *req;  /* ... of this request (taken) */
+    int vop;                     /* enum afr_vop: a daemon request (frame: its getxattr
+                                  * or setxattr), replicate-heal-api.c */
+    char *arg;                   /* its argument (malloc'd, taken) */
 };
 int afr_heal_start(struct afr_priv *p);
 void afr_heal_stop(struct afr_priv *p);
@@ -253,8 +263,10 @@ struct afr_hctx {
     int rc[AFR_MAX];
     struct afr_decision d;
 };
-/* Locks and inspects gfid for type t, decides. 0 (then afr_heal_end), or -errno. */
-int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid *g, int t);
+/* Locks and inspects gfid for type t, decides (force >= 0: that child is the
+ * only source, manual split-brain resolution). 0 (then afr_heal_end), or -errno. */
+int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid *g, int t,
+                   int force);
 /* Resets the counters about `healed` (sources and healed sinks), updates the
  * inode context, unlocks. */
 void afr_heal_end(struct afr_hctx *h, uint32_t healed, bool split);
@@ -264,8 +276,21 @@ int afr_hsync(struct afr_hctx *h, int i, int fop, const void *req, void *rep);
 int afr_heal_mark_new(struct afr_hctx *h, int src, const struct bfs_gfid *g, uint32_t mode,
                       uint32_t sinks);
 
-int afr_heal_data(struct afr_priv *p, const struct bfs_gfid *g);     /* -heal-data.c */
-int afr_heal_meta(struct afr_priv *p, const struct bfs_gfid *g);     /* -heal-meta.c */
+/* force: -1, or the only source (manual split-brain resolution). */
+/* ---- replicate-heal-api.c: what the self-heal daemon asks (virtual xattrs) ---- */
+enum afr_vop { AFR_VOP_NONE = 0, AFR_VOP_STATUS, AFR_VOP_HEAL, AFR_VOP_RESOLVE };
+#define AFR_VKEY_PREFIX "brickfs.heal."
+/* getxattr on loc{gfid}: true when it is one of ours (then answered). */
+bool afr_vop_getxattr(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_getxattr_req *req);
+/* setxattr on loc{gfid}: true when it is one of ours (then answered). */
+bool afr_vop_setxattr(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_setxattr_req *req);
+/* On the heal thread: runs the request and answers its frame; frees r->arg. */
+void afr_vop_run(struct afr_priv *p, struct afr_heal_req *r);
+/* At fini: answers the frame ENOTCONN. */
+void afr_vop_cancel(struct afr_heal_req *r);
+
+int afr_heal_data(struct afr_priv *p, const struct bfs_gfid *g, int force); /* -heal-data.c */
+int afr_heal_meta(struct afr_priv *p, const struct bfs_gfid *g, int force); /* -heal-meta.c */
 int afr_heal_entry(struct afr_priv *p, const struct bfs_gfid *g);    /* -heal-entry.c */
 
 #endif

@@ -265,7 +265,7 @@ static int pl_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from, 
 {
     if (ev == BFS_EV_CLIENT_GONE && data) {
         XL_DBG(xl, "client %p gone: releasing its locks", data);
-        client_gone(xl, data);
+        client_gone(xl, data == BFS_CLIENT_LOCAL ? NULL : data);
     }
     return bfs_xl_notify_default(xl, ev, from, data);
 }

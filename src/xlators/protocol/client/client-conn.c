@@ -471,6 +471,7 @@ void cli_on_close(struct bfs_conn *c, int reason, void *arg)
     bool stopped = priv->state == CLI_STOPPED;
     bool was_up = priv->announced == CLI_ANN_UP;
     priv->disconnects++;
+    priv->pf_gen++; /* the brick may change unseen until we are back (client-prefetch.c) */
     if (reason)
         priv->last_error = reason;
     pthread_mutex_unlock(&priv->lock);

@@ -252,6 +252,16 @@ int cli_generic_fop(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const v
         if (rc < 0)
             return rc;
     }
+    if (fop == BFS_FOP_READ) {
+        struct cli_fd *cf = ((const struct bfs_read_req *)req)->fd
+                                ? fd_ctx(priv, ((const struct bfs_read_req *)req)->fd)
+                                : NULL;
+        if (cf && cli_pf_read(priv, cf, frame, req))
+            return 0;
+    }
+    bool changes = cli_pf_changes_data(fop);
+    if (changes)
+        cli_pf_bump(priv);
 
     struct cli_call *call = calloc(1, sizeof(*call));
     if (!call)
@@ -270,7 +280,11 @@ int cli_generic_fop(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const v
             free(call);
         return rc;
     }
-    int rc = w.err ? w.err : bfs_fop_info[fop].enc_req(&w, req, &f);
+    struct bfs_open_req pf_req;
+    bool pf = fop == BFS_FOP_OPEN && !w.err && cli_pf_open_req(priv, call, req, &pf_req);
+    int rc = w.err ? w.err : bfs_fop_info[fop].enc_req(&w, pf ? &pf_req : req, &f);
+    if (pf)
+        bfs_dict_unref(pf_req.xdata);
     if (rc == 0 && call->newfd)
         rc = newfd_note(call, req);
     if (rc == 0 && fop == BFS_FOP_LK)
@@ -341,6 +355,7 @@ void cli_fop_reply(struct cli_priv *priv, struct bfs_conn *c, struct cli_call *c
             bfs_conn_close(c, -EPROTO);
         }
     }
+    struct cli_fd *opened = call->newfd;
     if (call->newfd) {
         if (rc >= 0 && rep)
             rc = newfd_attach(priv, call, rep);
@@ -348,6 +363,10 @@ void cli_fop_reply(struct cli_priv *priv, struct bfs_conn *c, struct cli_call *c
             cli_fd_free(call->newfd);
         call->newfd = NULL;
     }
+    if (call->pf && rep)
+        cli_pf_open_reply(priv, call, rc >= 0 ? opened : NULL, rep);
+    if (cli_pf_changes_data(call->fop))
+        cli_pf_bump(priv);
     if (rc >= 0 && call->lk_record && call->cfd) {
         pthread_mutex_lock(&priv->lock);
         int err = cli_lock_apply(call->cfd, &call->lk, call->lk_len);
@@ -369,6 +388,8 @@ void cli_call_fail(struct cli_priv *priv, struct cli_call *call, int rc)
     case CALL_FOP:
         if (call->newfd)
             cli_fd_free(call->newfd);
+        if (cli_pf_changes_data(call->fop))
+            cli_pf_bump(priv); /* it may have been done all the same */
         bfs_unwind_any(call->fop, call->frame, rc, NULL);
         break;
     case CALL_SETVOLUME:

@@ -36,6 +36,7 @@ void cli_fd_free(struct cli_fd *cf)
         free(l);
     }
     free(cf->name);
+    free(cf->pf_data);
     free(cf);
 }
 

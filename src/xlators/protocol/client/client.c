@@ -56,6 +56,11 @@ static const struct bfs_option_desc cli_options[] = {
     {.key = "transport.reconnect-delay-max", .type = BFS_OPT_INT, .def = "5000", .min = 10,
      .max = 600000, .description = "largest delay in ms between reconnect attempts",
      .flags = CF},
+    {.key = "performance.open-prefetch", .type = BFS_OPT_SIZE, .def = "64KB", .min = 0,
+     .max = 128 * 1024,
+     .description = "an O_RDONLY open of a file no larger than this brings its bytes back "
+                    "with it, so that reading it takes no further round trip; 0: off",
+     .flags = CF | BFS_OPT_F_SETTABLE},
     {0},
 };
 
@@ -115,6 +120,7 @@ static int cli_init(struct bfs_xl *xl)
     bfs_gfid_generate(&u);
     bfs_gfid_fmt(&u, priv->uuid);
     priv->next_fd_id = 1;
+    priv->pf_max = bfs_xl_opt_size(xl, "performance.open-prefetch");
     pthread_mutex_init(&priv->lock, NULL);
     pthread_cond_init(&priv->cond, NULL);
     xl->private = priv;

@@ -80,6 +80,11 @@ struct cli_fd {
     bool lost;                  /* a re-open failed: fops get EBADFD */
     bool released;              /* release ran; unlinked from priv->fds */
     struct cli_lock *locks;
+    /* client-prefetch.c, under priv->lock: the file as the open found it */
+    void *pf_data;              /* NULL: none */
+    size_t pf_len;
+    uint64_t pf_gen;            /* priv->pf_gen when the open was sent */
+    struct bfs_iatt pf_attr;
 };
 
 enum cli_call_kind { CALL_FOP, CALL_SETVOLUME, CALL_REOPEN, CALL_RELOCK };
@@ -97,6 +102,9 @@ struct cli_call {
     bool lk_record;
     struct cli_lock lk;
     uint64_t lk_len;
+    /* CALL_FOP open that asked for the file's bytes (client-prefetch.c) */
+    bool pf;
+    uint64_t pf_gen;
 };
 
 struct pm_query;
@@ -124,6 +132,8 @@ struct cli_priv {
     bool in_close;              /* on_close is running (fini waits for it) */
     uint64_t next_id;
     uint64_t next_fd_id;
+    uint64_t pf_max;            /* performance.open-prefetch; 0: off */
+    uint64_t pf_gen;            /* bumped by every change of file data (client-prefetch.c) */
     struct bfs_idmap pending;   /* id -> struct cli_call */
     struct cli_fd *fds;
     int reopen_left;            /* re-open/re-lock replies awaited before UP */
@@ -168,6 +178,23 @@ void cli_fop_reply(struct cli_priv *priv, struct bfs_conn *c, struct cli_call *c
                    const struct bfs_wire_hdr *h, void *body, size_t len);
 /* Fails a call that never got an answer; takes call. */
 void cli_call_fail(struct cli_priv *priv, struct cli_call *call, int rc);
+
+/* client-prefetch.c */
+/* fop changes file data: bump pf_gen when it is sent and answered. */
+bool cli_pf_changes_data(int fop);
+void cli_pf_bump(struct cli_priv *priv);
+/* An open that may ask for the file's bytes: 1 with *copy the request to
+ * send instead (the caller unrefs copy->xdata after encoding), else 0. */
+int cli_pf_open_req(struct cli_priv *priv, struct cli_call *call, const struct bfs_open_req *q,
+                    struct bfs_open_req *copy);
+/* Keeps the bytes of a successful open's reply on cf; removes them from
+ * rep->xdata either way. */
+void cli_pf_open_reply(struct cli_priv *priv, struct cli_call *call, struct cli_fd *cf,
+                       struct bfs_open_rep *rep);
+/* Answers read q of cf from its bytes (unwinding frame): true, or false to
+ * send it. */
+bool cli_pf_read(struct cli_priv *priv, struct cli_fd *cf, struct bfs_frame *frame,
+                 const struct bfs_read_req *q);
 
 /* client-reopen.c */
 void cli_reopen_all(struct cli_priv *priv);  /* after the handshake, loop thread */

@@ -18,7 +18,7 @@
  *                 "xattr-req" (STR, comma-separated xattr names) it also
  *                 answers each of those xattrs that is present, in the reply
  *                 xdata (BIN under its own name): the keys the caller could
- *                 getxattr, plus trusted.brickfs.afr.* for anyone (cluster
+ *                 getxattr, plus trusted.brickfs.afr.* and .ec.* for anyone (cluster
  *                 counters that xattrop already lets clients read and
  *                 change; replicate reads them with every lookup).
  * Locking (striped mutexes, posix.h): an entry fop holds the entry lock of
@@ -47,12 +47,14 @@
 
 #define PX_XATTR_REQ "xattr-req"
 #define PX_CLUSTER_PREFIX "trusted.brickfs.afr."
+#define PX_EC_PREFIX "trusted.brickfs.ec." /* disperse: versions, dirty, size */
 
 /* May a lookup answer this xattr? As getxattr would (posix-xattr.c), plus
  * the cluster counters, which are no secret to a client (xattrop). */
 static bool lookup_may_read(const char *key, bool internal, bool root)
 {
-    if (strncmp(key, PX_CLUSTER_PREFIX, sizeof(PX_CLUSTER_PREFIX) - 1) == 0)
+    if (strncmp(key, PX_CLUSTER_PREFIX, sizeof(PX_CLUSTER_PREFIX) - 1) == 0 ||
+        strncmp(key, PX_EC_PREFIX, sizeof(PX_EC_PREFIX) - 1) == 0)
         return true;
     if (bfs__px_key_internal(key))
         return internal;

@@ -276,6 +276,30 @@ static int read_chain(struct px_priv *p, const struct bfs_gfid *g, struct name_s
     return 0;
 }
 
+int bfs__px_dir_path(struct px_priv *p, const struct bfs_gfid *g, char **out)
+{
+    struct name_stack names = {0};
+    bfs__px_root_begin();
+    int rc = read_chain(p, g, &names);
+    bfs__px_root_end();
+    size_t len = 1;
+    for (size_t i = 0; rc == 0 && i < names.n; i++)
+        len += strlen(names.v[i]) + 1;
+    char *s = rc == 0 ? malloc(len + 1) : NULL;
+    if (rc == 0 && !s)
+        rc = -ENOMEM;
+    if (rc == 0) {
+        size_t o = 0;
+        s[o++] = '/';
+        for (size_t i = names.n; i-- > 0;)
+            o += (size_t)sprintf(s + o, "%s%s", names.v[i], i ? "/" : "");
+        s[o] = '\0';
+        *out = s;
+    }
+    names_free(&names);
+    return rc;
+}
+
 /* Opens directory g by walking its handle chain from the brick root. Root. */
 static int walk_dir(struct px_priv *p, const struct bfs_gfid *g, struct px_obj *o)
 {

@@ -57,6 +57,25 @@ static int open_existing(const struct px_obj *o, int flags)
     return bfs__px_reopen(o->fd, flags);
 }
 
+/* open's xdata PX_OPEN_PREFETCH_KEY: the whole file, if it is small enough,
+ * read as the caller through the fd just opened, into rep->xdata. Failing
+ * to is not the open's failure: the client then reads as usual. */
+static void open_prefetch(const struct bfs_open_req *req, int fd, struct bfs_open_rep *rep)
+{
+    int64_t max = 0;
+    if ((req->flags & (O_ACCMODE | O_TRUNC)) != O_RDONLY ||
+        bfs_dict_get_int(req->xdata, PX_OPEN_PREFETCH_KEY, &max) < 0 || max <= 0 ||
+        max > PX_PREFETCH_MAX || (rep->attr.mode & S_IFMT) != S_IFREG ||
+        rep->attr.size > (uint64_t)max)
+        return;
+    char *buf = malloc((size_t)max + 1);
+    ssize_t n = buf ? SYS.pread(fd, buf, (size_t)max + 1, 0) : -1;
+    /* n > max: it grew since the fstat; the client reads it the usual way */
+    if (n >= 0 && n <= max && (rep->xdata || (rep->xdata = bfs_dict_new())))
+        (void)bfs_dict_set_bin(rep->xdata, PX_OPEN_PREFETCH_KEY, buf, (size_t)n);
+    free(buf);
+}
+
 static int do_open(struct px_job *j, const struct bfs_open_req *req, struct bfs_open_rep *rep)
 {
     struct px_obj o = PX_OBJ_INIT;
@@ -72,6 +91,8 @@ static int do_open(struct px_job *j, const struct bfs_open_req *req, struct bfs_
         rc = bfs__px_fd_install(j, req->fd, fd, NULL, &o.gfid);
     else if (fd >= 0)
         SYS.close(fd);
+    if (rc >= 0 && req->xdata)
+        open_prefetch(req, fd, rep); /* fd now belongs to req->fd, still open */
     bfs__px_obj_close(&o);
     return rc;
 }
@@ -169,6 +190,9 @@ static int do_create(struct px_job *j, const struct bfs_create_req *req,
         rc = bfs__px_fd_install(j, req->fd, fd, NULL, &o.gfid);
     else if (fd >= 0)
         SYS.close(fd);
+    /* features/index: a new inode has no counters to read */
+    if (rc >= 0 && created && (rep->xdata = bfs_dict_new()))
+        (void)bfs_dict_set_int(rep->xdata, PX_CREATED_KEY, 1);
     bfs__px_obj_close(&o);
     bfs__px_obj_close(&par);
     return rc;

@@ -18,6 +18,9 @@
  *   user.*, system.posix_acl_*  pass through; the kernel checks them with
  *                       the caller's identity.
  *
+ * "brickfs.path" is virtual (uid 0): a directory's path from the brick root,
+ * read from its handle chain (get_path).
+ *
  * getxattr with a NULL (or empty) name answers every visible key with its
  * value (rc = number of keys); with a name, just that key (rc = its length),
  * -ENODATA if absent. Values are BIN. setxattr applies every key of the
@@ -203,12 +206,37 @@ static int getx(struct px_job *j, const struct xt *t, const char *name,
     return get_one(t, &w, name, *out);
 }
 
+/* The virtual "brickfs.path" (uid 0): a directory's path from the brick
+ * root, read from its handle chain; ENODATA for anything else (a file's
+ * names are not recorded). For the self-heal daemon's heal info. */
+static int get_path(struct px_job *j, const struct px_obj *o, struct bfs_dict **out)
+{
+    char *path = NULL;
+    if (j->frame->stack->uid != 0)
+        return -EPERM;
+    if (!S_ISDIR(o->st.st_mode))
+        return -ENODATA;
+    int rc = bfs__px_dir_path(j->priv, &o->gfid, &path);
+    if (rc == 0 && !(*out = bfs_dict_new()))
+        rc = -ENOMEM;
+    if (rc == 0)
+        rc = bfs_dict_set_str(*out, PX_VKEY_PATH, path);
+    int n = rc == 0 ? (int)strlen(path) : rc;
+    free(path);
+    return n;
+}
+
 static int do_getxattr(struct px_job *j, const struct bfs_getxattr_req *req,
                        struct bfs_getxattr_rep *rep)
 {
     struct px_obj o = PX_OBJ_INIT;
     struct xt t;
     int rc = bfs__px_resolve_loc(j->priv, &req->loc, &o);
+    if (rc == 0 && req->name && strcmp(req->name, PX_VKEY_PATH) == 0) {
+        rc = get_path(j, &o, &rep->xattrs);
+        bfs__px_obj_close(&o);
+        return rc;
+    }
     if (rc == 0) {
         xt_init(&t, o.fd, true);
         rc = getx(j, &t, req->name, req->xdata, &rep->xattrs);

@@ -38,8 +38,15 @@
 #define PX_GFID_XATTR "trusted.brickfs.gfid"
 #define PX_INTERNAL_PREFIX "trusted.brickfs."
 #define PX_INTERNAL_KEY "brickfs-internal" /* xdata INT 1: a brick-side translator */
+/* xdata INT N on an O_RDONLY open: a file of at most N bytes (N <= PX_PREFETCH_MAX)
+ * comes back whole in the reply's xdata as a BIN of the same key
+ * (protocol/client, client-prefetch.c). */
+#define PX_OPEN_PREFETCH_KEY "open-prefetch"
+#define PX_PREFETCH_MAX (128 * 1024)
 #define PX_GFID_REQ_KEY "gfid-req"         /* xdata BIN[16]: GFID for a new entry */
+#define PX_CREATED_KEY "brickfs-created"   /* create reply xdata INT 1: a new file */
 #define PX_HIDDEN ".brickfs"
+#define PX_VKEY_PATH "brickfs.path"     /* virtual getxattr: a directory's path */
 #define PX_NLOCKS 256              /* striped per-GFID mutexes */
 #define PX_HPATH_LEN 48            /* "ab/cd/<36 chars>" + NUL, with room */
 #define PX_PROC_FD_LEN 40          /* "/proc/self/fd/<int>" + NUL */
@@ -56,6 +63,7 @@ struct px_priv {
     struct bfs_workers *workers; /* borrowed: xl->graph->proc->workers */
     struct bfs_loop *loop;      /* borrowed: xl->graph->proc->loop (may be NULL) */
     struct px_cache *cache;     /* GFID -> checked handle, recent O_PATH fds; NULL: off */
+    bool inline_fops;           /* option inline-fops: cheap fops on the loop (posix.c) */
     /* Striped mutexes. Entry locks (by parent GFID) make "resolve a name,
      * change it, fix the handles" atomic among fops on one directory, as the
      * kernel's directory lock does for one syscall; inode locks (by GFID)
@@ -119,7 +127,7 @@ int bfs__px_submit(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const vo
     X(write) X(flush) X(fsync) X(opendir) X(readdir) X(fsyncdir) X(statfs) X(setxattr)       \
     X(fsetxattr) X(getxattr) X(fgetxattr) X(removexattr) X(fremovexattr) X(xattrop)          \
     X(fxattrop) X(setattr) X(fsetattr) X(fallocate) X(discard) X(zerofill) X(seek)           \
-    X(copy_file_range)
+    X(copy_file_range) X(rchecksum)
 
 #define PX_DECLARE_FOP(fop)                                                                  \
     int bfs__px_##fop(struct bfs_frame *frame, struct bfs_xl *xl,                            \
@@ -222,6 +230,9 @@ int bfs__px_gfid_for_new(const struct bfs_dict *xdata, struct bfs_gfid *out, boo
 /* Resolution. Every result is opened relative to the brick root without
  * following any symlink; a GFID goes through its handle. */
 int bfs__px_resolve_gfid(struct px_priv *p, const struct bfs_gfid *g, struct px_obj *o);
+/* The path of directory g from the brick root ("/a/b"; "/" for the root),
+ * from its handle chain (malloc'd into *out). -ESTALE if the chain is broken. */
+int bfs__px_dir_path(struct px_priv *p, const struct bfs_gfid *g, char **out);
 int bfs__px_resolve_entry(struct px_priv *p, const struct px_obj *par, const char *name,
                           struct px_obj *o);
 /* By loc.gfid when set, else by (loc.pargfid, loc.name). */

@@ -1,0 +1,531 @@
+/*
+ * disperse-heal.c — heals on the shared heal queue (lib/healq.c): when a
+ * lookup finds stale children (lower versions), dirty marks or names
+ * missing on some children, it asks for a heal; the heal thread runs it as
+ * straight-line code over blocking calls (a self-heal daemon would call
+ * ec_heal_{data,meta,entry} the same way).
+ *
+ * Every heal: lock the type's domain on every up child (blocking, child
+ * order, an owner of its own), look the object up on them under the lock,
+ * combine (sources = highest version), repair the sinks from the sources,
+ * then move each sink's version to the sources' and take away the dirty
+ * marks read under the lock, unlock.
+ *   data      fragments rebuilt from k sources (bfs_ec_rebuild_stripes) in
+ *             runs of stripes; runs of zeros are skipped (holes stay holes);
+ *             with only dirty marks and every data child a source, the
+ *             parity children are rebuilt (a client died mid-write);
+ *   metadata  mode (not symlinks), owner, times, and the source's xattrs;
+ *   entry     names of the sources missing on a sink are made there with
+ *             their GFID (files empty: their version 0 makes them stale, so
+ *             their data heal follows); names only on a sink are removed.
+ * Lifetime: a job from request to the end of its run; a struct ec_hctx on
+ * the heal thread's stack for one heal.
+ */
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/graph.h"
+#include "disperse.h"
+
+#define HEAL_STRIPES 64 /* stripes per run of the data heal */
+
+struct ec_hctx {
+    struct ec_priv *p;
+    struct bfs_stack *st;
+    struct bfs_gfid gfid;
+    int type;
+    struct bfs_lkset lk;
+    uint32_t locked;
+    struct ec_state s;
+    int rc[EC_MAX];
+    struct ec_view v;
+};
+
+static uint64_t heal_owner_seq;
+
+static int hsync(struct ec_hctx *h, int i, int fop, const void *req, void *rep)
+{
+    return bfs_sync_any(fop, h->p->xl->children[i], h->st, req, rep);
+}
+
+static int lock_one(struct ec_hctx *h, int i, bool lock)
+{
+    if (h->lk.kind == BFS_LKSET_INODE) {
+        struct bfs_inodelk_req req;
+        bfs_lkset_inodelk_req(&h->lk, h->st->lk_owner, lock ? BFS_LK_SETLKW : 0, &req);
+        return hsync(h, i, BFS_FOP_INODELK, &req, NULL);
+    }
+    struct bfs_entrylk_req req;
+    bfs_lkset_entrylk_req(&h->lk, lock ? BFS_LK_SETLKW : 0, &req);
+    return hsync(h, i, BFS_FOP_ENTRYLK, &req, NULL);
+}
+
+static void heal_end(struct ec_hctx *h)
+{
+    for (int i = h->p->n - 1; i >= 0; i--)
+        if (bfs_mask_has(h->locked, i))
+            (void)lock_one(h, i, false);
+    bfs_lkset_clear(&h->lk);
+    bfs_stack_unref(h->st);
+}
+
+static int heal_begin(struct ec_hctx *h, struct ec_priv *p, const struct bfs_gfid *g, int t)
+{
+    memset(h, 0, sizeof(*h));
+    h->p = p;
+    h->gfid = *g;
+    h->type = t;
+    if (!(h->st = bfs_stack_new()))
+        return -ENOMEM;
+    h->st->lk_owner = __atomic_add_fetch(&heal_owner_seq, 1, __ATOMIC_RELAXED) | (1ull << 62);
+    if (bfs_lkset_init(&h->lk, t == EC_ENTRY ? BFS_LKSET_ENTRY : BFS_LKSET_INODE,
+                       p->cl.domain[t], g, NULL) < 0) {
+        bfs_stack_unref(h->st);
+        return -ENOMEM;
+    }
+    uint32_t up = ec_up(p);
+    for (int i = 0; i < p->n; i++)
+        if (bfs_mask_has(up, i) && lock_one(h, i, true) == 0)
+            h->locked |= BFS_BIT(i);
+    struct bfs_lookup_req req = {.xdata = ec_lookup_xdata(NULL)};
+    req.loc.gfid = *g;
+    for (int i = 0; i < p->n; i++) {
+        h->rc[i] = -ENOTCONN;
+        if (!bfs_mask_has(h->locked, i) || !req.xdata)
+            continue;
+        struct bfs_lookup_rep rep;
+        h->rc[i] = hsync(h, i, BFS_FOP_LOOKUP, &req, &rep);
+        if (h->rc[i] >= 0)
+            ec_state_add(&h->s, i, &rep.attr, rep.xdata);
+        bfs_lookup_rep_clear_dup(&rep);
+    }
+    bfs_dict_unref(req.xdata);
+    ec_combine(p, &h->s, h->locked, h->rc, &h->v);
+    if (h->v.rc < 0) {
+        int rc = h->v.rc;
+        heal_end(h);
+        return rc;
+    }
+    return 0;
+}
+
+/* Sinks take the sources' version of the type (and size), and every
+ * participant loses the dirty marks read under the lock. */
+static void settle(struct ec_hctx *h, uint32_t healed, int src)
+{
+    struct ec_priv *p = h->p;
+    int t = h->type;
+    for (int i = 0; i < p->n; i++) {
+        if (!bfs_mask_has(h->v.present, i))
+            continue;
+        bool sink = bfs_mask_has(healed, i);
+        bool good = bfs_mask_has(h->v.good[t], i);
+        if (!sink && !good)
+            continue;
+        struct bfs_dict *d = bfs_dict_new();
+        int64_t row[EC_NTYPES] = {0};
+        uint8_t raw[EC_ROW_LEN];
+        if (!d)
+            continue;
+        if (sink && h->s.version[src][t] != h->s.version[i][t]) {
+            row[t] = h->s.version[src][t] - h->s.version[i][t];
+            ec_row_encode(row, raw);
+            (void)bfs_dict_set_bin(d, EC_KEY_VERSION, raw, sizeof(raw));
+        }
+        if (sink && t == EC_DATA && h->s.size[src] != h->s.size[i]) {
+            uint64_t be = htobe64(h->s.size[src] - h->s.size[i]);
+            (void)bfs_dict_set_bin(d, EC_KEY_SIZE, &be, 8);
+        }
+        if (h->s.dirty[i][t]) {
+            memset(row, 0, sizeof(row));
+            row[t] = -h->s.dirty[i][t];
+            ec_row_encode(row, raw);
+            (void)bfs_dict_set_bin(d, EC_KEY_DIRTY, raw, sizeof(raw));
+        }
+        if (bfs_dict_count(d)) {
+            struct bfs_xattrop_req req = {.optype = BFS_XATTROP_ADD64, .xattrs = d};
+            req.loc.gfid = h->gfid;
+            int rc = hsync(h, i, BFS_FOP_XATTROP, &req, NULL);
+            if (rc < 0)
+                XL_WARN(p->xl, "heal: cannot settle the xattrs on %s: %s",
+                        p->xl->children[i]->name, strerror(-rc));
+        }
+        bfs_dict_unref(d);
+    }
+    struct bfs_xl *xl = p->xl;
+    struct bfs_inode *inode =
+        xl->graph && xl->graph->itable ? bfs_inode_find(xl->graph->itable, &h->gfid) : NULL;
+    struct ec_inode *c = ec_ictx_peek(xl, inode);
+    if (c) {
+        pthread_mutex_lock(&c->lock);
+        c->good[t] = h->v.good[t] | healed;
+        pthread_mutex_unlock(&c->lock);
+    }
+    if (inode)
+        bfs_inode_unref(inode);
+}
+
+/* ---- data ---- */
+
+static bool all_zero(const uint8_t *b, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (b[i])
+            return false;
+    return true;
+}
+
+static int fd_op(struct ec_hctx *h, int i, struct bfs_fd *fd, int fop, uint64_t off)
+{
+    if (fop == BFS_FOP_OPEN) {
+        struct bfs_open_req req = {.fd = fd, .flags = O_RDWR};
+        req.loc.gfid = h->gfid;
+        return hsync(h, i, BFS_FOP_OPEN, &req, NULL);
+    }
+    struct bfs_ftruncate_req req = {.fd = fd, .offset = off};
+    return hsync(h, i, BFS_FOP_FTRUNCATE, &req, NULL);
+}
+
+/* Rebuilds the fragments of `sinks` from the k children of `from`;
+ * returns the sinks healed. */
+static uint32_t rebuild(struct ec_hctx *h, uint32_t from, uint32_t sinks)
+{
+    struct ec_priv *p = h->p;
+    struct bfs_xl *xl = p->xl;
+    uint64_t fsize = ec_frag_size(p, h->v.size);
+    uint64_t run = HEAL_STRIPES * p->chunk;
+    struct bfs_inode *inode = ec_inode_of_gfid(xl, &h->gfid, S_IFREG);
+    struct bfs_fd *fd = bfs_fd_new(xl->graph, inode, O_RDWR, 0);
+    uint8_t *buf = malloc((size_t)(run * (uint64_t)(2 * p->n)));
+    unsigned want[EC_MAX], nwant = 0;
+    uint8_t *out[EC_MAX] = {0};
+    const uint8_t *in[EC_MAX] = {0};
+    if (!fd || !buf)
+        sinks = 0;
+    for (int i = 0; i < p->n && sinks; i++)
+        if (bfs_mask_has(from, i) && fd_op(h, i, fd, BFS_FOP_OPEN, 0) < 0)
+            sinks = 0;
+    for (int i = 0; i < p->n; i++)
+        if (bfs_mask_has(sinks, i) &&
+            (fd_op(h, i, fd, BFS_FOP_OPEN, 0) < 0 || fd_op(h, i, fd, BFS_FOP_FTRUNCATE, 0) < 0))
+            sinks &= ~BFS_BIT(i);
+    for (int i = 0; i < p->n; i++)
+        if (bfs_mask_has(sinks, i)) {
+            out[nwant] = buf + run * (uint64_t)(p->n + i);
+            want[nwant++] = (unsigned)i;
+        }
+    for (uint64_t off = 0; off < fsize && sinks; off += run) {
+        uint64_t len = fsize - off < run ? fsize - off : run;
+        bool zero = true;
+        for (int i = 0; i < p->n && sinks; i++) {
+            if (!bfs_mask_has(from, i))
+                continue;
+            struct bfs_read_req req = {.fd = fd, .size = (uint32_t)len, .offset = off};
+            struct bfs_read_rep rep;
+            uint8_t *f = buf + run * (uint64_t)i;
+            int rc = hsync(h, i, BFS_FOP_READ, &req, &rep);
+            if (rc < 0) {
+                sinks = 0;
+            } else {
+                size_t got = rep.data.len < len ? rep.data.len : len;
+                memcpy(f, rep.data.data, got);
+                memset(f + got, 0, len - got);
+                zero = zero && all_zero(f, len);
+            }
+            bfs_read_rep_clear_dup(&rep);
+            in[i] = f;
+        }
+        if (!sinks || zero)
+            continue;
+        if (bfs_ec_rebuild_stripes(p->codec, in, len / p->chunk, p->chunk, want, nwant, out) < 0)
+            sinks = 0;
+        for (unsigned w = 0; w < nwant && sinks; w++) {
+            struct bfs_write_req req = {.fd = fd, .offset = off};
+            req.data.data = out[w];
+            req.data.len = len;
+            if (bfs_mask_has(sinks, (int)want[w]) && hsync(h, (int)want[w], BFS_FOP_WRITE, &req,
+                                                          NULL) < 0)
+                sinks &= ~BFS_BIT(want[w]);
+        }
+    }
+    for (int i = 0; i < p->n; i++)
+        if (bfs_mask_has(sinks, i) && fd_op(h, i, fd, BFS_FOP_FTRUNCATE, fsize) < 0)
+            sinks &= ~BFS_BIT(i);
+    free(buf);
+    if (fd)
+        bfs_fd_unref(fd);
+    if (inode)
+        bfs_inode_unref(inode);
+    return sinks;
+}
+
+int ec_heal_data(struct ec_priv *p, const struct bfs_gfid *g)
+{
+    struct ec_hctx h;
+    int rc = heal_begin(&h, p, g, EC_DATA);
+    if (rc < 0)
+        return rc;
+    uint32_t src = h.v.good[EC_DATA];
+    uint32_t sinks = h.v.present & ~src;
+    uint32_t datamask = (1u << p->k) - 1;
+    if ((h.s.attr[h.v.child].mode & S_IFMT) != S_IFREG || bfs_mask_count(src) < p->k) {
+        heal_end(&h);
+        return (h.s.attr[h.v.child].mode & S_IFMT) != S_IFREG ? 0 : -EIO;
+    }
+    uint32_t from = ec_pick_k(p, src);
+    if (!sinks && (src & datamask) == datamask) {
+        bool dirty = false;
+        for (int i = 0; i < p->n; i++)
+            dirty = dirty || (bfs_mask_has(src, i) && h.s.dirty[i][EC_DATA]);
+        if (dirty) { /* a client died mid-write: parity follows the data again */
+            sinks = src & ~datamask;
+            from = datamask;
+        }
+    }
+    uint32_t healed = sinks ? rebuild(&h, from, sinks) : 0;
+    if (healed)
+        XL_INFO(p->xl, "healed the fragments of %d child(ren) of a file", bfs_mask_count(healed));
+    settle(&h, healed & ~src, bfs_mask_first(src));
+    heal_end(&h);
+    return healed == sinks ? 0 : -EIO;
+}
+
+/* ---- metadata ---- */
+
+int ec_heal_meta(struct ec_priv *p, const struct bfs_gfid *g)
+{
+    struct ec_hctx h;
+    int rc = heal_begin(&h, p, g, EC_META);
+    if (rc < 0)
+        return rc;
+    int src = bfs_mask_first(h.v.good[EC_META]);
+    uint32_t sinks = h.v.present & ~h.v.good[EC_META];
+    uint32_t healed = 0;
+    struct bfs_getxattr_req greq = {.name = NULL};
+    struct bfs_getxattr_rep grep = {0};
+    greq.loc.gfid = *g;
+    bool have_x = sinks && hsync(&h, src, BFS_FOP_GETXATTR, &greq, &grep) >= 0 && grep.xattrs &&
+                  bfs_dict_count(grep.xattrs) > 0;
+    for (int i = 0; i < p->n; i++) {
+        if (!bfs_mask_has(sinks, i))
+            continue;
+        const struct bfs_iatt *a = &h.s.attr[src];
+        struct bfs_setattr_req req = {.attr = *a,
+                                      .valid = BFS_SET_UID | BFS_SET_GID | BFS_SET_ATIME |
+                                               BFS_SET_MTIME};
+        req.loc.gfid = *g;
+        if (!S_ISLNK(a->mode))
+            req.valid |= BFS_SET_MODE;
+        rc = hsync(&h, i, BFS_FOP_SETATTR, &req, NULL);
+        if (rc >= 0 && have_x) {
+            struct bfs_setxattr_req sreq = {.xattrs = grep.xattrs};
+            sreq.loc.gfid = *g;
+            rc = hsync(&h, i, BFS_FOP_SETXATTR, &sreq, NULL);
+        }
+        if (rc >= 0)
+            healed |= BFS_BIT(i);
+    }
+    bfs_getxattr_rep_clear_dup(&grep);
+    settle(&h, healed, src);
+    heal_end(&h);
+    return healed == sinks ? 0 : -EIO;
+}
+
+/* ---- entries ---- */
+
+static int list_dir(struct ec_hctx *h, int i, struct bfs_dirents *out)
+{
+    struct bfs_xl *xl = h->p->xl;
+    struct bfs_fd *fd = bfs_fd_new(xl->graph, NULL, O_RDONLY | O_DIRECTORY, 1);
+    if (!fd)
+        return -ENOMEM;
+    struct bfs_opendir_req oreq = {.fd = fd};
+    oreq.loc.gfid = h->gfid;
+    int rc = hsync(h, i, BFS_FOP_OPENDIR, &oreq, NULL);
+    uint64_t off = 0;
+    for (bool eod = false; rc >= 0 && !eod;) {
+        struct bfs_readdir_req req = {.fd = fd, .size = 65536, .offset = off, .plus = true};
+        struct bfs_readdir_rep rep;
+        rc = hsync(h, i, BFS_FOP_READDIR, &req, &rep);
+        for (uint32_t k = 0; rc >= 0 && k < rep.entries.count; k++) {
+            const struct bfs_dirent *e = &rep.entries.v[k];
+            off = e->d_off;
+            if (strcmp(e->name, ".") && strcmp(e->name, ".."))
+                rc = bfs_dirents_add(out, e->name, e->d_off, e->d_type, e->d_ino,
+                                     e->has_attr ? &e->attr : NULL);
+        }
+        eod = rc < 0 || rep.eod || rep.entries.count == 0;
+        bfs_readdir_rep_clear_dup(&rep);
+    }
+    bfs_fd_unref(fd);
+    return rc < 0 ? rc : 0;
+}
+
+static const struct bfs_dirent *find(const struct bfs_dirents *l, const char *name)
+{
+    for (uint32_t k = 0; k < l->count; k++)
+        if (strcmp(l->v[k].name, name) == 0)
+            return &l->v[k];
+    return NULL;
+}
+
+/* Makes entry e of source src on child i, with its GFID. */
+static int make_entry(struct ec_hctx *h, int src, int i, const struct bfs_dirent *e)
+{
+    struct bfs_lookup_req lreq = {0};
+    struct bfs_lookup_rep lrep;
+    lreq.loc.pargfid = h->gfid;
+    lreq.loc.name = e->name;
+    int rc = hsync(h, src, BFS_FOP_LOOKUP, &lreq, &lrep);
+    struct bfs_iatt a = lrep.attr;
+    bfs_lookup_rep_clear_dup(&lrep);
+    if (rc < 0)
+        return rc;
+    struct bfs_dict *x = bfs_dict_new();
+    if (!x || bfs_dict_set_bin(x, EC_GFID_REQ, a.gfid.b, sizeof(a.gfid.b)) < 0) {
+        bfs_dict_unref(x);
+        return -ENOMEM;
+    }
+    struct bfs_loc loc = {0};
+    loc.pargfid = h->gfid;
+    loc.name = e->name;
+    if (S_ISDIR(a.mode)) {
+        struct bfs_mkdir_req req = {.loc = loc, .mode = a.mode & 07777, .xdata = x};
+        rc = hsync(h, i, BFS_FOP_MKDIR, &req, NULL);
+    } else if (S_ISLNK(a.mode)) {
+        struct bfs_readlink_req rreq = {.size = 4096};
+        struct bfs_readlink_rep rrep;
+        rreq.loc.gfid = a.gfid;
+        rc = hsync(h, src, BFS_FOP_READLINK, &rreq, &rrep);
+        if (rc >= 0) {
+            struct bfs_symlink_req req = {.target = rrep.target, .loc = loc, .xdata = x};
+            rc = hsync(h, i, BFS_FOP_SYMLINK, &req, NULL);
+        }
+        bfs_readlink_rep_clear_dup(&rrep);
+    } else {
+        struct bfs_mknod_req req = {.loc = loc, .mode = a.mode, .rdev = a.rdev, .xdata = x};
+        rc = hsync(h, i, BFS_FOP_MKNOD, &req, NULL);
+    }
+    bfs_dict_unref(x);
+    return rc;
+}
+
+static int remove_entry(struct ec_hctx *h, int i, const struct bfs_dirent *e)
+{
+    bool dir = e->d_type == DT_DIR || (e->has_attr && S_ISDIR(e->attr.mode));
+    if (dir) {
+        struct bfs_rmdir_req req = {0};
+        req.loc.pargfid = h->gfid;
+        req.loc.name = e->name;
+        return hsync(h, i, BFS_FOP_RMDIR, &req, NULL);
+    }
+    struct bfs_unlink_req req = {0};
+    req.loc.pargfid = h->gfid;
+    req.loc.name = e->name;
+    return hsync(h, i, BFS_FOP_UNLINK, &req, NULL);
+}
+
+int ec_heal_entry(struct ec_priv *p, const struct bfs_gfid *g)
+{
+    struct ec_hctx h;
+    int rc = heal_begin(&h, p, g, EC_ENTRY);
+    if (rc < 0)
+        return rc;
+    if ((h.s.attr[h.v.child].mode & S_IFMT) != S_IFDIR) {
+        heal_end(&h);
+        return 0;
+    }
+    int src = bfs_mask_first(h.v.good[EC_ENTRY]);
+    /* entries missing anywhere are made, even without a version gap (a
+     * lookup saw a name missing on a child) */
+    uint32_t sinks = h.v.present & ~BFS_BIT(src);
+    struct bfs_dirents sl = {0};
+    uint32_t healed = 0;
+    if (list_dir(&h, src, &sl) < 0)
+        sinks = 0;
+    for (int i = 0; i < p->n; i++) {
+        if (!bfs_mask_has(sinks, i))
+            continue;
+        struct bfs_dirents kl = {0};
+        bool stale = !bfs_mask_has(h.v.good[EC_ENTRY], i);
+        int err = list_dir(&h, i, &kl);
+        for (uint32_t e = 0; err == 0 && e < sl.count; e++)
+            if (!find(&kl, sl.v[e].name) && make_entry(&h, src, i, &sl.v[e]) < 0)
+                err = -EIO;
+        for (uint32_t e = 0; err == 0 && stale && e < kl.count; e++)
+            if (!find(&sl, kl.v[e].name))
+                (void)remove_entry(&h, i, &kl.v[e]);
+        bfs_dirents_free(&kl);
+        if (err == 0 && stale)
+            healed |= BFS_BIT(i);
+    }
+    bfs_dirents_free(&sl);
+    settle(&h, healed, src);
+    heal_end(&h);
+    return 0;
+}
+
+/* ---- the queue ---- */
+
+static void run_job(void *owner, void *job)
+{
+    struct ec_priv *p = owner;
+    struct ec_heal_req *r = job;
+    int rc = 0;
+    if (!bfs_gfid_is_null(&r->pargfid))
+        rc = ec_heal_entry(p, &r->pargfid);
+    if (r->types & BFS_BIT(EC_ENTRY))
+        rc = ec_heal_entry(p, &r->gfid) < 0 ? -1 : rc;
+    if (r->types & BFS_BIT(EC_META))
+        rc = ec_heal_meta(p, &r->gfid) < 0 ? -1 : rc;
+    if (r->types & BFS_BIT(EC_DATA))
+        rc = ec_heal_data(p, &r->gfid) < 0 ? -1 : rc;
+    __atomic_add_fetch(rc < 0 ? &p->n_heal_fail : &p->n_heal_ok, 1, __ATOMIC_RELAXED);
+    if (r->frame)
+        ec_lookup_resume(p->xl, r->frame, r->req);
+}
+
+static void drop_job(void *owner, void *job)
+{
+    (void)owner;
+    struct ec_heal_req *r = job;
+    if (r->frame) {
+        bfs_unwind_lookup(r->frame, -ENOTCONN, NULL);
+        bfs_lookup_req_free(r->req);
+    }
+}
+
+static bool merge_job(void *queued, const void *job)
+{
+    struct ec_heal_req *q = queued;
+    const struct ec_heal_req *j = job;
+    if (!bfs_gfid_eq(&q->gfid, &j->gfid) || !bfs_gfid_eq(&q->pargfid, &j->pargfid))
+        return false;
+    q->types |= j->types;
+    return true;
+}
+
+static const struct bfs_healq_ops heal_ops = {.run = run_job, .drop = drop_job,
+                                              .merge = merge_job};
+
+int ec_heal_start(struct ec_priv *p)
+{
+    return bfs_healq_start(&p->healq, p, sizeof(struct ec_heal_req), &heal_ops);
+}
+
+void ec_heal_stop(struct ec_priv *p)
+{
+    bfs_healq_stop(p->healq);
+    p->healq = NULL;
+}
+
+int ec_heal_request(struct ec_priv *p, const struct ec_heal_req *r)
+{
+    size_t limit = (size_t)__atomic_load_n(&p->heal_count, __ATOMIC_RELAXED);
+    return bfs_healq_push(p->healq, r, r->frame != NULL, limit);
+}

@@ -1,0 +1,275 @@
+/*
+ * disperse-lookup.c — lookup, stat and fstat: ask every up child (with our
+ * keys in xattr-req), combine (ec_combine: good children by version, the
+ * size from the size xattr), remember the result in the inode context, and
+ * for lookups start a heal when children disagree. With
+ * cluster.background-self-heal-count 0 the heal runs first and the caller
+ * is answered by a fresh lookup afterwards (the heal job takes the frame).
+ *
+ * stat and fstat are the same op by GFID: a brick's size is a fragment
+ * size, the file's is in the size xattr.
+ *
+ * Lifetime: struct ec_lookup from the fop call to its answer (or to the
+ * hand-over of the frame to a heal job).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/graph.h"
+#include "disperse.h"
+
+enum { L_WIND = 1, L_DONE };
+
+struct ec_lookup {
+    struct bfs_op op; /* first */
+    struct ec_priv *p;
+    int fop;                    /* LOOKUP, STAT or FSTAT */
+    struct bfs_lookup_req *req; /* the lookup to make (our copy) */
+    struct bfs_dict *xdata;     /* what we send: theirs plus xattr-req */
+    bool no_heal;
+    uint32_t asked;
+    uint64_t seq;               /* priv->dseq when wound */
+};
+
+int ec_refresh_wind(struct bfs_op *op, const struct ec_priv *p, const struct bfs_gfid *g,
+                    uint32_t mask)
+{
+    struct bfs_lookup_req req = {.xdata = ec_lookup_xdata(NULL)};
+    if (!req.xdata)
+        return -ENOMEM;
+    req.loc.gfid = *g;
+    bfs_op_reset_replies(op);
+    bfs_op_expect(op, bfs_mask_count(mask));
+    for (int i = 0; i < p->n; i++)
+        if (bfs_mask_has(mask, i))
+            bfs_op_wind(op, i, BFS_FOP_LOOKUP, p->xl->children[i], &req);
+    bfs_dict_unref(req.xdata);
+    return 0;
+}
+
+void ec_refresh_gather(const struct ec_priv *p, const struct bfs_op *op, uint32_t asked,
+                       struct ec_state *s, int *rc)
+{
+    memset(s, 0, sizeof(*s));
+    for (int i = 0; i < p->n; i++) {
+        rc[i] = -ENOTCONN;
+        if (!bfs_mask_has(asked, i))
+            continue;
+        const struct bfs_op_reply *r = &op->replies[i];
+        rc[i] = r->valid ? r->rc : -ENOTCONN;
+        if (rc[i] < 0 || !r->rep)
+            continue;
+        const struct bfs_lookup_rep *rep = r->rep;
+        ec_state_add(s, i, &rep->attr, rep->xdata);
+    }
+}
+
+static void lookup_destroy(struct bfs_op *op)
+{
+    struct ec_lookup *l = (struct ec_lookup *)op;
+    bfs_lookup_req_free(l->req);
+    bfs_dict_unref(l->xdata);
+    free(l);
+}
+
+/* Updates the inode context; false when our own writer holds the file's
+ * data lock (its dirty marks are the window's own: no data heal). */
+static bool remember(struct ec_lookup *l, const struct bfs_iatt *attr, const struct ec_view *v)
+{
+    struct bfs_inode *inode = ec_inode_of_gfid(l->op.xl, &attr->gfid, attr->mode & S_IFMT);
+    struct ec_inode *c = ec_ictx(l->op.xl, inode);
+    bool idle = true;
+    if (c) {
+        ec_ictx_update(l->p, c, attr->mode, v, l->seq);
+        idle = bfs_txn_lock_state(&c->dlock) == BFS_TXL_FREE;
+    }
+    if (inode)
+        bfs_inode_unref(inode);
+    return idle;
+}
+
+/* Starts the heal the answers call for. true: the heal job took the frame. */
+static bool heal(struct ec_lookup *l, const struct ec_view *v, const struct bfs_iatt *attr)
+{
+    struct ec_priv *p = l->p;
+    struct ec_heal_req hr = {0};
+    for (int t = 0; t < EC_NTYPES; t++)
+        if ((v->heal & BFS_BIT(t)) && __atomic_load_n(&p->heal_on[t], __ATOMIC_RELAXED))
+            hr.types |= BFS_BIT(t);
+    const struct bfs_loc *loc = &l->req->loc;
+    if (v->entry_mismatch && v->rc == 0 && loc->name && !bfs_gfid_is_null(&loc->pargfid) &&
+        __atomic_load_n(&p->heal_on[EC_ENTRY], __ATOMIC_RELAXED)) {
+        hr.pargfid = loc->pargfid;
+        /* the copies the entry heal makes are empty: heal what they hold next */
+        hr.types |= BFS_BIT(EC_META) | (S_ISREG(attr->mode) ? BFS_BIT(EC_DATA) : 0) |
+                    (S_ISDIR(attr->mode) ? BFS_BIT(EC_ENTRY) : 0);
+    }
+    if (hr.types && v->rc == 0)
+        hr.gfid = attr->gfid;
+    else
+        hr.types = 0;
+    if (!hr.types && bfs_gfid_is_null(&hr.pargfid))
+        return false;
+    if (__atomic_load_n(&p->heal_count, __ATOMIC_RELAXED) == 0) {
+        hr.frame = l->op.frame;
+        hr.req = l->req;
+        if (ec_heal_request(p, &hr) == 0) {
+            l->req = NULL; /* taken by the heal job */
+            return true;
+        }
+        return false;
+    }
+    (void)ec_heal_request(p, &hr); /* -EBUSY: the next access tries again */
+    return false;
+}
+
+static int answer_stat(struct ec_lookup *l, int rc, const struct bfs_iatt *attr)
+{
+    if (l->fop == BFS_FOP_STAT) {
+        struct bfs_stat_rep rep = {0};
+        if (rc >= 0)
+            rep.attr = *attr;
+        bfs_unwind_stat(l->op.frame, rc, rc >= 0 ? &rep : NULL);
+    } else {
+        struct bfs_fstat_rep rep = {0};
+        if (rc >= 0)
+            rep.attr = *attr;
+        bfs_unwind_fstat(l->op.frame, rc, rc >= 0 ? &rep : NULL);
+    }
+    return BFS_OP_DONE;
+}
+
+static int lookup_done(struct ec_lookup *l)
+{
+    struct ec_priv *p = l->p;
+    struct bfs_op *op = &l->op;
+    struct ec_state *s = malloc(sizeof(*s));
+    int rc[EC_MAX];
+    struct ec_view v;
+    if (!s) {
+        if (l->fop != BFS_FOP_LOOKUP)
+            return answer_stat(l, -ENOMEM, NULL);
+        bfs_unwind_lookup(op->frame, -ENOMEM, NULL);
+        return BFS_OP_DONE;
+    }
+    ec_refresh_gather(p, op, l->asked, s, rc);
+    ec_combine(p, s, l->asked, rc, &v);
+    free(s);
+    struct bfs_lookup_rep rep = {0};
+    if (v.rc == 0)
+        rep = *(const struct bfs_lookup_rep *)op->replies[v.child].rep;
+    bool idle = true;
+    if (v.rc == 0) {
+        idle = remember(l, &rep.attr, &v);
+        struct ec_inode *c = NULL;
+        struct bfs_inode *inode = ec_inode_of_gfid(op->xl, &rep.attr.gfid, 0);
+        if (inode && (c = ec_ictx_peek(op->xl, inode)) && (rep.attr.mode & S_IFMT) == S_IFREG)
+            (void)ec_ictx_good(c, EC_DATA, NULL, &v.size); /* ours, if a change raced */
+        if (inode)
+            bfs_inode_unref(inode);
+        ec_fix_iatt(p, &rep.attr, v.size);
+    }
+    if (!idle)
+        v.heal &= ~BFS_BIT(EC_DATA);
+    if (l->fop != BFS_FOP_LOOKUP)
+        return answer_stat(l, v.rc, &rep.attr);
+    if (!l->no_heal && heal(l, &v, &rep.attr))
+        return BFS_OP_DONE;
+    rep.xdata = v.rc == 0 ? ec_xdata_strip(rep.xdata) : NULL;
+    bfs_unwind_lookup(op->frame, v.rc, v.rc == 0 ? &rep : NULL);
+    bfs_dict_unref(rep.xdata);
+    return BFS_OP_DONE;
+}
+
+static int lookup_step(struct bfs_op *op)
+{
+    struct ec_lookup *l = (struct ec_lookup *)op;
+    struct ec_priv *p = l->p;
+    switch (op->state) {
+    case L_WIND: {
+        l->asked = ec_up(p);
+        l->seq = ec_dseq(p);
+        if (!l->asked) {
+            if (l->fop != BFS_FOP_LOOKUP)
+                return answer_stat(l, -ENOTCONN, NULL);
+            bfs_unwind_lookup(op->frame, -ENOTCONN, NULL);
+            return BFS_OP_DONE;
+        }
+        struct bfs_lookup_req req = *l->req;
+        req.xdata = l->xdata;
+        bfs_op_expect(op, bfs_mask_count(l->asked));
+        for (int i = 0; i < p->n; i++)
+            if (bfs_mask_has(l->asked, i))
+                bfs_op_wind(op, i, BFS_FOP_LOOKUP, p->xl->children[i], &req);
+        op->state = L_DONE;
+        return BFS_OP_WAIT;
+    }
+    case L_DONE:
+        return lookup_done(l);
+    }
+    return BFS_OP_DONE;
+}
+
+/* Runs a lookup op over req (taken). On failure the frame is not answered. */
+static int lookup_start(struct bfs_xl *xl, struct bfs_frame *frame, int fop,
+                        struct bfs_lookup_req *req, bool no_heal)
+{
+    struct ec_priv *p = ec_priv(xl);
+    struct ec_lookup *l = calloc(1, sizeof(*l));
+    if (!l || !(l->xdata = ec_lookup_xdata(req->xdata)) ||
+        bfs_op_init(&l->op, frame, xl, p->n, lookup_step, lookup_destroy) < 0) {
+        if (l)
+            bfs_dict_unref(l->xdata);
+        free(l);
+        bfs_lookup_req_free(req);
+        return -ENOMEM;
+    }
+    l->p = p;
+    l->fop = fop;
+    l->req = req;
+    l->no_heal = no_heal;
+    l->op.state = L_WIND;
+    bfs_op_run(&l->op);
+    return 0;
+}
+
+int ec_lookup(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_lookup_req *req)
+{
+    struct bfs_lookup_req *copy = bfs_lookup_req_dup(req);
+    if (!copy)
+        return -ENOMEM;
+    return lookup_start(xl, frame, BFS_FOP_LOOKUP, copy, false);
+}
+
+void ec_lookup_resume(struct bfs_xl *xl, struct bfs_frame *frame, struct bfs_lookup_req *req)
+{
+    if (lookup_start(xl, frame, BFS_FOP_LOOKUP, req, true) < 0)
+        bfs_unwind_lookup(frame, -ENOMEM, NULL);
+}
+
+static int stat_by_gfid(struct bfs_frame *frame, struct bfs_xl *xl, int fop,
+                        struct bfs_inode *inode, const struct bfs_gfid *g)
+{
+    struct bfs_gfid gfid = inode ? inode->gfid : (g ? *g : (struct bfs_gfid){0});
+    if (inode)
+        bfs_inode_unref(inode);
+    if (bfs_gfid_is_null(&gfid))
+        return -EINVAL;
+    struct bfs_lookup_req *req = calloc(1, sizeof(*req));
+    if (!req)
+        return -ENOMEM;
+    req->loc.gfid = gfid;
+    return lookup_start(xl, frame, fop, req, true);
+}
+
+int ec_stat(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_stat_req *req)
+{
+    return stat_by_gfid(f, xl, BFS_FOP_STAT, ec_inode_of_loc(xl, &req->loc), &req->loc.gfid);
+}
+
+int ec_fstat(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_fstat_req *req)
+{
+    return stat_by_gfid(f, xl, BFS_FOP_FSTAT, ec_inode_of_fd(xl, req->fd), NULL);
+}

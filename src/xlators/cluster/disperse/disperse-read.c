@@ -1,0 +1,419 @@
+/*
+ * disperse-read.c — fops that read: read (k fragments, decoded when a data
+ * child is missing), seek (from the size), and the fops one full copy
+ * answers: access, readlink, getxattr, fgetxattr, readdir.
+ *
+ * One op serves them all: make sure the inode context is fresh (else
+ * refresh it: a lookup by GFID on every up child, as disperse-lookup.c
+ * does), then
+ *   read     pick k good children (the data children when they are all
+ *            good: nothing to decode), read the covering stripes' fragments
+ *            from each, retry with other good children when one fails;
+ *            fewer than k: EIO, never a guess;
+ *   others   one good child, the next one on a child fault; readdir sticks
+ *            to the child of its first call (offsets are that brick's) and
+ *            drops the attributes of regular files (fragment sizes).
+ *
+ * Lifetime: struct ec_rd from the fop call to its answer.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "disperse.h"
+
+enum { RD_START = 1, RD_REFRESHED, RD_PICK, RD_ANSWERED };
+
+struct ec_rd {
+    struct bfs_op op; /* first */
+    struct ec_priv *p;
+    int fop;
+    void *req;                 /* our copy */
+    struct bfs_gfid gfid;
+    struct bfs_inode *inode;   /* ref, may be NULL */
+    struct ec_inode *c;        /* NULL: no context (read blind) */
+    struct bfs_fd *fd;
+    int type;
+    uint32_t tried;            /* children that failed */
+    uint32_t using;            /* children of the current attempt */
+    int child;                 /* one-child fops */
+    int last_rc;
+    bool refreshed;
+    uint64_t readdir_offset;
+    uint64_t size;             /* read: the file size the attempt was planned with */
+    uint64_t seq;              /* priv->dseq when the refresh was wound */
+};
+
+static void rd_destroy(struct bfs_op *op)
+{
+    struct ec_rd *r = (struct ec_rd *)op;
+    bfs_fop_info[r->fop].req_clear_dup(r->req);
+    free(r->req);
+    if (r->inode)
+        bfs_inode_unref(r->inode);
+    free(r);
+}
+
+static int answer(struct ec_rd *r, int rc, const void *rep)
+{
+    bfs_unwind_any(r->fop, r->op.frame, rc, rc >= 0 ? rep : NULL);
+    return BFS_OP_DONE;
+}
+
+uint32_t ec_pick_k(const struct ec_priv *p, uint32_t cand)
+{
+    uint32_t data = (1u << p->k) - 1;
+    uint32_t pick = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < p->n && bfs_mask_count(pick) < p->k; i++)
+            if (bfs_mask_has(cand, i) && bfs_mask_has(pass ? ~data : data, i))
+                pick |= BFS_BIT(i);
+    return bfs_mask_count(pick) == p->k ? pick : 0;
+}
+
+int ec_decode(struct ec_priv *p, uint8_t *const *frag, uint32_t have, uint64_t nstripes,
+              uint8_t *out)
+{
+    const uint8_t *f[EC_MAX] = {0};
+    for (int i = 0; i < p->n; i++)
+        if (bfs_mask_has(have, i))
+            f[i] = frag[i];
+    if ((have & ((1u << p->k) - 1)) != (1u << p->k) - 1)
+        __atomic_add_fetch(&p->n_decode, 1, __ATOMIC_RELAXED);
+    return bfs_ec_decode_stripes(p->codec, f, nstripes, p->chunk, out);
+}
+
+static int start(struct ec_rd *r)
+{
+    struct ec_priv *p = r->p;
+    bool want = r->c && !r->refreshed && (!ec_ictx_fresh(p, r->c) || r->last_rc == 1);
+    if (!want) {
+        r->op.state = RD_PICK;
+        return BFS_OP_CONTINUE;
+    }
+    uint32_t up = ec_up(p);
+    if (!up)
+        return answer(r, -ENOTCONN, NULL);
+    if (ec_refresh_wind(&r->op, p, &r->gfid, up) < 0)
+        return answer(r, -ENOMEM, NULL);
+    r->using = up;
+    r->seq = ec_dseq(p);
+    r->refreshed = true;
+    r->last_rc = 0;
+    r->op.state = RD_REFRESHED;
+    return BFS_OP_WAIT;
+}
+
+static int after_refresh(struct ec_rd *r)
+{
+    struct ec_priv *p = r->p;
+    struct ec_state *s = malloc(sizeof(*s));
+    int rc[EC_MAX];
+    struct ec_view v;
+    if (!s)
+        return answer(r, -ENOMEM, NULL);
+    ec_refresh_gather(p, &r->op, r->using, s, rc);
+    ec_combine(p, s, r->using, rc, &v);
+    uint32_t mode = v.rc == 0 ? s->attr[v.child].mode : 0;
+    free(s);
+    bfs_op_reset_replies(&r->op);
+    r->using = 0;
+    if (v.rc < 0)
+        return answer(r, v.rc, NULL);
+    ec_ictx_update(p, r->c, mode, &v, r->seq);
+    r->op.state = RD_PICK;
+    return BFS_OP_CONTINUE;
+}
+
+/* Good, up children this fop may use now. */
+static uint32_t candidates(struct ec_rd *r, uint32_t *type, uint64_t *size)
+{
+    struct ec_priv *p = r->p;
+    uint32_t cand = ec_up(p) & ~r->tried;
+    *type = 0;
+    *size = 0;
+    if (r->c) {
+        int t = r->type;
+        uint32_t good = ec_ictx_good(r->c, t, type, size);
+        if (t == EC_DATA && *type && *type != S_IFREG)
+            good = ec_ictx_good(r->c, EC_META, type, size);
+        cand &= good;
+    }
+    if (r->fd)
+        cand &= ec_fd_opened(p->xl, r->fd);
+    return cand;
+}
+
+/* ---- read ---- */
+
+static int read_pick(struct ec_rd *r)
+{
+    struct ec_priv *p = r->p;
+    const struct bfs_read_req *q = r->req;
+    uint32_t type;
+    uint64_t size;
+    uint32_t cand = candidates(r, &type, &size);
+    if (r->fd && (r->fd->flags & O_ACCMODE) == O_WRONLY)
+        return answer(r, -EBADF, NULL);
+    if (type == S_IFREG && q->offset >= size) {
+        struct bfs_read_rep rep = {.eof = true};
+        rep.attr.size = size;
+        return answer(r, 0, &rep);
+    }
+    r->size = size;
+    r->using = ec_pick_k(p, cand);
+    if (!r->using) {
+        if (!r->refreshed && r->c) {
+            r->last_rc = 1; /* what we knew leaves too few children: ask them */
+            r->op.state = RD_START;
+            return BFS_OP_CONTINUE;
+        }
+        XL_WARN(p->xl, "read: %d good fragment(s) reachable, %d needed: EIO",
+                bfs_mask_count(cand), p->k);
+        return answer(r, -EIO, NULL);
+    }
+    uint64_t len = q->size;
+    if (len > size - q->offset)
+        len = size - q->offset;
+    uint64_t s0 = q->offset / p->stripe, s1 = (q->offset + len + p->stripe - 1) / p->stripe;
+    struct bfs_read_req req = {.fd = q->fd, .size = (uint32_t)((s1 - s0) * p->chunk),
+                               .offset = s0 * p->chunk, .xdata = q->xdata};
+    bfs_op_reset_replies(&r->op);
+    bfs_op_expect(&r->op, bfs_mask_count(r->using));
+    r->op.state = RD_ANSWERED;
+    for (int i = 0; i < p->n; i++)
+        if (bfs_mask_has(r->using, i))
+            bfs_op_wind(&r->op, i, BFS_FOP_READ, p->xl->children[i], &req);
+    return BFS_OP_WAIT;
+}
+
+static int read_done(struct ec_rd *r)
+{
+    struct ec_priv *p = r->p;
+    const struct bfs_read_req *q = r->req;
+    uint32_t failed = 0;
+    int first = -1;
+    for (int i = 0; i < p->n; i++) {
+        if (!bfs_mask_has(r->using, i))
+            continue;
+        const struct bfs_op_reply *rep = &r->op.replies[i];
+        if (!rep->valid || rep->rc < 0) {
+            failed |= BFS_BIT(i);
+            int rc = rep->valid ? rep->rc : -EIO;
+            if (!ec_child_fault(rc))
+                return answer(r, rc, NULL);
+            r->last_rc = rc;
+        } else if (first < 0) {
+            first = i;
+        }
+    }
+    if (failed) {
+        r->tried |= failed;
+        if (r->c)
+            ec_ictx_failed(r->c, EC_DATA, failed);
+        r->op.state = RD_PICK;
+        return BFS_OP_CONTINUE;
+    }
+    uint64_t size = r->size;
+    uint64_t len = q->size;
+    if (len > size - q->offset)
+        len = size - q->offset;
+    uint64_t s0 = q->offset / p->stripe, s1 = (q->offset + len + p->stripe - 1) / p->stripe;
+    uint64_t flen = (s1 - s0) * p->chunk;
+    uint8_t *buf = malloc((s1 - s0) * p->stripe + flen * (uint64_t)p->n);
+    if (!buf)
+        return answer(r, -ENOMEM, NULL);
+    uint8_t *frag[EC_MAX] = {0};
+    for (int i = 0; i < p->n; i++) {
+        if (!bfs_mask_has(r->using, i))
+            continue;
+        const struct bfs_read_rep *rr = r->op.replies[i].rep;
+        frag[i] = buf + (s1 - s0) * p->stripe + flen * (uint64_t)i;
+        size_t got = rr->data.len < flen ? rr->data.len : flen;
+        memcpy(frag[i], rr->data.data, got);
+        memset(frag[i] + got, 0, flen - got); /* past a fragment file's end: zeros */
+    }
+    int rc = ec_decode(p, frag, r->using, s1 - s0, buf);
+    if (rc < 0) {
+        free(buf);
+        return answer(r, rc, NULL);
+    }
+    struct bfs_read_rep rep = *(const struct bfs_read_rep *)r->op.replies[first].rep;
+    rep.data.data = buf + (q->offset - s0 * p->stripe);
+    rep.data.len = len;
+    rep.eof = q->offset + len >= size;
+    rep.xdata = NULL;
+    ec_fix_iatt(p, &rep.attr, size);
+    answer(r, (int)len, &rep);
+    free(buf);
+    return BFS_OP_DONE;
+}
+
+/* ---- one-child fops ---- */
+
+static void strip_file_attrs(struct bfs_readdir_rep *rep)
+{
+    for (uint32_t e = 0; e < rep->entries.count; e++)
+        if (rep->entries.v[e].d_type == DT_REG || !rep->entries.v[e].has_attr ||
+            S_ISREG(rep->entries.v[e].attr.mode))
+            rep->entries.v[e].has_attr = false;
+}
+
+static int one_pick(struct ec_rd *r)
+{
+    struct ec_priv *p = r->p;
+    uint32_t type;
+    uint64_t size;
+    uint32_t cand = candidates(r, &type, &size);
+    if (r->fop == BFS_FOP_SEEK) {
+        const struct bfs_seek_req *q = r->req;
+        if (q->offset >= size)
+            return answer(r, -ENXIO, NULL);
+        struct bfs_seek_rep rep = {.offset = q->what == SEEK_HOLE ? size : q->offset};
+        return answer(r, 0, &rep);
+    }
+    if (r->fop == BFS_FOP_READDIR && r->readdir_offset != 0) {
+        struct ec_fd *f = ec_fdctx(p->xl, r->fd, true);
+        int sticky = -1;
+        if (f) {
+            pthread_mutex_lock(&f->lock);
+            sticky = f->readdir_child;
+            pthread_mutex_unlock(&f->lock);
+        }
+        if (sticky >= 0)
+            cand &= BFS_BIT(sticky);
+    }
+    r->child = bfs_mask_first(cand);
+    if (r->child < 0 && !r->refreshed && r->c && r->fop != BFS_FOP_READDIR) {
+        r->last_rc = 1;
+        r->op.state = RD_START;
+        return BFS_OP_CONTINUE;
+    }
+    if (r->child < 0)
+        return answer(r, r->last_rc < 0 ? r->last_rc : -ENOTCONN, NULL);
+    bfs_op_reset_replies(&r->op);
+    bfs_op_expect(&r->op, 1);
+    r->op.state = RD_ANSWERED;
+    bfs_op_wind(&r->op, r->child, r->fop, p->xl->children[r->child], r->req);
+    return BFS_OP_WAIT;
+}
+
+static int one_done(struct ec_rd *r)
+{
+    struct ec_priv *p = r->p;
+    struct bfs_op_reply *rep = &r->op.replies[r->child];
+    int rc = rep->valid ? rep->rc : -EIO;
+    if (rc < 0 && ec_child_fault(rc)) {
+        r->tried |= BFS_BIT(r->child);
+        r->last_rc = rc;
+        r->op.state = RD_PICK;
+        return BFS_OP_CONTINUE;
+    }
+    if (rc >= 0 && r->fop == BFS_FOP_READDIR) {
+        if (r->readdir_offset == 0) {
+            struct ec_fd *f = ec_fdctx(p->xl, r->fd, true);
+            if (f) {
+                pthread_mutex_lock(&f->lock);
+                f->readdir_child = r->child;
+                pthread_mutex_unlock(&f->lock);
+            }
+        }
+        strip_file_attrs(rep->rep);
+    }
+    return answer(r, rc, rep->rep);
+}
+
+static int rd_step(struct bfs_op *op)
+{
+    struct ec_rd *r = (struct ec_rd *)op;
+    switch (op->state) {
+    case RD_START:
+        return start(r);
+    case RD_REFRESHED:
+        return after_refresh(r);
+    case RD_PICK:
+        return r->fop == BFS_FOP_READ ? read_pick(r) : one_pick(r);
+    case RD_ANSWERED:
+        return r->fop == BFS_FOP_READ ? read_done(r) : one_done(r);
+    }
+    return BFS_OP_DONE;
+}
+
+static int rd_start(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req,
+                    const struct bfs_loc *loc, struct bfs_fd *fd, int type, uint64_t off)
+{
+    struct ec_priv *p = ec_priv(xl);
+    const struct bfs_fop_info *fi = &bfs_fop_info[fop];
+    struct ec_rd *r = calloc(1, sizeof(*r));
+    void *copy = calloc(1, fi->req_size);
+    if (!r || !copy || fi->req_copy_into(copy, req) < 0) {
+        free(copy);
+        free(r);
+        return -ENOMEM;
+    }
+    if (bfs_op_init(&r->op, frame, xl, p->n, rd_step, rd_destroy) < 0) {
+        fi->req_clear_dup(copy);
+        free(copy);
+        free(r);
+        return -ENOMEM;
+    }
+    r->p = p;
+    r->fop = fop;
+    r->req = copy;
+    r->fd = fd;
+    r->type = type;
+    r->readdir_offset = off;
+    r->inode = fd ? ec_inode_of_fd(xl, fd) : ec_inode_of_loc(xl, loc);
+    if (r->inode) {
+        r->gfid = r->inode->gfid;
+        r->c = ec_ictx(xl, r->inode);
+    }
+    if ((fop == BFS_FOP_READ || fop == BFS_FOP_SEEK) && !r->c) {
+        bfs_op_unref(&r->op);
+        return -EINVAL; /* a read of fragments needs the file's size */
+    }
+    r->op.state = RD_START;
+    bfs_op_run(&r->op);
+    return 0;
+}
+
+int ec_read(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_read_req *req)
+{
+    return rd_start(f, xl, BFS_FOP_READ, req, NULL, req->fd, EC_DATA, 0);
+}
+
+int ec_seek(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_seek_req *req)
+{
+    if (req->what != SEEK_DATA && req->what != SEEK_HOLE)
+        return -EINVAL;
+    return rd_start(f, xl, BFS_FOP_SEEK, req, NULL, req->fd, EC_DATA, 0);
+}
+
+int ec_access(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_access_req *req)
+{
+    return rd_start(f, xl, BFS_FOP_ACCESS, req, &req->loc, NULL, EC_META, 0);
+}
+
+int ec_readlink(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_readlink_req *req)
+{
+    return rd_start(f, xl, BFS_FOP_READLINK, req, &req->loc, NULL, EC_META, 0);
+}
+
+int ec_getxattr(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_getxattr_req *req)
+{
+    return rd_start(f, xl, BFS_FOP_GETXATTR, req, &req->loc, NULL, EC_META, 0);
+}
+
+int ec_fgetxattr(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_fgetxattr_req *req)
+{
+    return rd_start(f, xl, BFS_FOP_FGETXATTR, req, NULL, req->fd, EC_META, 0);
+}
+
+int ec_readdir(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_readdir_req *req)
+{
+    return rd_start(f, xl, BFS_FOP_READDIR, req, NULL, req->fd, EC_ENTRY, req->offset);
+}

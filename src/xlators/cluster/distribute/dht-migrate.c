@@ -1,0 +1,289 @@
+/*
+ * dht-migrate.c — writes through an open file that the rebalance process
+ * is moving or has moved (docs/design/rebalance.md, "Open descriptors
+ * follow"). The rebalance marks the source with mode bits S_ISVTX|S_ISGID
+ * (GlusterFS's "migration in progress") before its last copy pass, and
+ * holds an inodelk (domain dht.migrate) on the destination until the file
+ * has switched. A write whose reply shows those bits on a regular file
+ * landed in a source that is frozen or already unlinked, so:
+ *
+ *   1 find the file's GFID on the other subvolumes (lookup by GFID);
+ *      nowhere else: the bits are the user's own, answer as is;
+ *   2 wait for the migration: inodelk dht.migrate there (then unlock);
+ *   3 the file there must be a real one now (a failed migration removed
+ *      it and unfroze the source: answer as is);
+ *   4 read back what the write put on the source (offset, length) through
+ *      the caller's fd, open the same fd on the new subvolume, write the
+ *      bytes there; from now on the fd's subvolume is the new one.
+ *
+ * The write itself is wound with a small cookie (fd, offset, flags); the
+ * redirect op lives from the detection to the answer. Reads through an
+ * old fd are not redirected (they read the source's frozen copy).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dht.h"
+
+#define MIG_DOMAIN "dht.migrate"
+#define FROZEN (S_ISVTX | S_ISGID)
+
+struct wcookie {
+    struct bfs_xl *xl;
+    struct bfs_fd *fd; /* ref'd */
+    uint64_t offset;
+    uint32_t flags;
+    int s;
+};
+
+enum { W_FIND = 1, W_NOWHERE, W_LOCKED, W_CHECKED, W_READ, W_OPENED, W_WRITTEN, W_UNLOCKED };
+
+struct dht_wmig {
+    struct dht_op o;
+    struct wcookie c;
+    int rc;                     /* the source write's answer */
+    struct bfs_write_rep rep;   /* its reply (dup'd fields) */
+    int t;                      /* the new subvolume */
+    int n;
+    struct bfs_read_rep data;   /* the bytes read back, dup'd */
+    bool have_data, locked;
+    int final_rc;
+    struct bfs_write_rep final;
+};
+
+static void wmig_cleanup(struct dht_op *o)
+{
+    struct dht_wmig *w = (struct dht_wmig *)o;
+    bfs_write_rep_clear_dup(&w->rep);
+    if (w->have_data)
+        bfs_read_rep_clear_dup(&w->data);
+    bfs_write_rep_clear_dup(&w->final);
+    bfs_fd_unref(w->c.fd);
+}
+
+static void wind_lock(struct dht_wmig *w, uint32_t type)
+{
+    struct bfs_inodelk_req r = {0};
+    r.domain = MIG_DOMAIN;
+    r.loc.gfid = w->c.fd->inode->gfid;
+    r.cmd = type == F_UNLCK ? BFS_LK_SETLK : BFS_LK_SETLKW;
+    r.lock.type = type;
+    r.lock.whence = SEEK_SET;
+    dht__wind(&w->o, 0, BFS_FOP_INODELK, w->t, &r, true);
+}
+
+/* The answer: the new subvolume's write when it happened, else the source's. */
+static int answer(struct dht_wmig *w)
+{
+    if (w->final_rc > 0)
+        bfs_unwind_write(w->o.caller, w->final_rc, &w->final);
+    else
+        bfs_unwind_write(w->o.caller, w->rc, &w->rep);
+    return BFS_OP_DONE;
+}
+
+static int after_unlock(struct dht_wmig *w)
+{
+    return answer(w);
+}
+
+static int wmig_step(struct bfs_op *op)
+{
+    struct dht_wmig *w = (struct dht_wmig *)op;
+    struct dht_op *o = &w->o;
+    const struct bfs_gfid *g = &w->c.fd->inode->gfid;
+    switch (op->state) {
+    case 0: /* 1: where else is it? */
+        op->state = W_FIND;
+        for (int s = 0; s < w->n; s++) {
+            if (s == w->c.s)
+                continue;
+            struct bfs_lookup_req r = {0};
+            r.loc.gfid = *g;
+            dht__wind(o, 1 + s, BFS_FOP_LOOKUP, s, &r, true);
+        }
+        return BFS_OP_WAIT;
+    case W_FIND:
+        w->t = -1;
+        for (int s = 0; s < w->n && w->t < 0; s++)
+            if (s != w->c.s && dht__rc(o, 1 + s) >= 0)
+                w->t = s;
+        if (w->t < 0) { /* the user's own mode bits, or moved out of this graph's reach? */
+            struct bfs_dict *xd = dht__xdata_internal();
+            struct bfs_getxattr_req r = {.name = DHT_MIGRATING_KEY, .xdata = xd};
+            r.loc.gfid = *g;
+            op->state = W_NOWHERE;
+            dht__wind(o, 0, BFS_FOP_GETXATTR, w->c.s, &r, true);
+            bfs_dict_unref(xd);
+            return BFS_OP_WAIT;
+        }
+        op->state = W_LOCKED;
+        wind_lock(w, F_WRLCK); /* 2: waits while the rebalance holds it */
+        return BFS_OP_WAIT;
+    case W_NOWHERE: {
+        const struct bfs_getxattr_rep *gr = DHT_REP(o, 0, bfs_getxattr_rep);
+        if (dht__rc(o, 0) >= 0 && gr && bfs_dict_has(gr->xattrs, DHT_MIGRATING_KEY)) {
+            /* moving to a subvolume this (older) graph does not have: the
+             * write cannot follow; say so rather than lose it silently */
+            struct bfs_write_rep none = {0};
+            bfs_unwind_write(o->caller, -EIO, &none);
+            return BFS_OP_DONE;
+        }
+        return answer(w);
+    }
+    case W_LOCKED: {
+        if (dht__rc(o, 0) < 0)
+            return answer(w);
+        w->locked = true;
+        op->state = W_CHECKED;
+        struct bfs_lookup_req r = {0};
+        r.loc.gfid = *g;
+        dht__wind(o, 0, BFS_FOP_LOOKUP, w->t, &r, true);
+        return BFS_OP_WAIT;
+    }
+    case W_CHECKED: { /* 3 */
+        const struct bfs_lookup_rep *lr = DHT_REP(o, 0, bfs_lookup_rep);
+        if (dht__rc(o, 0) < 0 || !lr || (lr->attr.mode & 07777) == S_ISVTX) {
+            op->state = W_UNLOCKED;
+            wind_lock(w, F_UNLCK);
+            return BFS_OP_WAIT;
+        }
+        op->state = W_READ; /* 4: the bytes this write put on the source */
+        struct bfs_read_req r = {0};
+        r.fd = w->c.fd;
+        r.size = (uint32_t)w->rc;
+        r.offset = w->c.offset;
+        dht__wind(o, 0, BFS_FOP_READ, w->c.s, &r, false);
+        return BFS_OP_WAIT;
+    }
+    case W_READ: {
+        const struct bfs_read_rep *rr = DHT_REP(o, 0, bfs_read_rep);
+        if (dht__rc(o, 0) < 0 || !rr) {
+            op->state = W_UNLOCKED;
+            wind_lock(w, F_UNLCK);
+            return BFS_OP_WAIT;
+        }
+        struct bfs_read_rep *d = bfs_read_rep_dup(rr);
+        if (d) {
+            w->data = *d;
+            free(d);
+            w->have_data = true;
+        }
+        op->state = W_OPENED;
+        struct bfs_open_req r = {0};
+        r.loc.gfid = *g;
+        r.fd = w->c.fd;
+        r.flags = w->c.flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC);
+        dht__wind(o, 0, BFS_FOP_OPEN, w->t, &r, false);
+        return BFS_OP_WAIT;
+    }
+    case W_OPENED: {
+        if (dht__rc(o, 0) < 0 || !w->have_data) {
+            op->state = W_UNLOCKED;
+            wind_lock(w, F_UNLCK);
+            return BFS_OP_WAIT;
+        }
+        dht__fd_set_subvol(o->priv->xl, w->c.fd, w->t);
+        dht__cache_put(o->priv, g, DHT_KIND_FILE, w->t);
+        op->state = W_WRITTEN;
+        struct bfs_write_req r = {0};
+        r.fd = w->c.fd;
+        r.data = w->data.data;
+        r.offset = w->c.offset;
+        r.flags = w->c.flags & ~(uint32_t)O_APPEND;
+        dht__wind(o, 0, BFS_FOP_WRITE, w->t, &r, false);
+        return BFS_OP_WAIT;
+    }
+    case W_WRITTEN: {
+        const struct bfs_write_rep *wr = DHT_REP(o, 0, bfs_write_rep);
+        w->final_rc = dht__rc(o, 0);
+        if (w->final_rc >= 0 && wr) {
+            struct bfs_write_rep *d = bfs_write_rep_dup(wr);
+            if (d) {
+                w->final = *d;
+                free(d);
+            }
+            w->final_rc = w->rc; /* the caller asked for rc bytes: all are there now */
+        } else {
+            w->final_rc = w->final_rc < 0 ? w->final_rc : -EIO;
+        }
+        op->state = W_UNLOCKED;
+        wind_lock(w, F_UNLCK);
+        return BFS_OP_WAIT;
+    }
+    default:
+        if (w->final_rc < 0) { /* the data is on a source that will be dropped */
+            struct bfs_write_rep none = {0};
+            bfs_unwind_write(o->caller, w->final_rc, &none);
+            return BFS_OP_DONE;
+        }
+        return after_unlock(w);
+    }
+}
+
+static bool frozen(const struct bfs_iatt *ia)
+{
+    return S_ISREG(ia->mode) && (ia->mode & FROZEN) == FROZEN;
+}
+
+static void write_cbk(struct bfs_frame *frame, void *cookie, int rc, const struct bfs_write_rep *rep)
+{
+    struct wcookie *c = cookie;
+    if (rc <= 0 || !frozen(&rep->post)) {
+        bfs_unwind_write(frame, rc, rep);
+        bfs_fd_unref(c->fd);
+        free(c);
+        return;
+    }
+    struct dht_priv *priv = c->xl->private;
+    atomic_fetch_add(&priv->n_divert, 1);
+    struct bfs_write_rep *d = c->fd->inode ? bfs_write_rep_dup(rep) : NULL;
+    struct dht_wmig *w = d ? (struct dht_wmig *)dht__op_new(sizeof(*w), frame, c->xl,
+                                                            1 + priv->n, wmig_step, wmig_cleanup)
+                           : NULL;
+    if (!w) {
+        /* cannot follow: the write is on the source, which the rebalance may drop */
+        struct bfs_write_rep none = {0};
+        bfs_unwind_write(frame, -EIO, &none);
+        bfs_fd_unref(c->fd);
+        free(c);
+        if (d) {
+            bfs_write_rep_clear_dup(d);
+            free(d);
+        }
+        return;
+    }
+    w->c = *c;
+    free(c);
+    w->rc = rc;
+    w->rep = *d;
+    free(d);
+    w->n = priv->n;
+    if (w->c.flags & O_APPEND) /* where it went: the end before it */
+        w->c.offset = w->rep.post.size >= (uint64_t)rc ? w->rep.post.size - (uint64_t)rc : 0;
+    dht__op_start(&w->o);
+}
+
+int dht__write(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_write_req *req)
+{
+    int s = dht__fd_subvol(xl, req->fd);
+    if (s < 0)
+        return -EBADFD;
+    struct wcookie *c = malloc(sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->xl = xl;
+    c->fd = bfs_fd_ref(req->fd);
+    c->offset = req->offset;
+    c->flags = (uint32_t)req->fd->flags;
+    c->s = s;
+    int rc = bfs_wind_write(frame, xl->children[s], write_cbk, c, req);
+    if (rc < 0) {
+        bfs_fd_unref(c->fd);
+        free(c);
+    }
+    return rc;
+}

@@ -1,0 +1,389 @@
+/*
+ * test_index.c — features/index over storage/posix on a temporary brick:
+ * entries appear in <brick>/.brickfs/indices/pending when a watched counter
+ * becomes non-zero through xattrop, vanish when every watched counter of
+ * the inode is zero again (not just the ones in the last call), are made
+ * before a pre-op is sent down (a failed xattrop still leaves its entry),
+ * survive a restart of the brick graph, and are listed through the virtual
+ * getxattr "brickfs.index.pending" page by page (2,500 entries in pages of
+ * 1,000). Unwatched keys never make entries; non-root callers get EPERM.
+ * fxattrop works on an fd without inode (create's) too. Once an inode's
+ * xattrs have been read, post-ops decide without reading them again.
+ * The purge call drops stale entries (counters zero, or the file gone) and
+ * keeps live ones (EBUSY).
+ * Needs root (trusted xattrs); skips otherwise.
+ */
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../lib/tap.h"
+#include "core/graph.h"
+
+static struct bfs_proc *proc;
+static char root[256];
+static char brick[512];
+
+struct brick {
+    struct bfs_graph *g;
+    struct bfs_xl *top;
+    struct bfs_stack *st;
+};
+
+static int brick_open(struct brick *b, bool failing)
+{
+    char text[2048];
+    int n;
+    if (failing) /* error-gen between index and posix fails every xattrop */
+        n = snprintf(text, sizeof(text),
+                     "volume p\n type storage/posix\n option directory %s\nend-volume\n"
+                     "volume e\n type debug/error-gen\n option error-no EIO\n"
+                     " option enable xattrop\n option failure 100\n subvolumes p\nend-volume\n"
+                     "volume ix\n type features/index\n option index-directory %s/.brickfs/"
+                     "indices\n subvolumes e\nend-volume\n",
+                     brick, brick);
+    else
+        n = snprintf(text, sizeof(text),
+                     "volume p\n type storage/posix\n option directory %s\nend-volume\n"
+                     "volume ix\n type features/index\n subvolumes p\nend-volume\n",
+                     brick);
+    char err[512];
+    memset(b, 0, sizeof(*b));
+    if (bfs_graph_from_text(text, (size_t)n, "index.vol", proc, &b->g, err, sizeof(err)) < 0) {
+        printf("# graph: %s\n", err);
+        return -1;
+    }
+    if (bfs_graph_init(b->g) < 0)
+        return -1;
+    bfs_graph_activate(b->g);
+    b->top = b->g->top;
+    b->st = bfs_stack_new();
+    return 0;
+}
+
+static void brick_close(struct brick *b)
+{
+    bfs_graph_free(b->g);
+    bfs_stack_unref(b->st);
+}
+
+static int create(struct brick *b, const char *name, struct bfs_gfid *g)
+{
+    struct bfs_fd *fd = bfs_fd_new(b->g, NULL, O_RDWR, 0);
+    struct bfs_create_req req = {.fd = fd, .flags = O_RDWR | O_CREAT, .mode = 0644};
+    struct bfs_create_rep rep;
+    req.loc.pargfid.b[15] = 1;
+    req.loc.name = name;
+    int rc = bfs_sync_create(b->top, b->st, &req, &rep);
+    *g = rep.attr.gfid;
+    bfs_create_rep_clear_dup(&rep);
+    bfs_fd_unref(fd);
+    return rc;
+}
+
+/* xattrop ADD64 of {data, meta, entry} on key (one or two keys). */
+static int add(struct brick *b, const struct bfs_gfid *g, const char *k1, int64_t v1,
+               const char *k2, int64_t v2)
+{
+    struct bfs_dict *d = bfs_dict_new();
+    int64_t row[3] = {htobe64((uint64_t)v1), 0, 0};
+    bfs_dict_set_bin(d, k1, row, sizeof(row));
+    if (k2) {
+        row[0] = (int64_t)htobe64((uint64_t)v2);
+        bfs_dict_set_bin(d, k2, row, sizeof(row));
+    }
+    struct bfs_xattrop_req req = {.optype = BFS_XATTROP_ADD64, .xattrs = d};
+    req.loc.gfid = *g;
+    int rc = bfs_sync_xattrop(b->top, b->st, &req, NULL);
+    bfs_dict_unref(d);
+    return rc;
+}
+
+static int fadd(struct brick *b, struct bfs_fd *fd, const char *key, int64_t v)
+{
+    struct bfs_dict *d = bfs_dict_new();
+    int64_t row[3] = {(int64_t)htobe64((uint64_t)v), 0, 0};
+    bfs_dict_set_bin(d, key, row, sizeof(row));
+    struct bfs_fxattrop_req req = {.fd = fd, .optype = BFS_XATTROP_ADD64, .xattrs = d};
+    int rc = bfs_sync_fxattrop(b->top, b->st, &req, NULL);
+    bfs_dict_unref(d);
+    return rc;
+}
+
+/* The index's count of full reads of an inode's xattrs (its statedump). */
+static uint64_t checks(struct brick *b)
+{
+    struct bfs_xl *ix = bfs_graph_find(b->g, "ix");
+    char *d = ix->mod->dump(ix);
+    unsigned long long n = 0;
+    const char *at = d ? strstr(d, "\"checks\":") : NULL;
+    if (at)
+        sscanf(at + 9, "%llu", &n);
+    free(d);
+    return n;
+}
+
+static int purge(struct brick *b, const struct bfs_gfid *g)
+{
+    struct bfs_setxattr_req req = {.xattrs = bfs_dict_new()};
+    req.loc.gfid = *g;
+    bfs_dict_set_int(req.xattrs, "brickfs.index.purge", 1);
+    int rc = bfs_sync_setxattr(b->top, b->st, &req, NULL);
+    bfs_dict_unref(req.xattrs);
+    return rc;
+}
+
+static bool indexed(const struct bfs_gfid *g)
+{
+    char path[PATH_MAX], s[BFS_GFID_STRLEN];
+    snprintf(path, sizeof(path), "%s/.brickfs/indices/pending/%s", brick, bfs_gfid_fmt(g, s));
+    return access(path, F_OK) == 0;
+}
+
+static int count_dir(void)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/.brickfs/indices/pending", brick);
+    DIR *d = opendir(path);
+    int n = 0;
+    for (struct dirent *de; d && (de = readdir(d));)
+        n += de->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* One page of the listing: rc = entries, *off and *eof from the reply. */
+static int list_page(struct brick *b, struct bfs_stack *st, int64_t *off, int64_t count,
+                     struct bfs_gfid *out, int64_t *eof)
+{
+    struct bfs_getxattr_req req = {.name = "brickfs.index.pending", .xdata = bfs_dict_new()};
+    struct bfs_getxattr_rep rep;
+    req.loc.gfid.b[15] = 1;
+    bfs_dict_set_int(req.xdata, "index-offset", *off);
+    bfs_dict_set_int(req.xdata, "index-count", count);
+    int rc = bfs_sync_getxattr(b->top, st, &req, &rep);
+    bfs_dict_unref(req.xdata);
+    if (rc >= 0) {
+        const void *v;
+        size_t len = 0;
+        bfs_dict_get_bin(rep.xattrs, "brickfs.index.pending", &v, &len);
+        if ((size_t)rc * 16 != len)
+            rc = -EBADMSG;
+        else if (out && len)
+            memcpy(out, v, len);
+        bfs_dict_get_int(rep.xattrs, "brickfs.index.offset", off);
+        bfs_dict_get_int(rep.xattrs, "brickfs.index.eof", eof);
+    }
+    bfs_getxattr_rep_clear_dup(&rep);
+    return rc;
+}
+
+#define NP 2500
+
+static void test_index(void)
+{
+    struct brick b;
+    struct bfs_gfid f1, f2;
+    const char *dirty = "trusted.brickfs.afr.dirty", *c1 = "trusted.brickfs.afr.c1",
+               *c2 = "trusted.brickfs.afr.c2";
+    ok(brick_open(&b, false) == 0, "brick graph with features/index");
+    is_int(create(&b, "f1", &f1), 0, "create f1");
+    is_int(create(&b, "f2", &f2), 0, "create f2");
+    ok(!indexed(&f1) && count_dir() == 0, "nothing indexed after create");
+
+    /* a transaction: pre-op (dirty +1, the others +0), post-op (dirty -1) */
+    is_int(add(&b, &f1, dirty, 1, c1, 0), 0, "pre-op");
+    ok(indexed(&f1), "pre-op: f1 indexed");
+    is_int(add(&b, &f1, dirty, -1, NULL, 0), 0, "post-op");
+    ok(!indexed(&f1), "post-op back to zero: f1 no longer indexed");
+
+    /* blame on one key, then the dirty mark cleared in another call: the
+     * entry stays because c1 is still non-zero */
+    is_int(add(&b, &f1, dirty, 1, NULL, 0), 0, "pre-op again");
+    is_int(add(&b, &f1, c1, 1, NULL, 0), 0, "blame c1");
+    is_int(add(&b, &f1, dirty, -1, NULL, 0), 0, "post-op: dirty 0");
+    ok(indexed(&f1), "c1 still blamed: f1 stays indexed");
+    is_int(add(&b, &f1, c2, 2, NULL, 0), 0, "blame c2");
+    is_int(add(&b, &f1, c1, -1, NULL, 0), 0, "c1 healed");
+    ok(indexed(&f1), "c2 still blamed: f1 stays");
+    is_int(add(&b, &f1, c2, -2, NULL, 0), 0, "c2 healed");
+    ok(!indexed(&f1), "every counter zero: f1 removed");
+
+    /* after one full read, post-ops decide without reading the inode */
+    uint64_t checks0 = checks(&b);
+    int cycles = 0;
+    for (int i = 0; i < 10; i++)
+        cycles += add(&b, &f1, dirty, 1, c1, 0) == 0 && indexed(&f1) &&
+                  add(&b, &f1, dirty, -1, NULL, 0) == 0 && !indexed(&f1);
+    is_int(cycles, 10, "10 transactions on f1, each indexed then cleared");
+    is_int(checks(&b) - checks0, 0, "with no read of f1's xattrs (its counters are known)");
+    is_int(add(&b, &f1, c2, 1, NULL, 0), 0, "blame c2");
+    is_int(add(&b, &f1, dirty, 1, NULL, 0), 0, "pre-op");
+    is_int(add(&b, &f1, dirty, -1, NULL, 0), 0, "post-op");
+    ok(indexed(&f1), "known blame of c2 keeps f1 indexed");
+    is_int(add(&b, &f1, c2, -1, NULL, 0), 0, "c2 healed");
+    ok(!indexed(&f1), "removed");
+    is_int(checks(&b) - checks0, 0, "still no read");
+
+    /* a new file is known at once: its first post-op reads nothing */
+    struct bfs_gfid f4;
+    is_int(create(&b, "f4", &f4), 0, "create f4");
+    is_int(add(&b, &f4, dirty, 1, c1, 0), 0, "pre-op on f4");
+    ok(indexed(&f4), "f4 indexed");
+    is_int(add(&b, &f4, dirty, -1, NULL, 0), 0, "post-op on f4");
+    ok(!indexed(&f4), "f4 removed");
+    is_int(checks(&b) - checks0, 0, "without reading f4 (create said it was new)");
+    /* create of an existing name opens the file: what is known stays */
+    struct bfs_gfid f5;
+    is_int(add(&b, &f1, c1, 1, NULL, 0), 0, "blame c1 on f1");
+    is_int(create(&b, "f1", &f5), 0, "create of the name f1 again (opens it)");
+    ok(bfs_gfid_eq(&f5, &f1), "same file");
+    is_int(add(&b, &f1, dirty, 1, NULL, 0), 0, "pre-op on f1");
+    is_int(add(&b, &f1, dirty, -1, NULL, 0), 0, "post-op on f1");
+    ok(indexed(&f1), "f1 still indexed (c1 blamed)");
+    is_int(add(&b, &f1, c1, -1, NULL, 0), 0, "c1 healed");
+    ok(!indexed(&f1), "f1 removed");
+
+    /* GET_AND_SET: the new values (the request's) decide, not the old ones
+     * the reply carries */
+    struct bfs_dict *d = bfs_dict_new();
+    int64_t one[3] = {(int64_t)htobe64(1), 0, 0}, zero[3] = {0, 0, 0};
+    bfs_dict_set_bin(d, c1, one, sizeof(one));
+    struct bfs_xattrop_req gset = {.optype = BFS_XATTROP_GET_AND_SET, .xattrs = d};
+    gset.loc.gfid = f1;
+    is_int(bfs_sync_xattrop(b.top, b.st, &gset, NULL), 0, "GET_AND_SET c1 = 1");
+    ok(indexed(&f1), "indexed");
+    bfs_dict_set_bin(d, c1, zero, sizeof(zero));
+    is_int(bfs_sync_xattrop(b.top, b.st, &gset, NULL), 0, "GET_AND_SET c1 = 0 (the reply says 1)");
+    ok(!indexed(&f1), "removed");
+    bfs_dict_unref(d);
+
+    /* fxattrop on an fd made by create (no inode: the GFID comes from an
+     * fstat) */
+    struct bfs_fd *fd = bfs_fd_new(b.g, NULL, O_RDWR, 0);
+    struct bfs_create_req creq = {.fd = fd, .flags = O_RDWR | O_CREAT, .mode = 0644};
+    struct bfs_create_rep crep;
+    creq.loc.pargfid.b[15] = 1;
+    creq.loc.name = "f3";
+    is_int(bfs_sync_create(b.top, b.st, &creq, &crep), 0, "create f3, keeping its fd");
+    struct bfs_gfid f3 = crep.attr.gfid;
+    bfs_create_rep_clear_dup(&crep);
+    is_int(fadd(&b, fd, dirty, 1), 0, "fxattrop dirty +1 through that fd");
+    ok(indexed(&f3), "f3 indexed");
+    is_int(fadd(&b, fd, dirty, -1), 0, "fxattrop dirty -1");
+    ok(!indexed(&f3), "f3 removed");
+    bfs_fd_unref(fd);
+
+    /* an unwatched key never makes an entry */
+    is_int(add(&b, &f2, "trusted.other.counter", 5, NULL, 0), 0, "unwatched xattrop");
+    ok(!indexed(&f2), "unwatched key: not indexed");
+
+    /* survives a restart of the brick graph */
+    is_int(add(&b, &f2, c1, 1, NULL, 0), 0, "blame c1 on f2");
+    brick_close(&b);
+    ok(brick_open(&b, false) == 0, "brick graph again");
+    int64_t off = 0, eof = 0;
+    struct bfs_gfid got[4];
+    is_int(list_page(&b, b.st, &off, 10, got, &eof), 1, "listing after restart: one entry");
+    ok(bfs_gfid_eq(&got[0], &f2) && eof == 1, "it is f2, and the listing is complete");
+    struct bfs_stack *user = bfs_stack_new();
+    user->uid = 1000;
+    off = 0;
+    is_int(list_page(&b, user, &off, 10, NULL, &eof), -EPERM, "listing as non-root: EPERM");
+    bfs_stack_unref(user);
+    is_int(add(&b, &f2, c1, -1, NULL, 0), 0, "f2 healed");
+    ok(!indexed(&f2), "f2 removed");
+
+    /* purge: stale entries go, live ones stay */
+    char path[PATH_MAX], gs[BFS_GFID_STRLEN];
+    snprintf(path, sizeof(path), "%s/.brickfs/indices/pending/%s", brick, bfs_gfid_fmt(&f1, gs));
+    ok(mknod(path, S_IFREG | 0600, 0) == 0 && indexed(&f1), "a stale entry (counters zero)");
+    is_int(purge(&b, &f1), 0, "purge of the stale entry");
+    ok(!indexed(&f1), "it is gone");
+    is_int(add(&b, &f1, c1, 1, NULL, 0), 0, "blame c1 on f1");
+    is_int(purge(&b, &f1), -EBUSY, "purge while a counter is set: EBUSY");
+    ok(indexed(&f1), "the entry stays");
+    is_int(add(&b, &f1, c1, -1, NULL, 0), 0, "f1 healed");
+    struct bfs_gfid ghost = f1;
+    ghost.b[0] ^= 0xff; /* a GFID no file has */
+    snprintf(path, sizeof(path), "%s/.brickfs/indices/pending/%s", brick,
+             bfs_gfid_fmt(&ghost, gs));
+    ok(mknod(path, S_IFREG | 0600, 0) == 0, "an entry of a file that is gone");
+    is_int(purge(&b, &ghost), 0, "purge of it");
+    ok(!indexed(&ghost), "it is gone");
+    is_int(purge(&b, &ghost), 0, "purge without an entry: nothing to do");
+
+    /* paging through 2,500 entries */
+    static struct bfs_gfid all[NP], seen[NP + 1000];
+    int made = 0;
+    for (int i = 0; i < NP; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "p%d", i);
+        if (create(&b, name, &all[i]) == 0 && add(&b, &all[i], dirty, 1, NULL, 0) == 0)
+            made++;
+    }
+    is_int(made, NP, "2500 files with a dirty mark");
+    is_int(count_dir(), NP, "2500 entries on disk");
+    int total = 0, pages = 0, rc = 0;
+    off = 0;
+    eof = 0;
+    while (!eof && pages < 10 && rc >= 0) {
+        rc = list_page(&b, b.st, &off, 1000, seen + total, &eof);
+        if (rc >= 0)
+            total += rc;
+        pages++;
+    }
+    is_int(total, NP, "the pages hold 2500 GFIDs");
+    is_int(pages, 3, "in 3 pages of at most 1000");
+    int found = 0;
+    for (int i = 0; i < NP; i++)
+        for (int k = 0; k < total; k++)
+            if (bfs_gfid_eq(&all[i], &seen[k])) {
+                found++;
+                break;
+            }
+    is_int(found, NP, "every GFID is listed");
+    for (int i = 0; i < NP; i++)
+        (void)add(&b, &all[i], dirty, -1, NULL, 0);
+    is_int(count_dir(), 0, "all cleared: index empty");
+    brick_close(&b);
+
+    /* the pre-op's entry is made before the xattrop goes down */
+    ok(brick_open(&b, true) == 0, "brick graph with a failing xattrop under the index");
+    ok(add(&b, &f1, dirty, 1, NULL, 0) < 0, "the pre-op fails below the index");
+    ok(indexed(&f1), "but f1 was indexed before it was sent down");
+    brick_close(&b);
+}
+
+int main(void)
+{
+    plan_lazy();
+    if (geteuid() != 0) {
+        printf("1..0 # SKIP needs root (trusted xattrs)\n");
+        return 0;
+    }
+    alarm(120);
+    bfs_log_set_level(BFS_LOG_ERROR);
+    snprintf(root, sizeof(root), "/tmp/bfs-index-XXXXXX");
+    if (!mkdtemp(root))
+        return 1;
+    snprintf(brick, sizeof(brick), "%s/b", root);
+    mkdir(brick, 0755);
+    proc = bfs_proc_new("test_index", 2);
+    ok(proc != NULL, "process resources");
+    test_index();
+    bfs_proc_free(proc);
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    if (system(cmd) != 0)
+        printf("# could not remove %s\n", root);
+    return done_testing();
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+#
+# 242-remove-brick.t — remove-brick drains a brick of a 4-brick distribute
+# volume under a self-checking workload (docs/design/rebalance.md):
+#   - start: the leaving brick owns no bucket any more (new files go
+#     elsewhere), a rebalance of kind "remove" drains it;
+#   - commit refused while the drain runs (files left), with the count;
+#   - status shows the files left; at the end 0, and the brick holds no
+#     data file;
+#   - commit: the brick leaves the volume, its process stops, the mount
+#     switches to the graph of 3 bricks; every file reads back intact;
+#   - bad input: a brick that is not in the volume, commit without start.
+
+# shellcheck disable=SC2046
+. "$(dirname "$0")/../lib/test.sh"
+. "$(dirname "$0")/../lib/mgmt.sh"
+. "$(dirname "$0")/../lib/dht.sh"
+. "$(dirname "$0")/../lib/rebal.sh"
+
+skip_unless_mgmt
+skip_unless_brickfs
+
+TEST start_brickfsd
+TEST dht_volume v 4
+M=$T/m
+B1=127.0.0.1:$T/bricks/v/b1
+TEST mount_vol v "$M"
+TEST dht_check populate "$M" 8 100
+for i in 0 1 2 3; do TEST big_files "$M/big$i" 6 1; done
+on_b1=$(dht_check counts "$T/bricks/v/b1")
+echo "# data files on the leaving brick: $on_b1"
+
+bfs_spawn io python3 "$BFS_ROOT/tests/lib/verify-io.py" "$M/work" "$T/stop-io" "$T/io-report"
+TEST bfs_wait_until 20 test -s "$M/work/long"
+
+TEST ! cli volume remove-brick v "127.0.0.1:$T/bricks/v/nope" start
+TEST ! cli volume remove-brick v "$B1" commit                 # nothing started
+TEST cli volume set v cluster.rebal-max-mbps 2                # slow enough to see the refusal
+TEST cli volume remove-brick v "$B1" start
+EXPECT remove eval "cli --json volume rebalance v status | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"kind\"])'"
+TEST ! cli volume remove-brick v "$B1" commit                 # still draining
+cli volume remove-brick v "$B1" commit 2>&1 | bfs__diag
+TEST ! cli volume add-brick v "127.0.0.1:$T/bricks/v/b9" force
+EXPECT_WITHIN 240 completed rebal_state v
+cli volume remove-brick v "$B1" status | bfs__diag
+EXPECT 0 eval "cli --json volume remove-brick v '$B1' status | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"leaving\"][0][\"files_left\"])'"
+EXPECT 0 dht_check counts "$T/bricks/v/b1"
+moved=$(rebal_field v files_moved)
+echo "# drained $moved files (the brick had $on_b1 of the populated ones, plus the workload's)"
+TEST [ "$moved" -ge "$on_b1" ]
+EXPECT 0 rebal_dups v
+EXPECT 0 rebal_field v files_failed
+b1pid=$(mgmt_brick_pid v 1)
+
+TEST cli volume remove-brick v "$B1" commit
+EXPECT 3 eval "cli --json volume info v | python3 -c 'import json,sys; print(len(json.load(sys.stdin)[\"bricks\"]))'"
+EXPECT "v-brick-0 v-brick-2 v-brick-3" eval "cli --json volume info v | python3 -c 'import json,sys; print(\" \".join(b[\"name\"] for b in json.load(sys.stdin)[\"bricks\"]))'"
+TEST bfs_wait_gone "$b1pid" 20
+TEST bfs_wait_until 30 eval "[ \"\$(graph_info '$M' volfile_revision)\" = \"\$(vol_field v revision)\" ]"
+TEST ! eval "api body GET /v1/volumes/v/volfile/client | grep -q v-client-1"
+EXPECT "ok" dht_check verify "$M" 8 100
+for i in 0 1 2 3; do TEST big_check "$M/big$i"; done
+TEST touch "$M/after-commit" "$M/d0/after-commit"
+TEST [ ! -e "$T/bricks/v/b1/after-commit" ]
+
+touch "$T/stop-io"
+TEST bfs_wait_gone "$(bfs_pid_of io)" 60
+EXPECT OK eval "cut -d' ' -f1 '$T/io-report'"
+cat "$T/io-report" | bfs__diag
+done_testing
