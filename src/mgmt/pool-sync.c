@@ -3,7 +3,9 @@
  * (docs/design/pool.md, "Each brickfsd's loop"): a thread that
  *   - on every change under volumes/ (an etcd watch), starts this node's
  *     bricks of started volumes and stops those of other volumes, as
- *     startup reconciliation does;
+ *     startup reconciliation does, stops those the volume no longer gives
+ *     it (remove-brick, replace-brick), and makes its self-heal daemon and
+ *     rebalance process of each volume match the document;
  *   - every second publishes the state of this node's bricks
  *     (bricks/VOL/BRICK, under the node's lease, written only when it
  *     changed), so volume status and the port map on any node show them;
@@ -57,14 +59,6 @@ static void on_volumes(const char *key, const char *val, size_t len, uint64_t re
     pthread_mutex_unlock(&sync_.lock);
 }
 
-static bool has_own(struct bfs_mgmt *m, const struct bfs_volume *v)
-{
-    for (int i = 0; i < v->nbricks; i++)
-        if (bfs_pool_brick_is_mine(m, v, i))
-            return true;
-    return false;
-}
-
 /* This node's bricks to match every volume's desired state. False when
  * the store could not be read (the caller retries a second later). */
 static bool reconcile(struct bfs_mgmt *m)
@@ -83,8 +77,12 @@ static bool reconcile(struct bfs_mgmt *m)
     for (int i = 0; i < n; i++) {
         struct bfs_volume *v = vols[i];
         bool want = v->status == BFS_VOL_STARTED, act = false;
-        if (!has_own(m, v))
+        bfs_sup_stop_unowned(m, v); /* removed, replaced or moved away */
+        bfs_rebal_sync(m, v);
+        if (!bfs_pool_owns_bricks(m, v)) {
+            bfs_sup_shd_sync(m, v); /* none here: stops one left from before */
             continue;
+        }
         for (int b = 0; b < v->nbricks && !act; b++) {
             struct bfs_brick_state st;
             if (!bfs_pool_brick_is_mine(m, v, b))
@@ -92,14 +90,17 @@ static bool reconcile(struct bfs_mgmt *m)
             bfs_sup_brick_state(m, v, b, &st);
             act = want ? st.pid == 0 : st.pid != 0;
         }
-        if (!act)
+        if (!act) {
+            bfs_sup_shd_sync(m, v);
             continue;
+        }
         struct bfs_err e = {0};
         bfs_log(MGMT_LOG, BFS_LOG_INFO, "pool: volume %s is %s: %s this node's bricks", v->name,
                 bfs_vol_status_name(v->status), want ? "starting" : "stopping");
         int rc = want ? bfs_sup_start_volume(m, v, &e) : bfs_sup_stop_volume(m, v, &e);
         if (rc < 0)
             bfs_log(MGMT_LOG, BFS_LOG_ERROR, "pool: volume %s: %s", v->name, e.msg);
+        bfs_sup_shd_sync(m, v); /* after the bricks: it connects to them */
     }
     pthread_mutex_unlock(&m->lock);
     pthread_mutex_unlock(&m->oplock);

@@ -362,6 +362,14 @@ bool bfs_pool_brick_is_mine(const struct bfs_mgmt *m, const struct bfs_volume *v
     return strcmp(n, m->node_uuid) == 0;
 }
 
+bool bfs_pool_owns_bricks(const struct bfs_mgmt *m, const struct bfs_volume *v)
+{
+    for (int i = 0; i < v->nbricks; i++)
+        if (bfs_pool_brick_is_mine(m, v, i))
+            return true;
+    return false;
+}
+
 int bfs_pool_resolve_host(struct bfs_mgmt *m, const char *host, char uuid[40], char *addr,
                           size_t addrlen)
 {

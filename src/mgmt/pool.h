@@ -31,6 +31,8 @@ bool bfs_pool_enabled(const struct bfs_mgmt *m);
  * field; empty = this node on a single node, no node in a pool: every
  * path that adds bricks in a pool must set it, see bfs_pool_owners). */
 bool bfs_pool_brick_is_mine(const struct bfs_mgmt *m, const struct bfs_volume *v, int idx);
+/* True when this node runs some brick of v (always on a single node). */
+bool bfs_pool_owns_bricks(const struct bfs_mgmt *m, const struct bfs_volume *v);
 /* HOST of a brick spec -> owner node UUID and the address host the brick
  * listens on. 0, or -ENOENT when HOST names no member (then the brick must
  * be local: bricks.c checks that). */

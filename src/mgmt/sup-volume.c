@@ -116,6 +116,28 @@ int bfs_sup_stop_volume(struct bfs_mgmt *m, const struct bfs_volume *v, struct b
     return rc;
 }
 
+void bfs_sup_stop_unowned(struct bfs_mgmt *m, const struct bfs_volume *v)
+{
+    for (struct bproc *p = m->sup->procs; p; p = p->next) {
+        if (p->kind != BP_BRICK || strcmp(p->vol, v->name) != 0 || p->state == BP_DOWN)
+            continue;
+        int idx = bfs_volume_brick_index(v, p->name);
+        const char *why = idx < 0 ? "is no longer a brick of the volume"
+                          : !bfs_pool_brick_is_mine(m, v, idx) ? "belongs to another node now"
+                          : p->state == BP_RUNNING && p->port && v->bricks[idx].port &&
+                                    p->port != v->bricks[idx].port ? "was replaced"
+                          : NULL;
+        if (!why)
+            continue;
+        struct bfs_err e;
+        bfs_log(MGMT_LOG, BFS_LOG_INFO, "pool: brick %s %s: stopping it", p->name, why);
+        if (p->state == BP_WAIT)
+            p->state = BP_DOWN;
+        else if (bfs__sup_stop(m, p, &e) < 0)
+            bfs_log(MGMT_LOG, BFS_LOG_ERROR, "%s", e.msg);
+    }
+}
+
 /* /proc/PID/cmdline is BIN ... --volfile VOLFILE ... with BIN's base name
  * that of the brick program. */
 bool bfs__cmdline_matches(pid_t pid, const char *bin, const char *volfile)
