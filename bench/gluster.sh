@@ -55,8 +55,11 @@ gl_why_unusable()
     for p in glusterd gluster glusterfs glusterfsd; do
         command -v "$p" >/dev/null || { echo "$p is not installed (Debian: glusterfs-server)"; return; }
     done
-    if ss -Hltn 2>/dev/null | awk -v p=":$GL_PORT" '$4 ~ p "$" { f = 1 } END { exit !f }'; then
-        echo "port $GL_PORT is taken (a system glusterd?); the bench runs only its own glusterd, and bricks and clients can only reach one on port $GL_PORT"
+    # A glusterd on another loopback address (another session's private one)
+    # is no obstacle; one on GL_HOST or on every address is.
+    if ss -Hltn 2>/dev/null | awk -v h="$GL_HOST:$GL_PORT" -v p="$GL_PORT" '
+        $4 == h || $4 == "0.0.0.0:" p || $4 == "*:" p || $4 == "[::]:" p { f = 1 } END { exit !f }'; then
+        echo "port $GL_PORT is taken on $GL_HOST or on every address (a system glusterd?); the bench runs only its own glusterd, and bricks and clients can only reach one on port $GL_PORT"
         return
     fi
     python3 -c 'import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0))' "$GL_HOST" 2>/dev/null ||

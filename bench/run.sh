@@ -502,7 +502,7 @@ bfs_heal_pending()
 import json, sys
 def count(v):
     if isinstance(v, dict):
-        for k in ("pending", "total", "entries", "count", "number_of_entries", "remaining"):
+        for k in ("total_pending", "pending", "total", "count", "remaining"):
             if isinstance(v.get(k), int) and not isinstance(v.get(k), bool):
                 return v[k]
         if isinstance(v.get("bricks"), list):
@@ -614,7 +614,7 @@ for SECTION in "${SECTIONS[@]}"; do
     S=$T/$SECTION
     mkdir -p "$S"
     ROUND=0
-    echo "bench: ==== $SECTION (${LAYOUT_SPEC[$SECTION]:-distribute} over ${LAYOUT_N[$SECTION]} brick(s)) ===="
+    echo "bench: ==== $SECTION (${LAYOUT_SPEC[$SECTION]:-$([ "${LAYOUT_N[$SECTION]}" = 1 ] && echo plain || echo distribute)} over ${LAYOUT_N[$SECTION]} brick(s)) ===="
     for t in $TARGETS; do
         "setup_$t" && LIVE+=("$t")
     done

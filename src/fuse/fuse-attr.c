@@ -13,7 +13,10 @@
  *     pay per write;
  *   - create, mkdir, unlink, rename, link: the kernel invalidates the
  *     attributes of the directories and of the inodes involved (the link
- *     count of a file replaced by a rename, for instance);
+ *     count of a file replaced by a rename, for instance); the GETATTR of
+ *     the directory that follows is answered from the parent's attributes
+ *     in that operation's reply (fuse-node.c, bfs_fuse_node_dir_attr_*),
+ *     which setattr here keeps up to date;
  *   - setxattr and removexattr change ctime, which some kernels only update
  *     from their own clock: we invalidate the inode's attributes explicitly
  *     (bfs_fuse_inval_attr, one notification, attributes only, no page

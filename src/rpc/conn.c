@@ -367,7 +367,7 @@ static int frame_prepare(struct out_frame *f, const struct bfs_wire_hdr *h, size
  * here. Returns the bytes written (0 when the socket is full), or -errno.
  */
 static ssize_t send_direct(struct bfs_conn *c, const uint8_t *hdr, const struct iovec *iov,
-                           int iovcnt)
+                           int iovcnt, int more)
 {
     if (c->oq_head || c->want_out || c->fd < 0 || iovcnt + 1 > IOV_BATCH)
         return 0;
@@ -377,7 +377,7 @@ static ssize_t send_direct(struct bfs_conn *c, const uint8_t *hdr, const struct 
         v[i + 1] = iov[i];
     struct msghdr msg = {.msg_iov = v, .msg_iovlen = (size_t)iovcnt + 1};
     for (;;) {
-        ssize_t w = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t w = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT | more);
         if (w >= 0)
             return w;
         if (errno == EINTR)
@@ -386,8 +386,23 @@ static ssize_t send_direct(struct bfs_conn *c, const uint8_t *hdr, const struct 
     }
 }
 
+static int conn_send(struct bfs_conn *c, const struct bfs_wire_hdr *h, const struct iovec *iov,
+                     int iovcnt, int more);
+
 int bfs_conn_send(struct bfs_conn *c, const struct bfs_wire_hdr *h, const struct iovec *iov,
                   int iovcnt)
+{
+    return conn_send(c, h, iov, iovcnt, 0);
+}
+
+int bfs_conn_send_more(struct bfs_conn *c, const struct bfs_wire_hdr *h, const struct iovec *iov,
+                       int iovcnt)
+{
+    return conn_send(c, h, iov, iovcnt, MSG_MORE);
+}
+
+static int conn_send(struct bfs_conn *c, const struct bfs_wire_hdr *h, const struct iovec *iov,
+                     int iovcnt, int more)
 {
     size_t len = 0;
     for (int i = 0; i < iovcnt; i++) {
@@ -405,7 +420,7 @@ int bfs_conn_send(struct bfs_conn *c, const struct bfs_wire_hdr *h, const struct
         pthread_mutex_unlock(&c->lock);
         return -ENOTCONN;
     }
-    ssize_t sent = send_direct(c, hf.hdr, iov, iovcnt);
+    ssize_t sent = send_direct(c, hf.hdr, iov, iovcnt, more);
     if (sent < 0) {
         pthread_mutex_unlock(&c->lock);
         bfs_conn_close(c, (int)sent); /* reported through on_close */

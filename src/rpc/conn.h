@@ -78,6 +78,11 @@ int bfs_conn_send(struct bfs_conn *c, const struct bfs_wire_hdr *h, const struct
                   int iovcnt);
 int bfs_conn_send_buf(struct bfs_conn *c, const struct bfs_wire_hdr *h, void *body,
                       size_t len);
+/* bfs_conn_send for a frame nobody waits for: sent with MSG_MORE, so TCP
+ * holds it until the next frame (without MSG_MORE) leaves, and the peer
+ * reads both with one wake-up. Frames that must go at once never use it. */
+int bfs_conn_send_more(struct bfs_conn *c, const struct bfs_wire_hdr *h, const struct iovec *iov,
+                       int iovcnt);
 
 const char *bfs_conn_peer(const struct bfs_conn *c); /* "1.2.3.4:5678", "[::1]:5678" */
 void *bfs_conn_arg(const struct bfs_conn *c);

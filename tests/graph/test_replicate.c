@@ -1279,6 +1279,80 @@ static void test_quorum_reads(void)
     vol_close(&v);
 }
 
+
+/* A brick that hangs (SIGSTOP) and is then declared down: every call to
+ * it answers ENOTCONN late, then CHILD_DOWN. Changes through an fd in
+ * flight meanwhile must succeed on the two others (quorum), never EIO. */
+struct trunc_loop {
+    struct vol *v;
+    struct bfs_gfid g;
+    volatile bool stop;
+    int ops, errors, last_err;
+};
+
+static void *trunc_main(void *arg)
+{
+    struct trunc_loop *t = arg;
+    struct bfs_stack *st = bfs_stack_new();
+    unsigned seed = 7;
+    while (!t->stop) {
+        struct bfs_inode *inode = bfs_inode_get(t->v->g->itable, &t->g, S_IFREG);
+        struct bfs_fd *fd = bfs_fd_new(t->v->g, inode, O_WRONLY, 0);
+        bfs_inode_unref(inode);
+        struct bfs_open_req oq = {.fd = fd, .flags = O_WRONLY};
+        oq.loc.gfid = t->g;
+        int rc = bfs_sync_open(t->v->afr, st, &oq, NULL);
+        if (rc == 0) {
+            struct bfs_ftruncate_req tq = {.fd = fd, .offset = rand_r(&seed) % 5000};
+            rc = bfs_sync_ftruncate(t->v->afr, st, &tq, NULL);
+            if (rc >= 0) {
+                struct bfs_fsync_req fq = {.fd = fd};
+                rc = bfs_sync_fsync(t->v->afr, st, &fq, NULL);
+            }
+            struct bfs_flush_req cq = {.fd = fd};
+            int frc = bfs_sync_flush(t->v->afr, st, &cq, NULL);
+            rc = rc < 0 ? rc : frc;
+        }
+        bfs_fd_unref(fd);
+        t->ops++;
+        if (rc < 0) {
+            t->errors++;
+            t->last_err = rc;
+        }
+    }
+    bfs_stack_unref(st);
+    return NULL;
+}
+
+static void test_hung_brick(void)
+{
+    struct vol v;
+    struct bfs_iatt a;
+    if (vol_open(&v, 3, false, NULL) < 0)
+        return;
+    put(&v, &bfs_gfid_root, "t", "0123456789", &a);
+    struct trunc_loop t = {.v = &v, .g = a.gfid};
+    pthread_t th;
+    pthread_create(&th, NULL, trunc_main, &t);
+    for (int round = 0; round < 5; round++) {
+        usleep(100000);
+        reconf(&v, 1, "delay-ms", "300"); /* hangs ... */
+        reconf(&v, 1, "failure", "100");
+        usleep(350000);
+        down(&v, 1, true);                /* ... then the ping timeout */
+        reconf(&v, 1, "delay-ms", "0");
+        usleep(100000);
+        up(&v, 1, true);
+    }
+    t.stop = true;
+    pthread_join(th, NULL);
+    printf("# %d open/ftruncate/fsync/flush rounds, %d errors (last %d)\n", t.ops, t.errors,
+           t.last_err);
+    ok(t.ops > 0, "the writer ran");
+    is_int(t.errors, 0, "no change failed while c1 hung and went down");
+    vol_close(&v);
+}
+
 struct writer {
     struct vol *v;
     struct bfs_fd *fd;
@@ -1523,6 +1597,7 @@ int main(void)
         {"merge", test_entry_merge},     {"lostunlock", test_unlock_lost_on_down},
         {"healbusy", test_heal_lock_busy}, {"sumheal", test_checksum_heal},
         {"lkorder", test_lock_order},     {"quorumreads", test_quorum_reads},
+        {"hung", test_hung_brick},
     };
     const char *only = getenv("AFR_TEST"); /* run one scenario by name */
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {

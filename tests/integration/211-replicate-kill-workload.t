@@ -50,6 +50,10 @@ TEST wl_stop "$W"
 echo "# $(wlc summary "$W")"
 EXPECT "" wlc errnos "$W"                           # not one call failed
 EXPECT 0 wl violations
+# the self-heal daemon (run by brickfsd) empties every brick's pending
+# index with no client access, and the copies agree
+EXPECT_WITHIN "$HEAL_TIMEOUT" identical daemon_settle r3 "$B/r0" "$B/r1" "$B/r2"
+EXPECT 0 heal_pending r3
 EXPECT ok wlc verify "$M" "$W"
 
 # ---- heal converges to identical copies; nothing acknowledged lost ----

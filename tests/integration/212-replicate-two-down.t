@@ -77,6 +77,10 @@ EXPECT_WITHIN 30 1 wl_ge ops $((ops + 40))
 TEST wl_stop "$W"
 echo "# $(wlc summary "$W")"
 EXPECT 0 wl violations
+# the self-heal daemon (run by brickfsd) empties every brick's pending
+# index with no client access, and the copies agree
+EXPECT_WITHIN "$HEAL_TIMEOUT" identical daemon_settle r3 "$B/r0" "$B/r1" "$B/r2"
+EXPECT 0 heal_pending r3
 EXPECT ok wlc verify "$M" "$W"
 EXPECT_WITHIN "$HEAL_TIMEOUT" identical heal_settle "$M" "$B/r0" "$B/r1" "$B/r2"
 EXPECT ok wlc verify "$M" "$W"

@@ -46,8 +46,14 @@ TEST test "$(mgmt_brick_pid r3 1)" = "$pid1"      # the same process, resumed
 TEST wl_stop "$W"
 echo "# $(wlc summary "$W"), slowest operation $(wl max_ms) ms (limit $MAX_OP_MS)"
 EXPECT "" wlc errnos "$W"
+# a failed call: say why, from the mount's log (replicate logs its EIO causes)
+[ -z "$(wlc errnos "$W")" ] || grep -E "EIO|W \[r3-replicate" "$T/logs/mount-m.log" | sed 's/^/# /' | head -n 10
 TEST test "$(wl max_ms)" -le "$MAX_OP_MS"
 EXPECT 0 wl violations
+# the self-heal daemon (run by brickfsd) empties every brick's pending
+# index with no client access, and the copies agree
+EXPECT_WITHIN "$HEAL_TIMEOUT" identical daemon_settle r3 "$B/r0" "$B/r1" "$B/r2"
+EXPECT 0 heal_pending r3
 EXPECT ok wlc verify "$M" "$W"
 EXPECT_WITHIN "$HEAL_TIMEOUT" identical heal_settle "$M" "$B/r0" "$B/r1" "$B/r2"
 EXPECT ok wlc verify "$M" "$W"

@@ -20,9 +20,16 @@
 #   try_write PATH [DATA] / try_read PATH   the errno name of the call, or OK
 #   pwrite_at PATH OFFSET DATA   an overwrite in place, fsynced
 #
+#   heal_pending VOL         total entries `volume heal VOL info summary`
+#                            lists (every brick's pending index)
+#   daemon_settle VOL BRICKS...  "identical" once the self-heal daemon has
+#                            emptied the pending indexes (asked to crawl by
+#                            `volume heal VOL`, no client access) and the
+#                            bricks compare equal
+#
 # Heal is driven by heal_crawl (a find/stat/read of everything through the
-# mount: lookups heal in the foreground). When the self-heal daemon exists,
-# heal_crawl is the one place to switch to `heal info` polling.
+# mount: lookups heal in the foreground) in heal_settle, and by the
+# self-heal daemon brickfsd runs in daemon_settle.
 
 [ -n "${BFS_REPLICA_SH:-}" ] && return 0
 BFS_REPLICA_SH=1
@@ -101,6 +108,33 @@ heal_settle()
     local m=$1 out last
     shift
     heal_crawl "$m"
+    out=$(brick_compare "$@" 2>&1)
+    last=$(echo "$out" | tail -n 1)
+    case $last in
+    identical*) echo identical ;;
+    *)
+        echo "$out" | head -n 5 | sed 's/^/# /' >&2
+        echo "$last"
+        ;;
+    esac
+}
+
+heal_pending()
+{
+    cli --json volume heal "$1" info summary 2>/dev/null | $PYTHON -c '
+import json, sys
+print(json.load(sys.stdin)["total_pending"])'
+}
+
+# daemon_settle VOL [--arbiter B] BRICKS...: asks the daemon to crawl now;
+# "identical" when heal info shows nothing pending and the copies agree
+daemon_settle()
+{
+    local vol=$1 n out last
+    shift
+    cli volume heal "$vol" >/dev/null 2>&1
+    n=$(heal_pending "$vol")
+    [ "$n" = 0 ] || { echo "pending: ${n:-no answer}"; return 0; }
     out=$(brick_compare "$@" 2>&1)
     last=$(echo "$out" | tail -n 1)
     case $last in

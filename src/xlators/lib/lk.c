@@ -209,3 +209,47 @@ int bfs_lkset_unlock(struct bfs_lkset *s, struct bfs_op *op)
     wind_all(s, op, s->locked, 0);
     return BFS_OP_WAIT;
 }
+
+/* ---- blocking forms (heal threads) ---- */
+
+static uint64_t heal_owner_seq;
+
+struct bfs_stack *bfs_heal_stack_new(void)
+{
+    struct bfs_stack *st = bfs_stack_new();
+    if (st)
+        st->lk_owner = __atomic_add_fetch(&heal_owner_seq, 1, __ATOMIC_RELAXED) |
+                       (1ull << 63); /* never equal to a transaction's */
+    return st;
+}
+
+static int lock_one_sync(const struct bfs_lkset *s, struct bfs_xl *child, struct bfs_stack *st,
+                         bool lock)
+{
+    if (s->kind == BFS_LKSET_INODE) {
+        struct bfs_inodelk_req req;
+        bfs_lkset_inodelk_req(s, st->lk_owner, lock ? BFS_LK_SETLKW : 0, &req);
+        return bfs_sync_any(BFS_FOP_INODELK, child, st, &req, NULL);
+    }
+    struct bfs_entrylk_req req;
+    bfs_lkset_entrylk_req(s, lock ? BFS_LK_SETLKW : 0, &req);
+    return bfs_sync_any(BFS_FOP_ENTRYLK, child, st, &req, NULL);
+}
+
+uint32_t bfs_lkset_lock_sync(const struct bfs_lkset *s, struct bfs_xl *xl,
+                             struct bfs_stack *st, uint32_t want)
+{
+    uint32_t locked = 0;
+    for (int i = 0; i < xl->nchildren; i++) /* blocking, in child order: no deadlock */
+        if (bfs_mask_has(want, i) && lock_one_sync(s, xl->children[i], st, true) == 0)
+            locked |= BFS_BIT(i);
+    return locked;
+}
+
+void bfs_lkset_unlock_sync(const struct bfs_lkset *s, struct bfs_xl *xl, struct bfs_stack *st,
+                           uint32_t locked)
+{
+    for (int i = xl->nchildren - 1; i >= 0; i--)
+        if (bfs_mask_has(locked, i))
+            (void)lock_one_sync(s, xl->children[i], st, false);
+}

@@ -64,6 +64,17 @@ void bfs_lkset_inodelk_req(const struct bfs_lkset *s, uint64_t owner, int cmd,
                            struct bfs_inodelk_req *req);
 void bfs_lkset_entrylk_req(const struct bfs_lkset *s, int cmd, struct bfs_entrylk_req *req);
 
+/* Blocking forms for heal threads (bfs_sync_*; never on the event loop):
+ * bfs_heal_stack_new() makes the identity of one heal (uid 0, a lock owner
+ * of its own, never a transaction's); bfs_lkset_lock_sync() takes s on the
+ * children of want one at a time in child order and returns those that
+ * granted it; bfs_lkset_unlock_sync() releases them in reverse order. */
+struct bfs_stack *bfs_heal_stack_new(void);
+uint32_t bfs_lkset_lock_sync(const struct bfs_lkset *s, struct bfs_xl *xl,
+                             struct bfs_stack *st, uint32_t want);
+void bfs_lkset_unlock_sync(const struct bfs_lkset *s, struct bfs_xl *xl, struct bfs_stack *st,
+                           uint32_t locked);
+
 /* Orders two entry locks (rename): negative when (a, an) must be taken
  * before (b, bn). By GFID bytes, then name. */
 int bfs_lkset_entry_cmp(const struct bfs_gfid *a, const char *an, const struct bfs_gfid *b,

@@ -46,30 +46,14 @@ struct ec_hctx {
     struct ec_view v;
 };
 
-static uint64_t heal_owner_seq;
-
 static int hsync(struct ec_hctx *h, int i, int fop, const void *req, void *rep)
 {
     return bfs_sync_any(fop, h->p->xl->children[i], h->st, req, rep);
 }
 
-static int lock_one(struct ec_hctx *h, int i, bool lock)
-{
-    if (h->lk.kind == BFS_LKSET_INODE) {
-        struct bfs_inodelk_req req;
-        bfs_lkset_inodelk_req(&h->lk, h->st->lk_owner, lock ? BFS_LK_SETLKW : 0, &req);
-        return hsync(h, i, BFS_FOP_INODELK, &req, NULL);
-    }
-    struct bfs_entrylk_req req;
-    bfs_lkset_entrylk_req(&h->lk, lock ? BFS_LK_SETLKW : 0, &req);
-    return hsync(h, i, BFS_FOP_ENTRYLK, &req, NULL);
-}
-
 static void heal_end(struct ec_hctx *h)
 {
-    for (int i = h->p->n - 1; i >= 0; i--)
-        if (bfs_mask_has(h->locked, i))
-            (void)lock_one(h, i, false);
+    bfs_lkset_unlock_sync(&h->lk, h->p->xl, h->st, h->locked);
     bfs_lkset_clear(&h->lk);
     bfs_stack_unref(h->st);
 }
@@ -80,18 +64,14 @@ static int heal_begin(struct ec_hctx *h, struct ec_priv *p, const struct bfs_gfi
     h->p = p;
     h->gfid = *g;
     h->type = t;
-    if (!(h->st = bfs_stack_new()))
+    if (!(h->st = bfs_heal_stack_new()))
         return -ENOMEM;
-    h->st->lk_owner = __atomic_add_fetch(&heal_owner_seq, 1, __ATOMIC_RELAXED) | (1ull << 62);
     if (bfs_lkset_init(&h->lk, t == EC_ENTRY ? BFS_LKSET_ENTRY : BFS_LKSET_INODE,
                        p->cl.domain[t], g, NULL) < 0) {
         bfs_stack_unref(h->st);
         return -ENOMEM;
     }
-    uint32_t up = ec_up(p);
-    for (int i = 0; i < p->n; i++)
-        if (bfs_mask_has(up, i) && lock_one(h, i, true) == 0)
-            h->locked |= BFS_BIT(i);
+    h->locked = bfs_lkset_lock_sync(&h->lk, p->xl, h->st, ec_up(p));
     struct bfs_lookup_req req = {.xdata = ec_lookup_xdata(NULL)};
     req.loc.gfid = *g;
     for (int i = 0; i < p->n; i++) {

@@ -29,8 +29,6 @@
 #include "core/graph.h"
 #include "replicate.h"
 
-static uint64_t heal_owner_seq;
-
 /* ---- building blocks ---- */
 
 int afr_hsync(struct afr_hctx *h, int i, int fop, const void *req, void *rep)
@@ -143,10 +141,8 @@ int afr_heal_begin(struct afr_hctx *h, struct afr_priv *p, const struct bfs_gfid
     h->p = p;
     h->gfid = *g;
     h->type = t;
-    if (!(h->st = bfs_stack_new()))
+    if (!(h->st = bfs_heal_stack_new()))
         return -ENOMEM;
-    h->st->lk_owner = __atomic_add_fetch(&heal_owner_seq, 1, __ATOMIC_RELAXED) |
-                      (1ull << 63); /* never equal to a transaction's */
     if (bfs_lkset_init(&h->lk, t == AFR_ENTRY ? BFS_LKSET_ENTRY : BFS_LKSET_INODE,
                        p->cl.domain[t], g, NULL) < 0) {
         bfs_stack_unref(h->st);

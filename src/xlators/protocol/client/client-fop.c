@@ -25,6 +25,10 @@
  * u32 length and bytes); gather_layout_ok() checks it once against the
  * generated encoder and falls back to copying if it ever changes.
  *
+ * Small files read with their open (client-prefetch.c): an O_RDONLY open
+ * asks the brick for the file's bytes, and reads inside them are answered
+ * here (cli_pf_read) while no change of file data went through us since.
+ *
  * fds travel as ids (the codec asks cli_fd_to_id). An fd we opened carries
  * a struct cli_fd in its context; a fop that opens one (open, create,
  * opendir) gets a fresh id when it is encoded, and the context is attached
@@ -259,9 +263,8 @@ int cli_generic_fop(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const v
         if (cf && cli_pf_read(priv, cf, frame, req))
             return 0;
     }
-    bool changes = cli_pf_changes_data(fop);
-    if (changes)
-        cli_pf_bump(priv);
+    if (cli_pf_changes_data(fop))
+        cli_pf_bump(priv); /* and again when answered: client-prefetch.c */
 
     struct cli_call *call = calloc(1, sizeof(*call));
     if (!call)

@@ -287,7 +287,11 @@ static void srv_release(struct srv_conn *sc, const struct bfs_wire_hdr *h, void 
         bfs_fd_unref(sf->fd); /* release reaches the translators once in-flight calls end */
         free(sf);
     }
-    srv_send_reply(sc, h->id, h->proc, sf ? 0 : -EBADF, NULL, 0);
+    /* Clients do not wait for this answer: it leaves with the next reply
+     * (MSG_MORE), so the client's event loop wakes once for both. */
+    struct bfs_wire_hdr rh = {.type = BFS_WIRE_REPLY, .id = h->id, .proc = h->proc,
+                              .status = sf ? 0 : -EBADF};
+    (void)bfs_conn_send_more(sc->conn, &rh, NULL, 0);
 }
 
 /* ---- the handshake ---- */

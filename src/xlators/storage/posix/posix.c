@@ -94,8 +94,8 @@ static void job_run(void *arg)
  * reads over 128 KiB), whole-directory work (readdir) and copy_file_range,
  * fallocate and friends. The price: while the loop thread runs a fop, the
  * brick reads no other request (at worst one 1 MiB copy into the page
- * cache, or a metadata read from a cold disk). See
- * docs/design/performance-notes.md.
+ * cache, or a metadata read from a cold disk). Option inline-fops off runs
+ * everything on the workers. See docs/design/performance-notes.md.
  */
 #define PX_INLINE_READ (128u * 1024)
 #define PX_INLINE_WRITE (1u << 20)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 #
-# 220-disperse-fault.t — cluster/disperse over real bricks and a FUSE mount,
+# 232-disperse-fault.t — cluster/disperse over real bricks and a FUSE mount,
 # from a hand-written client volfile (no brickfsd): disperse 4 redundancy 1
 # (3+1) and disperse 8 redundancy 2 (6+2), with a self-checking random
 # workload (tests/lib/ec-workload.py: unaligned writes across stripes and
@@ -23,7 +23,6 @@
 # The mount runs with entry-timeout=0 and attr-timeout=0, so that every
 # access is a lookup (heal on access); the volfile heals in the foreground.
 #
-# tags: slow
 
 . "$(dirname "$0")/../lib/test.sh"
 
