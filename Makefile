@@ -153,7 +153,7 @@ define PROG_RULE
 $(BINDIR)/$(2): $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/$(1)/*.c)) $(LIBBRICKFS)
 	@mkdir -p $$(@D)
 	$(CC) -o $$@ $$(filter %.o,$$^) $(LDFLAGS) -L$(LIBDIR) -lbrickfs $$(RPATH_BIN) \
-	    $(if $(filter fuse,$(1)),$(FUSE_LIBS) $(CURL_LIBS)) $(if $(filter mgmt,$(1)),$(MHD_LIBS)) \
+	    $(if $(filter fuse,$(1)),$(FUSE_LIBS) $(CURL_LIBS)) $(if $(filter mgmt,$(1)),$(MHD_LIBS) $(CURL_LIBS)) \
 	    $(if $(filter cli,$(1)),$(CURL_LIBS)) -ldl $(JSON_LIBS)
 endef
 $(foreach p,$(PROG_DIRS),$(eval $(call PROG_RULE,$(word 1,$(subst :, ,$(p))),$(word 2,$(subst :, ,$(p))))))
@@ -168,7 +168,7 @@ $(BINDIR)/%: $(BUILD)/obj/bench/%.o $(LIBEC)
 
 $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(TESTLIB_OBJS) $(LIBBRICKFS) $(LIBEC)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $(filter %.o,$^) $(if $(filter test_ec_%,$*),$(EC_LIBS)) $(LDFLAGS) -L$(LIBDIR) -lbrickfs -Wl,-rpath,'$$ORIGIN/../../lib' -ldl $(JSON_LIBS)
+	$(CC) -o $@ $(filter %.o,$^) $(if $(filter test_ec_%,$*),$(EC_LIBS)) $(LDFLAGS) -L$(LIBDIR) -lbrickfs -Wl,-rpath,'$$ORIGIN/../../lib' -ldl $(JSON_LIBS) $(CURL_LIBS)
 
 $(BUILD)/tests/graph/%: $(BUILD)/obj/tests/graph/%.o $(TESTLIB_OBJS) $(LIBBRICKFS)
 	@mkdir -p $(@D)
@@ -176,7 +176,7 @@ $(BUILD)/tests/graph/%: $(BUILD)/obj/tests/graph/%.o $(TESTLIB_OBJS) $(LIBBRICKF
 
 $(BUILD)/tests/tools/%: $(BUILD)/obj/tests/tools/%.o $(TESTLIB_OBJS) $(LIBBRICKFS)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $(filter %.o,$^) $(LDFLAGS) -L$(LIBDIR) -lbrickfs -Wl,-rpath,'$$ORIGIN/../../lib' -ldl $(JSON_LIBS)
+	$(CC) -o $@ $(filter %.o,$^) $(LDFLAGS) -L$(LIBDIR) -lbrickfs -Wl,-rpath,'$$ORIGIN/../../lib' -ldl $(JSON_LIBS) $(CURL_LIBS)
 
 $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIBBRICKFS)
 	@mkdir -p $(@D)

@@ -10,7 +10,8 @@ PKGS=(
   libfuse3-dev fuse3                       # FUSE client
   libjson-c-dev                            # JSON for stats and the REST API
   libmicrohttpd-dev                        # brickfsd's HTTP server (the REST API)
-  libcurl4-openssl-dev                     # the brickfs CLI's HTTP client
+  libcurl4-openssl-dev                     # the brickfs CLI's and brickfsd's HTTP client
+  etcd-server etcd-client                  # the pool store (tests run a real etcd; etcdctl)
   libisal-dev                              # Intel ISA-L: Reed-Solomon erasure coding (src/ec)
   libssl-dev                               # libcrypto SHA-256: rchecksum (replicate's heal)
   attr acl util-linux procps psmisc        # getfattr/setfattr, setfacl, setpriv, pgrep

@@ -38,6 +38,9 @@ int cli_fail(int code, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 int cli_volume(const struct cli *c, int argc, char **argv);
+/* cmd-peer.c: argv[0] is "peer" / "pool" */
+int cli_peer(const struct cli *c, int argc, char **argv);
+int cli_pool(const struct cli *c, int argc, char **argv);
 /* One call; prints the JSON with --json and the error line on failure.
  * CLI_OK with r filled (free it), or CLI_ERR. Takes body. */
 int cli_call(const struct cli *c, const char *what, const char *method, const char *path,

@@ -25,6 +25,8 @@ static const char usage[] =
     "  volume info [NAME]             volume list                volume status [NAME]\n"
     "  volume set NAME KEY VALUE      volume get NAME KEY|all    volume reset NAME [KEY]\n"
     "  volume set help\n"
+    "  peer probe HOST[:PORT]         peer detach HOST [force]   peer status\n"
+    "  pool list\n"
     "  volume heal NAME [info [summary|split-brain] | statistics | progress]\n"
     "  volume heal NAME split-brain {bigger-file FILE | latest-mtime FILE | source-brick HOST:/DIR [FILE]}\n"
     "\n"
@@ -96,7 +98,8 @@ int main(int argc, char **argv)
         fputs(usage, help ? stdout : stderr);
         return help ? CLI_OK : CLI_USAGE;
     }
-    if (strcmp(argv[1], "volume") != 0) {
+    bool pool = strcmp(argv[1], "peer") == 0 || strcmp(argv[1], "pool") == 0;
+    if (strcmp(argv[1], "volume") != 0 && !pool) {
         if (strcmp(argv[1], "help") == 0) {
             fputs(usage, stdout);
             return CLI_OK;
@@ -108,7 +111,9 @@ int main(int argc, char **argv)
         argv[argc] = NULL;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    int rc = cli_volume(&c, argc - 1, argv + 1);
+    int rc = strcmp(argv[1], "peer") == 0   ? cli_peer(&c, argc - 1, argv + 1)
+             : strcmp(argv[1], "pool") == 0 ? cli_pool(&c, argc - 1, argv + 1)
+                                            : cli_volume(&c, argc - 1, argv + 1);
     curl_global_cleanup();
     return rc;
 }

@@ -11,6 +11,8 @@
 #include <json-c/json.h>
 
 #include "mgmt/mgmt.h"
+#include "mgmt/pool.h"
+#include "mgmt/store.h"
 
 #define MAX_SEGS 8
 
@@ -40,6 +42,20 @@ static void reply_error(struct bfs_http_reply *r, int status, const char *msg)
 static void reply_op(struct bfs_http_reply *r, int rc, int ok_status, struct json_object *out,
                      const struct bfs_err *e)
 {
+    /* A store failure deep inside an operation: say that etcd is the cause
+     * (503) rather than a bare errno (docs/design/pool.md). */
+    if (rc < 0 && (e->status == 500 || !e->status) && strstr(bfs_store_errmsg(), "unreachable") &&
+        !strstr(e->msg, "unreachable")) {
+        char msg[1400], what[1100];
+        snprintf(what, sizeof(what), "%s", e->msg[0] ? e->msg : "failed");
+        /* "...: No route to host" is the errno of it; the reason follows */
+        char *tail = strstr(what, ": No route to host");
+        if (tail)
+            *tail = 0;
+        snprintf(msg, sizeof(msg), "%s: %s; volumes keep serving I/O; retry when etcd is "
+                 "back", what, bfs_store_errmsg());
+        return reply_error(r, 503, msg);
+    }
     if (rc < 0)
         reply_error(r, e->status ? e->status : 500, e->msg[0] ? e->msg : "internal error");
     else
@@ -108,7 +124,20 @@ static void do_create(struct bfs_mgmt *m, struct json_object *b, struct bfs_http
                                                                       : "";
         }
     }
-    int rc = bfs_op_create(m, &req, &out, &e);
+    /* in a pool, a brick HOST may name another node: it owns that brick */
+    char **specs = NULL, **nodes = NULL;
+    int rc = 0;
+    if (bfs_pool_enabled(m) && req.nbricks > 0) {
+        rc = bfs_pool_owners(m, req.bricks, req.nbricks, &specs, &nodes, &e);
+        if (rc == 0) {
+            for (int i = 0; i < req.nbricks; i++)
+                req.bricks[i] = specs[i];
+            req.nodes = (const char **)nodes;
+        }
+    }
+    if (rc == 0)
+        rc = bfs_op_create(m, &req, &out, &e);
+    bfs_pool_owners_free(specs, nodes, req.nbricks);
     free(req.bricks);
     reply_op(r, rc, 201, out, &e);
 }
@@ -158,6 +187,19 @@ static void volfile(struct bfs_mgmt *m, const char *name, const char *inm, const
     }
     r->status = 200;
     r->body = text;
+}
+
+/* In a pool, start and stop return once every node acted on its bricks
+ * (docs/design/pool.md): *out becomes the status at that moment. */
+static int pool_wait(struct bfs_mgmt *m, const char *name, bool start, int rc,
+                     struct json_object **out, struct bfs_err *e)
+{
+    if (rc < 0 || !bfs_pool_enabled(m))
+        return rc;
+    rc = bfs_pool_wait_bricks(m, name, start, m->start_timeout_ms + 5000, e);
+    json_object_put(*out);
+    *out = NULL;
+    return rc < 0 ? rc : bfs_op_status(m, name, out, e);
 }
 
 static const char *str_field(struct json_object *b, const char *key)
@@ -294,9 +336,10 @@ static void volume_routes(struct bfs_mgmt *m, const char *method, char segs[][25
     else if (!sub && del)
         rc = bfs_op_delete(m, name, &out, &e);
     else if (sub && n == 4 && strcmp(sub, "start") == 0 && post)
-        rc = bfs_op_start(m, name, bool_field(b, "force"), &out, &e);
+        rc = pool_wait(m, name, true, bfs_op_start(m, name, bool_field(b, "force"), &out, &e),
+                       &out, &e);
     else if (sub && n == 4 && strcmp(sub, "stop") == 0 && post)
-        rc = bfs_op_stop(m, name, &out, &e);
+        rc = pool_wait(m, name, false, bfs_op_stop(m, name, &out, &e), &out, &e);
     else if (sub && n == 4 && (strcmp(sub, "status") == 0 || strcmp(sub, "bricks") == 0) && get)
         rc = bfs_op_status(m, name, &out, &e);
     else if (sub && n == 5 && strcmp(sub, "bricks") == 0 && get)
@@ -321,6 +364,32 @@ static void volume_routes(struct bfs_mgmt *m, const char *method, char segs[][25
     reply_op(r, rc, 200, out, &e);
 }
 
+/* /v1/node, /v1/pool, /v1/peers[/HOST] */
+static void pool_routes(struct bfs_mgmt *m, const char *method, char segs[][256], int n,
+                        struct json_object *b, struct bfs_http_reply *r)
+{
+    struct json_object *out = NULL, *o;
+    struct bfs_err e = {0};
+    bool get = strcmp(method, "GET") == 0;
+    int rc;
+    if (n == 2 && strcmp(segs[1], "node") == 0 && get)
+        rc = bfs_op_node(m, &out, &e);
+    else if (n == 2 && strcmp(segs[1], "pool") == 0 && get)
+        rc = bfs_op_pool_list(m, false, &out, &e);
+    else if (n == 2 && strcmp(segs[1], "peers") == 0 && get)
+        rc = bfs_op_pool_list(m, true, &out, &e);
+    else if (n == 2 && strcmp(segs[1], "peers") == 0 && strcmp(method, "POST") == 0)
+        rc = bfs_op_peer_probe(m, b && json_object_object_get_ex(b, "host", &o)
+                                      ? json_object_get_string(o) : NULL, &out, &e);
+    else if (n == 3 && strcmp(segs[1], "peers") == 0 && strcmp(method, "DELETE") == 0)
+        rc = bfs_op_peer_detach(m, segs[2], bool_field(b, "force"), &out, &e);
+    else if (n > 3 || (n == 3 && strcmp(segs[1], "peers") != 0))
+        return reply_error(r, 404, "no such API route (docs/API.md lists them)");
+    else
+        return reply_error(r, 405, "method not allowed on this route (docs/API.md)");
+    reply_op(r, rc, 200, out, &e);
+}
+
 void bfs_api_dispatch(struct bfs_mgmt *m, const char *method, const char *url,
                       const char *body, size_t len, const char *inm, const char *host,
                       struct bfs_http_reply *r)
@@ -331,6 +400,7 @@ void bfs_api_dispatch(struct bfs_mgmt *m, const char *method, const char *url,
     struct bfs_err e = {0};
     if (n < 2 || strcmp(segs[0], "v1") != 0)
         return reply_error(r, 404, "no such API route (the API lives under /v1; docs/API.md)");
+    bfs_store_set_errmsg("%s", ""); /* this thread's last store failure is this request's */
     if (body && len) {
         struct json_tokener *tok = json_tokener_new();
         b = json_tokener_parse_ex(tok, body, (int)len);
@@ -363,6 +433,9 @@ void bfs_api_dispatch(struct bfs_mgmt *m, const char *method, const char *url,
         do_create(m, b, r);
     } else if (n >= 3 && strcmp(segs[1], "volumes") == 0) {
         volume_routes(m, method, segs, n, b, inm, host, r);
+    } else if (strcmp(segs[1], "node") == 0 || strcmp(segs[1], "pool") == 0 ||
+               strcmp(segs[1], "peers") == 0) {
+        pool_routes(m, method, segs, n, b, r);
     } else if (n == 2 && (strcmp(segs[1], "volumes") == 0 || strcmp(segs[1], "health") == 0 ||
                           strcmp(segs[1], "options") == 0 || strcmp(segs[1], "status") == 0)) {
         reply_error(r, 405, "method not allowed on this route (docs/API.md)");

@@ -4,6 +4,11 @@
  * m->oplock + m->lock like the other changing operations, writes the
  * document (the desired state) and then acts on processes; the client
  * volfile changes with the document, and mounts switch graphs live.
+ *
+ * In a pool (docs/design/pool.md) a new brick's HOST may name another node,
+ * which then owns and runs it (its "node", as volume create sets it); the
+ * processes of bricks of other nodes are started and stopped by those
+ * nodes when they see the new document (pool-sync.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -21,6 +26,7 @@
 #include "core/log.h"
 #include "mgmt/layout.h"
 #include "mgmt/mgmt.h"
+#include "mgmt/pool.h"
 #include "mgmt/supervisor.h"
 
 static int save(struct bfs_mgmt *m, struct bfs_volume *v, struct bfs_err *e)
@@ -63,8 +69,9 @@ static int idle_check(const struct bfs_volume *v, const char *what, struct bfs_e
 
 /* ---- add-brick ---- */
 
-static int add_locked(struct bfs_mgmt *m, const char *name, const char **specs, int n,
-                      int replica, bool force, struct json_object **out, struct bfs_err *e)
+static int add_locked(struct bfs_mgmt *m, const char *name, const char **specs,
+                      char **nodes, int n, int replica, bool force, struct json_object **out,
+                      struct bfs_err *e)
 {
     struct bfs_volume *v;
     if (bfs_volume_get(m, name, &v, e) < 0)
@@ -95,9 +102,12 @@ static int add_locked(struct bfs_mgmt *m, const char *name, const char **specs, 
         bfs_fail(e, 400, "volume %s would have more than %d subvolumes", name, DHT_MAX_SUBVOLS);
         goto out;
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (bfs_brick_parse(specs[i], &nb[i].host, &nb[i].path, e) < 0)
             goto out;
+        if (nodes && nodes[i])
+            snprintf(nb[i].node, sizeof(nb[i].node), "%s", nodes[i]);
+    }
     if (bfs_bricks_check(m, nb, n, force, e) < 0)
         goto out;
     if (!bfs_catalog_has_xlator(m->catalog, "cluster/distribute")) {
@@ -144,11 +154,17 @@ out:
 int bfs_op_add_brick(struct bfs_mgmt *m, const char *name, const char **bricks, int n,
                      int replica, bool force, struct json_object **out, struct bfs_err *e)
 {
+    char **specs = NULL, **nodes = NULL;
+    /* in a pool, a brick HOST may name another node: it owns that brick */
+    if (bfs_pool_enabled(m) && n > 0 && bfs_pool_owners(m, bricks, n, &specs, &nodes, e) < 0)
+        return -1;
     pthread_mutex_lock(&m->oplock);
     pthread_mutex_lock(&m->lock);
-    int rc = add_locked(m, name, bricks, n, replica, force, out, e);
+    int rc = add_locked(m, name, specs ? (const char **)specs : bricks, nodes, n, replica,
+                        force, out, e);
     pthread_mutex_unlock(&m->lock);
     pthread_mutex_unlock(&m->oplock);
+    bfs_pool_owners_free(specs, nodes, n);
     return rc;
 }
 
@@ -299,7 +315,9 @@ static int remove_commit(struct bfs_mgmt *m, struct bfs_volume *v, const int *id
     if (!left)
         return bfs_fail(e, 500, "out of memory");
     for (int i = 0; i < n; i++) {
-        struct bproc *p = bfs__sup_get(m, v, idx[i]);
+        /* another node's brick: its node stops it when it sees the document */
+        struct bproc *p = bfs_pool_brick_is_mine(m, v, idx[i]) ? bfs__sup_get(m, v, idx[i])
+                                                                : NULL;
         struct bfs_err ignore;
         if (p)
             bfs__sup_stop(m, p, &ignore);
@@ -386,13 +404,18 @@ int bfs_op_remove_brick(struct bfs_mgmt *m, const char *name, const char **brick
                         const char *action, struct json_object **out, struct bfs_err *e)
 {
     bool change = !action || strcmp(action, "status") != 0;
+    char **specs = NULL, **nodes = NULL; /* in a pool, NODE:/DIR names a node */
+    if (bfs_pool_enabled(m) && n > 0 && bfs_pool_owners(m, bricks, n, &specs, &nodes, e) < 0)
+        return -1;
     if (change)
         pthread_mutex_lock(&m->oplock);
     pthread_mutex_lock(&m->lock);
-    int rc = remove_locked(m, name, bricks, n, action ? action : "", out, e);
+    int rc = remove_locked(m, name, specs ? (const char **)specs : bricks, n,
+                           action ? action : "", out, e);
     pthread_mutex_unlock(&m->lock);
     if (change)
         pthread_mutex_unlock(&m->oplock);
+    bfs_pool_owners_free(specs, nodes, n);
     return rc;
 }
 
@@ -426,8 +449,8 @@ static int blame_new_brick(const struct bfs_volume *v, int idx, struct bfs_err *
 }
 
 static int replace_locked(struct bfs_mgmt *m, const char *name, const char *olds,
-                          const char *news, bool force, struct json_object **out,
-                          struct bfs_err *e)
+                          const char *news, const char *node, bool force,
+                          struct json_object **out, struct bfs_err *e)
 {
     struct bfs_volume *v;
     if (bfs_volume_get(m, name, &v, e) < 0)
@@ -449,13 +472,16 @@ static int replace_locked(struct bfs_mgmt *m, const char *name, const char *olds
     if (bfs_brick_parse(news, &nb.host, &nb.path, e) < 0 ||
         bfs_bricks_check(m, &nb, 1, true, e) < 0)
         goto out;
-    struct bproc *p = bfs__sup_get(m, v, idx);
     struct bfs_err ignore;
-    if (p)
-        bfs__sup_stop(m, p, &ignore);
+    if (bfs_pool_brick_is_mine(m, v, idx)) { /* another node's stops when it sees the change */
+        struct bproc *p = bfs__sup_get(m, v, idx);
+        if (p)
+            bfs__sup_stop(m, p, &ignore);
+    }
     struct bfs_vbrick old = v->bricks[idx];
     v->bricks[idx].host = nb.host;
     v->bricks[idx].path = nb.path;
+    snprintf(v->bricks[idx].node, sizeof(v->bricks[idx].node), "%s", node ? node : "");
     v->bricks[idx].port = 0; /* a fresh port: clients reconnect through the port map */
     nb.host = nb.path = NULL;
     struct bfs_volume fresh = *v;
@@ -494,10 +520,17 @@ int bfs_op_replace_brick(struct bfs_mgmt *m, const char *name, const char *old_b
                          const char *new_brick, bool force, struct json_object **out,
                          struct bfs_err *e)
 {
+    /* in a pool, NODE:/DIR names a node: [0] the old brick, [1] the new one */
+    const char *both[2] = {old_brick, new_brick};
+    char **specs = NULL, **nodes = NULL;
+    if (bfs_pool_enabled(m) && bfs_pool_owners(m, both, 2, &specs, &nodes, e) < 0)
+        return -1;
     pthread_mutex_lock(&m->oplock);
     pthread_mutex_lock(&m->lock);
-    int rc = replace_locked(m, name, old_brick, new_brick, force, out, e);
+    int rc = replace_locked(m, name, specs ? specs[0] : old_brick, specs ? specs[1] : new_brick,
+                            nodes ? nodes[1] : NULL, force, out, e);
     pthread_mutex_unlock(&m->lock);
     pthread_mutex_unlock(&m->oplock);
+    bfs_pool_owners_free(specs, nodes, 2);
     return rc;
 }

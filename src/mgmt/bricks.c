@@ -18,6 +18,7 @@
 
 #include "core/log.h"
 #include "mgmt/mgmt.h"
+#include "mgmt/pool.h"
 
 /* Lexical normalisation: no empty, "." or ".." components. */
 static int normalise(const char *in, char *out, size_t outlen)
@@ -89,9 +90,12 @@ static int host_check(const char *host, struct bfs_err *e)
     for (a = res; a && !local; a = a->ai_next)
         local = addr_is_local(a->ai_addr);
     freeaddrinfo(res);
+    if (!local && bfs_pool_known_host(host))
+        return 0; /* a pool member's address: that node owns the brick (pool.c) */
     if (!local)
-        return bfs_fail(e, 400, "brick host '%s' is not this node (pools of several nodes "
-                        "are not implemented yet; use 127.0.0.1 or a name of this node)", host);
+        return bfs_fail(e, 400, "brick host '%s' is neither this node nor a node of the pool "
+                        "(use 127.0.0.1, a name of this node, or in a pool a node's name: "
+                        "brickfs pool list)", host);
     return 0;
 }
 

@@ -23,6 +23,7 @@
 
 #include "core/log.h"
 #include "mgmt/mgmt.h"
+#include "mgmt/pool.h"
 
 /* The volume NAME, checked to be replicated and started. With volfile,
  * also writes its client volfile for a one-shot run to STATE/volfiles/
@@ -235,6 +236,9 @@ int bfs_op_heal(struct bfs_mgmt *m, const char *name, struct json_object **out,
     if (!bfs_shd_wanted(v))
         rc = bfs_fail(e, 409, "the self-heal daemon of volume %s is off (%s); 'brickfs volume "
                       "set %s %s on' starts it", name, BFS_OPT_SHD, name, BFS_OPT_SHD);
+    else if (!bfs_pool_owns_bricks(m, v))
+        rc = bfs_fail(e, 409, "this node owns no brick of volume %s: its self-heal daemons run "
+                      "on the nodes that do; ask one of them (--server)", name);
     else if ((pid = bfs_sup_shd_kick(m, v)) < 0)
         rc = bfs_fail(e, 409, "the self-heal daemon of volume %s is not running (brickfsd "
                       "restarts it; its log: %s)", name, log);

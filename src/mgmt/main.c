@@ -2,7 +2,7 @@
  * main.c — brickfsd: settings from flags and environment, the lock on the
  * state folder, daemonising, and the startup and shutdown order:
  *
- *   store -> node uuid -> option catalogue -> supervisor thread ->
+ *   stores and node uuid (pool.c) -> option catalogue -> supervisor thread ->
  *   reconciliation (adopt / start / stop bricks) -> HTTP -> ready
  *
  * Shutdown (SIGTERM, SIGINT) runs it backwards and leaves bricks running
@@ -21,11 +21,14 @@
 
 #include "core/log.h"
 #include "mgmt/mgmt.h"
+#include "mgmt/pool.h"
 #include "mgmt/store.h"
 
 static const char usage[] =
     "usage: brickfsd [--foreground] [--state-dir DIR] [--log-dir DIR] [--run-dir DIR]\n"
-    "                [--listen HOST:PORT] [--brick-ports LO-HI] [--log-level LEVEL] [--help]\n"
+    "                [--listen HOST:PORT] [--brick-ports LO-HI] [--log-level LEVEL]\n"
+    "                [--store local|etcd:URL[,URL...]] [--node-name NAME] [--advertise HOST:PORT]\n"
+    "                [--help]\n"
     "\n"
     "The management daemon of brickfs: volumes, volfiles, brick ports and processes,\n"
     "and the REST API the brickfs command line speaks.\n"
@@ -37,14 +40,19 @@ static const char usage[] =
     "  --listen HOST:PORT   address of the REST API            [$BRICKFSD_LISTEN, 127.0.0.1:24100]\n"
     "  --brick-ports LO-HI  ports given to bricks              [$BRICKFSD_BRICK_PORTS, 24200-24999]\n"
     "  --log-level LEVEL    error, warning, info, debug, trace [info]\n"
+    "  --store SPEC         pool store: local, or etcd:http://HOST:2379[,...] [$BRICKFSD_STORE,\n"
+    "                       remembered after the first start; local]\n"
+    "  --node-name NAME     this node's name in the pool       [$BRICKFSD_NODE_NAME, host name]\n"
+    "  --advertise HOST:PORT  where peers reach this brickfsd  [$BRICKFSD_ADVERTISE, --listen]\n"
     "\n"
     "Also: $BRICKFSD_BRICK_BIN (brick program), $BRICKFSD_SHD_BIN (self-heal daemon),\n"
     "$BRICKFSD_STOP_TIMEOUT, $BRICKFSD_START_TIMEOUT and $BRICKFSD_HEAL_TIMEOUT (seconds).\n"
-    "See docs/design/management.md and docs/API.md.\n";
+    "See docs/design/management.md, docs/design/pool.md and docs/API.md.\n";
 
 struct settings {
     bool foreground;
     const char *state, *log, *run, *listen, *ports, *level;
+    struct bfs_pool_cfg pool;
 };
 
 static const char *env_or(const char *name, const char *def)
@@ -60,6 +68,8 @@ static int parse_args(int argc, char **argv, struct settings *s)
         {"log-dir", required_argument, NULL, 'l'}, {"run-dir", required_argument, NULL, 'r'},
         {"listen", required_argument, NULL, 'L'}, {"brick-ports", required_argument, NULL, 'p'},
         {"log-level", required_argument, NULL, 'v'}, {"help", no_argument, NULL, 'h'},
+        {"store", required_argument, NULL, 'S'}, {"node-name", required_argument, NULL, 'N'},
+        {"advertise", required_argument, NULL, 'A'},
         {NULL, 0, NULL, 0},
     };
     s->state = env_or("BRICKFSD_STATE_DIR", "/var/lib/brickfs");
@@ -68,6 +78,9 @@ static int parse_args(int argc, char **argv, struct settings *s)
     s->listen = env_or("BRICKFSD_LISTEN", "127.0.0.1:24100");
     s->ports = env_or("BRICKFSD_BRICK_PORTS", "24200-24999");
     s->level = "info";
+    s->pool.store = env_or("BRICKFSD_STORE", NULL);
+    s->pool.name = env_or("BRICKFSD_NODE_NAME", NULL);
+    s->pool.advertise = env_or("BRICKFSD_ADVERTISE", NULL);
     int c;
     while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
         switch (c) {
@@ -78,6 +91,9 @@ static int parse_args(int argc, char **argv, struct settings *s)
         case 'L': s->listen = optarg; break;
         case 'p': s->ports = optarg; break;
         case 'v': s->level = optarg; break;
+        case 'S': s->pool.store = optarg; break;
+        case 'N': s->pool.name = optarg; break;
+        case 'A': s->pool.advertise = optarg; break;
         case 'h': fputs(usage, stdout); exit(0);
         default: fputs(usage, stderr); return -1;
         }
@@ -191,24 +207,6 @@ static int take_lock(struct bfs_mgmt *m, char *err, size_t errlen)
                 * any descriptor of this file would drop the record lock) */
 }
 
-static int node_uuid(struct bfs_mgmt *m, char *err, size_t errlen)
-{
-    struct bfs_store_kv kv;
-    int rc = bfs_store_get(m->store, "node/uuid", &kv);
-    if (rc == 0) {
-        snprintf(m->node_uuid, sizeof(m->node_uuid), "%s", kv.value);
-        bfs_store_kv_clear(&kv);
-        return 0;
-    }
-    if (rc == -ENOENT) {
-        bfs_uuid_generate(m->node_uuid);
-        rc = bfs_store_cas(m->store, "node/uuid", m->node_uuid, strlen(m->node_uuid), 0, NULL);
-    }
-    if (rc < 0)
-        snprintf(err, errlen, "cannot read or write node/uuid in the store: %s", strerror(-rc));
-    return rc;
-}
-
 /* Without --foreground: the parent waits for a line from the child on a
  * pipe ("ok" or the reason it failed) and exits with that verdict. */
 static int daemonize(void)
@@ -251,7 +249,7 @@ int main(int argc, char **argv)
                                  .oplock = PTHREAD_MUTEX_INITIALIZER};
     struct bfs_mgmt *m = &mg;
     struct settings s = {0};
-    char err[1024] = "", path[PATH_MAX + 32], spec[PATH_MAX + 32];
+    char err[1024] = "", path[PATH_MAX + 32];
     enum bfs_log_level lvl;
     if (parse_args(argc, argv, &s) < 0)
         return 2;
@@ -281,9 +279,7 @@ int main(int argc, char **argv)
     bfs_log_set_level(lvl);
     if (take_lock(m, err, sizeof(err)) < 0)
         goto fail;
-    snprintf(spec, sizeof(spec), "local:%s/store", m->state_dir);
-    if (bfs_store_open(spec, &m->store, err, sizeof(err)) < 0 ||
-        node_uuid(m, err, sizeof(err)) < 0)
+    if (bfs_pool_open(m, &s.pool, err, sizeof(err)) < 0)
         goto fail;
     if (bfs_catalog_load(m) < 0 || bfs_sup_init(m) < 0 || bfs_rebal_init(m) < 0) {
         snprintf(err, sizeof(err), "cannot start: out of memory or threads");
@@ -293,6 +289,10 @@ int main(int argc, char **argv)
     bfs_sup_reconcile(m);
     bfs_rebal_reconcile(m);
     pthread_mutex_unlock(&m->lock);
+    if (bfs_pool_sync_start(m) < 0) {
+        snprintf(err, sizeof(err), "cannot watch the pool store: %s", bfs_store_errmsg());
+        goto fail;
+    }
     if (bfs_http_start(m, &http, err, sizeof(err)) < 0)
         goto fail;
     bfs_log(MGMT_LOG, BFS_LOG_INFO, "brickfsd %d listening on %s, state %s, node %s",
@@ -316,9 +316,10 @@ int main(int argc, char **argv)
         break;
     }
     bfs_http_stop(http);
+    bfs_pool_sync_stop(m);
     bfs_sup_shutdown(m);
     bfs_catalog_free(m->catalog);
-    bfs_store_close(m->store);
+    bfs_pool_close(m);
     bfs_log_close();
     return 0;
 fail:

@@ -21,6 +21,7 @@ struct json_object;
 struct bfs_store;
 struct bfs_sup;
 struct bfs_catalog;
+struct bfs_pool;
 struct bfs_rebal;
 
 #define BFS_MGMT_DEFAULT_PORT 24100
@@ -46,6 +47,7 @@ struct bfs_mgmt {
     pthread_mutex_t oplock;
     struct bfs_sup *sup;
     struct bfs_catalog *catalog;
+    struct bfs_pool *pool;   /* pool.c: local store, pool store, peers */
     struct bfs_rebal *rebal;  /* rebalance processes (rebal-ops.c) */
 };
 
@@ -66,6 +68,7 @@ struct bfs_vbrick {
     char *host;
     char *path;  /* absolute, normalised */
     int port;
+    char node[40];  /* UUID of the node that runs it ("" = this node) */
 };
 
 struct bfs_vopt {
@@ -106,6 +109,7 @@ struct bfs_volume {
         char kind[16];   /* migrate, fix-layout, remove */
         char state[16];  /* desired: running, paused, stopped, completed, failed */
         int64_t started, layout_version;
+        char node[40];   /* the node that runs it ("" = this one: no pool) */
     } rebal;
 };
 
@@ -217,19 +221,26 @@ void bfs_sup_brick_state(struct bfs_mgmt *m, const struct bfs_volume *v, int idx
 void bfs_sup_reconcile(struct bfs_mgmt *m);
 /* Drops the process entries of a deleted (stopped) volume. */
 void bfs_sup_forget(struct bfs_mgmt *m, const char *vol);
+/* Pools: stops this node's brick processes of v that v no longer gives
+ * this node (removed, replaced, moved to another node, or given a new
+ * port by replace-brick: those are started again by the caller). */
+void bfs_sup_stop_unowned(struct bfs_mgmt *m, const struct bfs_volume *v);
 
 /* ---- the self-heal daemon of a volume (sup-shd.c); all with m->lock held ---- */
 #define BFS_OPT_SHD "cluster.self-heal-daemon"
 #define BFS_OPT_HEAL_INTERVAL "cluster.heal-timeout"
 /* Started, replicated and cluster.self-heal-daemon on. */
 bool bfs_shd_wanted(const struct bfs_volume *v);
+/* bfs_shd_wanted and, in a pool, this node owns bricks of v: a daemon
+ * runs on each node that owns bricks of the volume (docs/design/pool.md). */
+bool bfs_shd_wanted_here(struct bfs_mgmt *m, const struct bfs_volume *v);
 /* cluster.heal-timeout: seconds between the daemon's crawls. */
 int bfs_shd_interval(const struct bfs_volume *v);
 /* STATE/volfiles/VOL/shd.vol, STATE/shd/VOL.json, LOG/shd/VOL.log, RUN/shd/VOL.pid
  * (each buffer len bytes). */
 void bfs_shd_paths(struct bfs_mgmt *m, const char *vol, char *volfile, char *statefile,
                    char *logfile, char *pidfile, size_t len);
-/* Makes v's daemon match bfs_shd_wanted(v): starts, stops, or restarts it
+/* Makes v's daemon match bfs_shd_wanted_here(v): starts, stops, or restarts it
  * (a changed interval). Errors are logged: a daemon that cannot start is
  * retried with backoff, the volume works on without it. */
 void bfs_sup_shd_sync(struct bfs_mgmt *m, const struct bfs_volume *v);
@@ -252,6 +263,7 @@ struct bfs_volcreate_req {
     int replica, arbiter, disperse, redundancy;
     int disperse_data;    /* gluster's "disperse-data D": disperse = D + redundancy */
     const char **bricks;  /* "HOST:/DIR" */
+    const char **nodes;   /* NULL, or per brick the UUID of its node (pool.c) */
     int nbricks;
     bool force;
 };
@@ -326,6 +338,9 @@ int bfs_op_rebalance_status(struct bfs_mgmt *m, const char *name, struct json_ob
 int bfs_rebal_init(struct bfs_mgmt *m);
 /* Startup: adopt or restart the rebalances the documents want running. */
 void bfs_rebal_reconcile(struct bfs_mgmt *m);
+/* Pools: v's rebalance process on this node to match the document (started
+ * when it runs here and is wanted, stopped otherwise). m->lock held. */
+void bfs_rebal_sync(struct bfs_mgmt *m, const struct bfs_volume *v);
 /* With m->lock held: */
 struct json_object *bfs_rebal_status_json(struct bfs_mgmt *m, const struct bfs_volume *v);
 /* New rebalance of kind for v (saves v, starts the process). */

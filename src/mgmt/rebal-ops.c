@@ -12,6 +12,12 @@
  * (clients switch graphs); a crash while still wanted -> restarted after a
  * backoff (it resumes from its checkpoint); stopped/paused -> nothing.
  * Everything here runs with m->lock held unless it says otherwise.
+ *
+ * In a pool one node runs a volume's rebalance: the document names it
+ * (rebalance.node), chosen when it starts or resumes: the node given the
+ * command if it owns bricks of the volume, else the owner of its first
+ * brick. The others leave it alone; that node's pool-sync starts or stops
+ * the process (bfs_rebal_sync) when the document changes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +37,7 @@
 #include "core/log.h"
 #include "mgmt/layout.h"
 #include "mgmt/mgmt.h"
+#include "mgmt/pool.h"
 
 extern char **environ;
 
@@ -102,6 +109,7 @@ static const char *status_state(struct json_object *st)
 }
 
 static void *watch(void *arg);
+static bool runs_here(struct bfs_mgmt *m, const struct bfs_volume *v);
 
 static int spawn_proc(struct bfs_mgmt *m, struct bfs_volume *v, struct bfs_err *e)
 {
@@ -325,7 +333,8 @@ void bfs_rebal_reconcile(struct bfs_mgmt *m)
         return;
     for (int i = 0; i < n; i++) {
         struct bfs_volume *v = vols[i];
-        if (strcmp(v->rebal.state, "running") != 0 || v->status != BFS_VOL_STARTED)
+        if (strcmp(v->rebal.state, "running") != 0 || v->status != BFS_VOL_STARTED ||
+            !runs_here(m, v))
             continue;
         char pidf[4200], *txt = NULL;
         paths(m, v->name, "pid", pidf, sizeof(pidf));
@@ -365,6 +374,57 @@ void bfs_rebal_reconcile(struct bfs_mgmt *m)
     bfs_volume_list_free(vols, n);
 }
 
+/* Does v's rebalance run on this node? A document without rebalance.node
+ * (single node, or from before pools): the owner of the first brick. */
+static bool runs_here(struct bfs_mgmt *m, const struct bfs_volume *v)
+{
+    if (v->rebal.node[0])
+        return strcmp(v->rebal.node, m->node_uuid) == 0;
+    return v->nbricks > 0 && bfs_pool_brick_is_mine(m, v, 0);
+}
+
+/* The node to run a rebalance of v that starts now (see the top). */
+static void pick_node(struct bfs_mgmt *m, struct bfs_volume *v)
+{
+    v->rebal.node[0] = 0;
+    if (!bfs_pool_enabled(m))
+        return;
+    const char *n = bfs_pool_owns_bricks(m, v) ? m->node_uuid : NULL;
+    for (int i = 0; !n && i < v->nbricks; i++)
+        if (v->bricks[i].node[0])
+            n = v->bricks[i].node;
+    snprintf(v->rebal.node, sizeof(v->rebal.node), "%s", n ? n : m->node_uuid);
+}
+
+/* Starts v's process if it runs here, else leaves it to its node. */
+static int spawn_here(struct bfs_mgmt *m, struct bfs_volume *v, struct bfs_err *e)
+{
+    if (runs_here(m, v))
+        return spawn_proc(m, v, e);
+    bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s: rebalance %s runs on node %s", v->name,
+            v->rebal.id, v->rebal.node);
+    return 0;
+}
+
+void bfs_rebal_sync(struct bfs_mgmt *m, const struct bfs_volume *v)
+{
+    bool want = strcmp(v->rebal.state, "running") == 0 && v->status == BFS_VOL_STARTED &&
+                runs_here(m, v);
+    struct rproc *r = rfind(m, v->name);
+    if (want && !r) {
+        struct bfs_volume *c;
+        struct bfs_err e;
+        if (bfs_volume_load(m, v->name, &c) < 0) /* spawn_proc wants a mutable copy */
+            return;
+        if (spawn_proc(m, c, &e) < 0)
+            bfs_log(MGMT_LOG, BFS_LOG_ERROR, "volume %s: rebalance: %s", v->name, e.msg);
+        bfs_volume_free(c);
+    } else if (!want && r && strcmp(v->rebal.id, r->id) == 0 &&
+               strcmp(v->rebal.state, "running") != 0) {
+        stop_proc(m, v->name); /* stopped or paused from another node */
+    }
+}
+
 /* ---- status ---- */
 
 static int64_t jint(struct json_object *j, const char *k)
@@ -396,7 +456,8 @@ struct json_object *bfs_rebal_status_json(struct bfs_mgmt *m, const struct bfs_v
     json_object_object_add(j, "layout_pending",
                            json_object_new_boolean(v->layout_prev && v->layout_prev[0]));
     struct json_object *n = json_object_new_object();
-    json_object_object_add(n, "node", json_object_new_string(m->node_uuid));
+    json_object_object_add(n, "node", json_object_new_string(v->rebal.node[0] ? v->rebal.node
+                                                                            : m->node_uuid));
     json_object_object_add(n, "state", json_object_new_string(state));
     static const char *const keys[] = {"files_scanned", "files_moved", "files_skipped",
                                        "files_failed", "bytes_moved", "elapsed_s", "eta_s",
@@ -427,12 +488,13 @@ int bfs__rebal_begin(struct bfs_mgmt *m, struct bfs_volume *v, const char *kind,
     snprintf(v->rebal.state, sizeof(v->rebal.state), "running");
     v->rebal.started = (int64_t)time(NULL);
     v->rebal.layout_version = v->layout_version;
+    pick_node(m, v);
     paths(m, v->name, "status", path, sizeof(path));
     unlink(path);
     int rc = bfs_volume_save(m, v);
     if (rc < 0)
         return bfs_fail(e, 500, "cannot save volume %s: %s", v->name, strerror(-rc));
-    return spawn_proc(m, v, e);
+    return spawn_here(m, v, e);
 }
 
 void bfs__rebal_stop(struct bfs_mgmt *m, const char *vol)
@@ -528,7 +590,8 @@ static int rebal_locked(struct bfs_mgmt *m, const char *name, const char *action
                           v->rebal.layout_version == v->layout_version;
             if (resume) {
                 snprintf(v->rebal.state, sizeof(v->rebal.state), "running");
-                if ((rc = bfs_volume_save(m, v)) < 0 || (rc = spawn_proc(m, v, e)) < 0)
+                pick_node(m, v);
+                if ((rc = bfs_volume_save(m, v)) < 0 || (rc = spawn_here(m, v, e)) < 0)
                     goto out;
             } else if ((rc = bfs__rebal_begin(m, v, "migrate", e)) < 0) {
                 goto out;
@@ -554,7 +617,8 @@ static int rebal_locked(struct bfs_mgmt *m, const char *name, const char *action
         if ((rc = pending_check(v, e)) < 0)
             goto out;
         snprintf(v->rebal.state, sizeof(v->rebal.state), "running");
-        if ((rc = bfs_volume_save(m, v)) < 0 || (rc = spawn_proc(m, v, e)) < 0)
+        pick_node(m, v);
+        if ((rc = bfs_volume_save(m, v)) < 0 || (rc = spawn_here(m, v, e)) < 0)
             goto out;
     } else {
         rc = bfs_fail(e, 400, "unknown rebalance action '%s' (fix-layout, start, stop, pause, "

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "mgmt/store.h"
 
 struct bfs_store_watch {
+    void *be_handle; /* the backend's watch, when it has its own */
     char *prefix;
     bfs_store_watch_fn fn;
     void *arg;
@@ -30,7 +32,23 @@ struct bfs_store {
     struct bfs_store_watch *watches;
 };
 
-static const struct bfs_store_ops *const backends[] = {&bfs_store_local_ops};
+static const struct bfs_store_ops *const backends[] = {&bfs_store_local_ops,
+                                                       &bfs_store_etcd_ops};
+
+static __thread char errmsg[512];
+
+const char *bfs_store_errmsg(void)
+{
+    return errmsg;
+}
+
+void bfs_store_set_errmsg(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
+    va_end(ap);
+}
 
 int bfs_store_key_valid(const char *key)
 {
@@ -58,7 +76,8 @@ int bfs_store_open(const char *spec, struct bfs_store **out, char *err, size_t e
             strncmp(backends[i]->scheme, spec, (size_t)(colon - spec)) == 0)
             ops = backends[i];
     if (!ops) {
-        snprintf(err, errlen, "store backend '%.*s' is not available (this build has: local)",
+        snprintf(err, errlen, "store backend '%.*s' is not available (this build has: local, "
+                 "etcd)",
                  (int)(colon - spec), spec);
         return -ENOTSUP;
     }
@@ -81,13 +100,15 @@ void bfs_store_close(struct bfs_store *s)
 {
     if (!s)
         return;
-    s->ops->close(s->be);
     while (s->watches) {
         struct bfs_store_watch *w = s->watches;
         s->watches = w->next;
+        if (w->be_handle)
+            s->ops->unwatch(s->be, w->be_handle);
         free(w->prefix);
         free(w);
     }
+    s->ops->close(s->be);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
@@ -108,7 +129,7 @@ static int do_write(struct bfs_store *s, const char *key, const void *val, size_
         return -EINVAL;
     pthread_mutex_lock(&s->lock);
     int rc = s->ops->write(s->be, key, val, len, expect, &r);
-    if (rc == 0) {
+    if (rc == 0 && !s->ops->watch) {
         for (struct bfs_store_watch *w = s->watches; w; w = w->next)
             if (strncmp(key, w->prefix, strlen(w->prefix)) == 0)
                 w->fn(key, val, val ? len : 0, r, w->arg);
@@ -179,6 +200,14 @@ int bfs_store_watch(struct bfs_store *s, const char *prefix, bfs_store_watch_fn 
     }
     w->fn = fn;
     w->arg = arg;
+    if (s->ops->watch) {
+        int rc = s->ops->watch(s->be, w->prefix, fn, arg, &w->be_handle);
+        if (rc < 0) {
+            free(w->prefix);
+            free(w);
+            return rc;
+        }
+    }
     pthread_mutex_lock(&s->lock);
     w->next = s->watches;
     s->watches = w;
@@ -194,10 +223,40 @@ void bfs_store_unwatch(struct bfs_store *s, struct bfs_store_watch *w)
     for (struct bfs_store_watch **p = &s->watches; *p; p = &(*p)->next) {
         if (*p == w) {
             *p = w->next;
+            if (w->be_handle)
+                s->ops->unwatch(s->be, w->be_handle);
             free(w->prefix);
             free(w);
             break;
         }
     }
     pthread_mutex_unlock(&s->lock);
+}
+
+int bfs_store_put_lease(struct bfs_store *s, const char *key, const void *val, size_t len,
+                        uint64_t *rev)
+{
+    if (!bfs_store_key_valid(key) || !val)
+        return -EINVAL;
+    if (!s->ops->put_lease)
+        return -ENOTSUP;
+    return s->ops->put_lease(s->be, key, val, len, rev);
+}
+
+int bfs_store_put_all(struct bfs_store *s, const struct bfs_store_kv *kvs, size_t n,
+                      const char *guard, uint64_t *rev)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!bfs_store_key_valid(kvs[i].key) || !kvs[i].value)
+            return -EINVAL;
+    if (!bfs_store_key_valid(guard))
+        return -EINVAL;
+    if (!s->ops->put_all)
+        return -ENOTSUP;
+    return s->ops->put_all(s->be, kvs, n, guard, rev);
+}
+
+const char *bfs_store_scheme(const struct bfs_store *s)
+{
+    return s->ops->scheme;
 }

@@ -10,9 +10,11 @@
  * returns so that text can be used as a C string.
  *
  * Backends are chosen by a spec "SCHEME:ARG": "local:DIR" (store-local.c)
- * now; "etcd:URL" later, with the same calls. Errors are -errno: -ENOENT (no
- * key), -ESTALE (CAS conflict), -EINVAL (bad key or spec), -EIO and others
- * from the system.
+ * or "etcd:URL[,URL...][;timeout=MS][;prefix=P][;ttl=S]" (store-etcd.c,
+ * docs/design/pool.md), with the same calls. Errors are -errno: -ENOENT (no
+ * key), -ESTALE (CAS conflict), -EINVAL (bad key or spec), -EHOSTUNREACH
+ * (etcd did not answer in time: bfs_store_errmsg() says which and why), -EIO
+ * and others from the system.
  *
  * Thread-safe. Watch callbacks run on the thread of the write that caused
  * them (local) or on a backend thread (etcd), after the write is durable,
@@ -52,9 +54,29 @@ struct bfs_store_ops {
     /* Sorted by key. */
     int (*list)(void *be, const char *prefix, struct bfs_store_kv **out, size_t *n);
     uint64_t (*revision)(void *be);
+    /* Optional (NULL: store.c fires watches itself after each write of
+     * this process). A backend that sees other writers (etcd) delivers
+     * every change, its own included, from its own threads. */
+    int (*watch)(void *be, const char *prefix, void (*fn)(const char *, const char *, size_t,
+                                                           uint64_t, void *),
+                 void *arg, void **handle);
+    void (*unwatch)(void *be, void *handle);
+    /* Optional: a put tied to this process's liveness (etcd lease): the key
+     * disappears when the process stops renewing it. */
+    int (*put_lease)(void *be, const char *key, const void *val, size_t len, uint64_t *rev);
+    /* Optional: every kv written in one atomic step, only if guard does not
+     * exist (-ESTALE otherwise). */
+    int (*put_all)(void *be, const struct bfs_store_kv *kvs, size_t n, const char *guard,
+                   uint64_t *rev);
 };
 
 extern const struct bfs_store_ops bfs_store_local_ops;
+extern const struct bfs_store_ops bfs_store_etcd_ops;
+
+/* The reason of the last failure of a store call on this thread ("" if
+ * none was recorded): names the etcd endpoint and what went wrong. */
+const char *bfs_store_errmsg(void);
+void bfs_store_set_errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Keys: 1..BFS_STORE_KEY_MAX bytes, printable ASCII, no leading '/'. */
 int bfs_store_key_valid(const char *key);
@@ -76,11 +98,24 @@ void bfs_store_kv_clear(struct bfs_store_kv *kv);
 void bfs_store_kvs_free(struct bfs_store_kv *kvs, size_t n);
 
 /* fn(key, value or NULL for a delete, len, rev, arg) for every later write
- * to a key starting with prefix. */
+ * to a key starting with prefix. key NULL (etcd only): changes were lost
+ * (compaction, or a gap the backend could not fill): re-read everything. */
 typedef void (*bfs_store_watch_fn)(const char *key, const char *val, size_t len, uint64_t rev,
                                    void *arg);
 int bfs_store_watch(struct bfs_store *s, const char *prefix, bfs_store_watch_fn fn, void *arg,
                     struct bfs_store_watch **out);
 void bfs_store_unwatch(struct bfs_store *s, struct bfs_store_watch *w);
+
+/* A put that lives as long as this process keeps the store open and
+ * reachable (etcd lease); -ENOTSUP on a backend without leases (local). */
+int bfs_store_put_lease(struct bfs_store *s, const char *key, const void *val, size_t len,
+                        uint64_t *rev);
+/* Writes every kvs[i] (key, value, len) in one atomic step if the key guard
+ * does not exist: all or nothing. -ESTALE when guard exists, -ENOTSUP on a
+ * backend without transactions (local). Watches see each key. */
+int bfs_store_put_all(struct bfs_store *s, const struct bfs_store_kv *kvs, size_t n,
+                      const char *guard, uint64_t *rev);
+/* The scheme of the backend in use ("local", "etcd"). */
+const char *bfs_store_scheme(const struct bfs_store *s);
 
 #endif

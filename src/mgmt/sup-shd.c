@@ -4,7 +4,9 @@
  * started replicated volume whose cluster.self-heal-daemon is on, spawned,
  * watched and restarted with backoff by the same supervisor as the bricks
  * (a struct bproc of kind BP_SHD named VOL-shd, which lives like a brick's:
- * from first use until the volume is deleted or brickfsd stops).
+ * from first use until the volume is deleted or brickfsd stops). In a
+ * pool, each node that owns bricks of the volume runs one (pool-sync.c
+ * calls bfs_sup_shd_sync on every change of the volumes).
  *
  *   brickfs-shd -f --volfile STATE/volfiles/VOL/shd.vol
  *               --state-file STATE/shd/VOL.json --log-file LOG/shd/VOL.log
@@ -27,6 +29,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "mgmt/mgmt.h"
+#include "mgmt/pool.h"
 #include "mgmt/supervisor.h"
 
 #define DEFAULT_INTERVAL 600
@@ -40,6 +43,14 @@ bool bfs_shd_wanted(const struct bfs_volume *v)
     if (on && bfs_parse_bool(on, &b) < 0)
         b = true; /* validated at set time; an odd stored value keeps the default */
     return b;
+}
+
+bool bfs_shd_wanted_here(struct bfs_mgmt *m, const struct bfs_volume *v)
+{
+    /* In a pool, one daemon per node that owns bricks of the volume (as
+     * GlusterFS does): a node that is down does not stop the others'
+     * heals; none on a node without bricks of it (docs/design/pool.md). */
+    return bfs_shd_wanted(v) && bfs_pool_owns_bricks(m, v);
 }
 
 int bfs_shd_interval(const struct bfs_volume *v)
@@ -151,7 +162,7 @@ static const char *stale(struct bfs_mgmt *m, const struct bfs_volume *v, const s
 
 void bfs_sup_shd_sync(struct bfs_mgmt *m, const struct bfs_volume *v)
 {
-    bool want = bfs_shd_wanted(v);
+    bool want = bfs_shd_wanted_here(m, v);
     struct bproc *p = want ? bfs__sup_get_shd(m, v) : NULL;
     struct bfs_err e;
     if (!want) {

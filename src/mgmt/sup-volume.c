@@ -20,6 +20,7 @@
 #include "core/event.h"
 #include "core/log.h"
 #include "mgmt/mgmt.h"
+#include "mgmt/pool.h"
 #include "mgmt/supervisor.h"
 
 static bool exited(const struct bproc *p)
@@ -57,6 +58,8 @@ int bfs_sup_start_volume(struct bfs_mgmt *m, struct bfs_volume *v, struct bfs_er
     if (!started)
         return bfs_fail(e, 500, "out of memory");
     for (int i = 0; i < v->nbricks && rc == 0; i++) {
+        if (!bfs_pool_brick_is_mine(m, v, i))
+            continue; /* its node starts it (pool.c) */
         struct bproc *p = bfs__sup_get(m, v, i);
         if (!p) {
             rc = bfs_fail(e, 500, "out of memory");
@@ -104,11 +107,35 @@ int bfs_sup_stop_volume(struct bfs_mgmt *m, const struct bfs_volume *v, struct b
     if (shd && bfs__sup_stop(m, shd, e) < 0)
         rc = -1;
     for (int i = 0; i < v->nbricks; i++) {
+        if (!bfs_pool_brick_is_mine(m, v, i))
+            continue;
         struct bproc *p = bfs__sup_get(m, v, i);
         if (p && bfs__sup_stop(m, p, e) < 0)
             rc = -1;
     }
     return rc;
+}
+
+void bfs_sup_stop_unowned(struct bfs_mgmt *m, const struct bfs_volume *v)
+{
+    for (struct bproc *p = m->sup->procs; p; p = p->next) {
+        if (p->kind != BP_BRICK || strcmp(p->vol, v->name) != 0 || p->state == BP_DOWN)
+            continue;
+        int idx = bfs_volume_brick_index(v, p->name);
+        const char *why = idx < 0 ? "is no longer a brick of the volume"
+                          : !bfs_pool_brick_is_mine(m, v, idx) ? "belongs to another node now"
+                          : p->state == BP_RUNNING && p->port && v->bricks[idx].port &&
+                                    p->port != v->bricks[idx].port ? "was replaced"
+                          : NULL;
+        if (!why)
+            continue;
+        struct bfs_err e;
+        bfs_log(MGMT_LOG, BFS_LOG_INFO, "pool: brick %s %s: stopping it", p->name, why);
+        if (p->state == BP_WAIT)
+            p->state = BP_DOWN;
+        else if (bfs__sup_stop(m, p, &e) < 0)
+            bfs_log(MGMT_LOG, BFS_LOG_ERROR, "%s", e.msg);
+    }
 }
 
 /* /proc/PID/cmdline is BIN ... --volfile VOLFILE ... with BIN's base name
@@ -228,7 +255,8 @@ void bfs_sup_reconcile(struct bfs_mgmt *m)
     for (int i = 0; i < n; i++) {
         bfs_bricks_remark(vols[i]);
         for (int b = 0; b < vols[i]->nbricks; b++)
-            reconcile_brick(m, vols[i], b);
+            if (bfs_pool_brick_is_mine(m, vols[i], b))
+                reconcile_brick(m, vols[i], b);
         bfs_sup_shd_reconcile(m, vols[i]);
     }
     bfs_volume_list_free(vols, n);

@@ -28,6 +28,7 @@
 #include "core/event.h"
 #include "core/log.h"
 #include "mgmt/mgmt.h"
+#include "mgmt/pool.h"
 #include "mgmt/supervisor.h"
 
 extern char **environ;
@@ -261,7 +262,9 @@ static void restart_due(struct bfs_mgmt *m, struct bproc *p)
     struct bfs_err e;
     bool shd = p->kind == BP_SHD;
     if (bfs_volume_load(m, p->vol, &v) < 0 || v->status != BFS_VOL_STARTED ||
-        (shd ? !bfs_shd_wanted(v) : (p->idx = bfs_volume_brick_index(v, p->name)) < 0)) {
+        (shd ? !bfs_shd_wanted_here(m, v)
+             : (p->idx = bfs_volume_brick_index(v, p->name)) < 0 ||
+                   !bfs_pool_brick_is_mine(m, v, p->idx))) {
         p->state = BP_DOWN;
     } else if ((shd ? bfs__sup_spawn_shd(m, v, p, &e) : bfs__sup_spawn(m, v, p, &e)) < 0) {
         bfs_log(MGMT_LOG, BFS_LOG_ERROR, "%s %s: restart failed: %s", bfs__sup_what(p), p->name,

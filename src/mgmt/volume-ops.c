@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "mgmt/mgmt.h"
+#include "mgmt/pool.h"
 
 /* The volume type create asks for, from the counts and the optional
  * "type" field. Fills *type (a static string) or e. */
@@ -170,6 +171,8 @@ static int build_volume(const struct bfs_volcreate_req *r, const char *type, int
             bfs_volume_free(v);
             return -1;
         }
+        if (r->nodes && r->nodes[i])
+            snprintf(v->bricks[i].node, sizeof(v->bricks[i].node), "%s", r->nodes[i]);
         v->bricks[i].id = i;
         v->nbricks++;
     }
@@ -254,7 +257,10 @@ static struct json_object *brick_json(struct bfs_mgmt *m, const struct bfs_volum
 {
     struct bfs_brick_state st;
     char bn[160];
-    bfs_sup_brick_state(m, v, i, &st);
+    if (bfs_pool_brick_is_mine(m, v, i))
+        bfs_sup_brick_state(m, v, i, &st);
+    else
+        bfs_pool_brick_state(m, v, i, &st); /* another node's, as it published it */
     bfs_brick_name(v, i, bn, sizeof(bn));
     struct json_object *b = json_object_new_object();
     json_object_object_add(b, "name", json_object_new_string(bn));

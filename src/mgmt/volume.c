@@ -172,6 +172,8 @@ struct json_object *bfs_volume_to_json(const struct bfs_volume *v)
         json_object_object_add(b, "host", json_object_new_string(v->bricks[i].host));
         json_object_object_add(b, "path", json_object_new_string(v->bricks[i].path));
         json_object_object_add(b, "port", json_object_new_int(v->bricks[i].port));
+        if (v->bricks[i].node[0])
+            json_object_object_add(b, "node", json_object_new_string(v->bricks[i].node));
         json_object_array_add(bricks, b);
     }
     json_object_object_add(j, "bricks", bricks);
@@ -200,6 +202,8 @@ struct json_object *bfs_volume_to_json(const struct bfs_volume *v)
         json_object_object_add(r, "state", json_object_new_string(v->rebal.state));
         json_object_object_add(r, "started", json_object_new_int64(v->rebal.started));
         json_object_object_add(r, "layout_version", json_object_new_int64(v->rebal.layout_version));
+        if (v->rebal.node[0])
+            json_object_object_add(r, "node", json_object_new_string(v->rebal.node));
         json_object_object_add(j, "rebalance", r);
     }
     return j;
@@ -237,6 +241,8 @@ static int elastic_from_json(struct json_object *j, struct bfs_volume *v)
     }
     if (json_object_object_get_ex(j, "rebalance", &o)) {
         const char *id = jstr(o, "id"), *kind = jstr(o, "kind"), *state = jstr(o, "state");
+        const char *node = jstr(o, "node");
+        snprintf(v->rebal.node, sizeof(v->rebal.node), "%s", node ? node : "");
         snprintf(v->rebal.id, sizeof(v->rebal.id), "%s", id ? id : "");
         snprintf(v->rebal.kind, sizeof(v->rebal.kind), "%s", kind ? kind : "");
         snprintf(v->rebal.state, sizeof(v->rebal.state), "%s", state ? state : "");
@@ -272,6 +278,8 @@ static int bricks_from_json(struct json_object *arr, struct bfs_volume *v)
         v->bricks[i].host = strdup(host);
         v->bricks[i].path = strdup(path);
         v->bricks[i].port = json_object_get_int(port);
+        const char *node = jstr(b, "node");
+        snprintf(v->bricks[i].node, sizeof(v->bricks[i].node), "%s", node ? node : "");
         v->bricks[i].id = json_object_object_get_ex(b, "id", &id) ? json_object_get_int(id) : i;
         v->nbricks++;
         if (!v->bricks[i].host || !v->bricks[i].path)

@@ -1,7 +1,8 @@
 /*
  * test_store_local.c — the store interface over its local backend
- * (src/mgmt/store.c, store-local.c): get/put/CAS/delete/list, revisions,
- * watches, reopen, damaged files, and crash consistency (a writer killed
+ * (src/mgmt/store.c, store-local.c): the store contract shared with etcd
+ * (store-contract.h: get/put/CAS/delete/list, revisions, watches, reopen),
+ * then what is the local backend's own: damaged files, and crash consistency (a writer killed
  * with SIGKILL at random moments, then the store reopened and checked).
  *
  * The store is part of brickfsd, not of libbrickfs, so its two sources are
@@ -17,8 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mgmt/store-etcd.c"
 #include "mgmt/store-local.c"
 #include "mgmt/store.c"
+#include "store-contract.h"
 #include "tap.h"
 
 static char dir[256];
@@ -34,119 +37,18 @@ static struct bfs_store *open_store(void)
     return s;
 }
 
-static void test_basics(void)
+/* What only a fresh local store promises: revisions start at 0. */
+static void test_fresh(void)
 {
     struct bfs_store *s = open_store();
     ok(s != NULL, "a fresh store opens");
     is_int(bfs_store_revision(s), 0, "a fresh store is at revision 0");
-
-    struct bfs_store_kv kv;
-    is_int(bfs_store_get(s, "volumes/a", &kv), -ENOENT, "missing key: ENOENT");
-    uint64_t r1 = 0, r2 = 0, r3 = 0;
+    uint64_t r1 = 0;
     is_int(bfs_store_put(s, "volumes/a", "one", 3, &r1), 0, "put");
     is_int(r1, 1, "first write is revision 1");
-    is_int(bfs_store_get(s, "volumes/a", &kv), 0, "get after put");
-    is_str(kv.value, "one", "value read back");
-    is_int(kv.len, 3, "length read back");
-    is_int(kv.rev, 1, "key carries its revision");
-    bfs_store_kv_clear(&kv);
-
-    is_int(bfs_store_put(s, "volumes/b", "two\0bin", 7, &r2), 0, "put binary value");
-    is_int(r2, 2, "revisions increase");
-    is_int(bfs_store_get(s, "volumes/b", &kv), 0, "get binary value");
-    ok(kv.len == 7 && memcmp(kv.value, "two\0bin", 7) == 0, "binary value intact");
-    bfs_store_kv_clear(&kv);
-
-    /* CAS */
-    is_int(bfs_store_cas(s, "volumes/a", "x", 1, 0, NULL), -ESTALE,
-           "CAS 'must not exist' on an existing key conflicts");
-    is_int(bfs_store_cas(s, "volumes/a", "x", 1, 2, NULL), -ESTALE, "CAS on a stale revision");
-    is_int(bfs_store_cas(s, "volumes/a", "uno", 3, 1, &r3), 0, "CAS on the current revision");
-    is_int(r3, 3, "CAS made revision 3");
-    is_int(bfs_store_cas(s, "volumes/a", "again", 5, 1, NULL), -ESTALE,
-           "a second CAS from the same read conflicts");
-    is_int(bfs_store_cas(s, "volumes/c", "new", 3, 0, NULL), 0, "CAS create of a new key");
-    is_int(bfs_store_get(s, "volumes/a", &kv), 0, "get after CAS");
-    is_str(kv.value, "uno", "CAS wrote its value");
-    bfs_store_kv_clear(&kv);
-
-    /* keys */
-    is_int(bfs_store_put(s, "", "x", 1, NULL), -EINVAL, "empty key refused");
-    is_int(bfs_store_put(s, "/abs", "x", 1, NULL), -EINVAL, "key with leading / refused");
-    is_int(bfs_store_put(s, "sp ace", "x", 1, NULL), -EINVAL, "key with a space refused");
-    is_int(bfs_store_put(s, "odd/%key:x~", "v", 1, NULL), 0, "key with %% : ~ is stored");
-    is_int(bfs_store_get(s, "odd/%key:x~", &kv), 0, "and read back");
-    bfs_store_kv_clear(&kv);
-
-    /* list */
-    struct bfs_store_kv *kvs;
-    size_t n;
-    is_int(bfs_store_list(s, "volumes/", &kvs, &n), 0, "list by prefix");
-    is_int(n, 3, "three volumes");
-    ok(n == 3 && strcmp(kvs[0].key, "volumes/a") == 0 && strcmp(kvs[2].key, "volumes/c") == 0,
-       "sorted by key");
-    bfs_store_kvs_free(kvs, n);
-
-    /* delete */
-    uint64_t before = bfs_store_revision(s), rd = 0;
-    is_int(bfs_store_delete(s, "volumes/b", 1, NULL), -ESTALE, "conditional delete, stale");
-    is_int(bfs_store_delete(s, "volumes/b", 2, &rd), 0, "conditional delete, current");
-    ok(rd > before, "delete advances the revision");
-    is_int(bfs_store_delete(s, "volumes/b", BFS_STORE_ANY, NULL), -ENOENT,
-           "delete of a missing key: ENOENT");
-    is_int(bfs_store_get(s, "volumes/b", &kv), -ENOENT, "deleted key is gone");
-    uint64_t last = bfs_store_revision(s);
-    bfs_store_close(s);
-
-    /* reopen */
-    s = open_store();
-    ok(s != NULL, "reopen");
-    is_int(bfs_store_revision(s), last, "revision survives reopen (including the delete)");
-    is_int(bfs_store_get(s, "volumes/a", &kv), 0, "value survives reopen");
-    is_str(kv.value, "uno", "same value");
-    is_int(kv.rev, 3, "same key revision");
-    bfs_store_kv_clear(&kv);
-    is_int(bfs_store_get(s, "volumes/b", &kv), -ENOENT, "delete survives reopen");
-    bfs_store_close(s);
-}
-
-struct seen {
-    int n;
-    char key[64];
-    int deleted;
-    uint64_t rev;
-};
-
-static void on_change(const char *key, const char *val, size_t len, uint64_t rev, void *arg)
-{
-    struct seen *w = arg;
-    w->n++;
-    snprintf(w->key, sizeof(w->key), "%s", key);
-    w->deleted = val == NULL;
-    w->rev = rev;
-    (void)len;
-}
-
-static void test_watch(void)
-{
-    struct bfs_store *s = open_store();
-    struct seen w = {0};
-    struct bfs_store_watch *h;
-    uint64_t r;
-    is_int(bfs_store_watch(s, "volumes/", on_change, &w, &h), 0, "watch a prefix");
-    bfs_store_put(s, "node/uuid", "u", 1, NULL);
-    is_int(w.n, 0, "a write outside the prefix is not seen");
-    bfs_store_put(s, "volumes/w", "1", 1, &r);
-    is_int(w.n, 1, "a write under the prefix is seen");
-    is_str(w.key, "volumes/w", "with its key");
-    is_int(w.rev, r, "and its revision");
-    bfs_store_cas(s, "volumes/w", "2", 1, 1, NULL); /* stale: no event */
-    is_int(w.n, 1, "a failed CAS is not seen");
-    bfs_store_delete(s, "volumes/w", BFS_STORE_ANY, NULL);
-    ok(w.n == 2 && w.deleted, "a delete is seen as a delete");
-    bfs_store_unwatch(s, h);
-    bfs_store_put(s, "volumes/w", "3", 1, NULL);
-    is_int(w.n, 2, "nothing after unwatch");
+    is_str(bfs_store_scheme(s), "local", "scheme");
+    is_int(bfs_store_put_lease(s, "alive/x", "1", 1, NULL), -ENOTSUP, "no leases in local");
+    bfs_store_delete(s, "volumes/a", BFS_STORE_ANY, NULL);
     bfs_store_close(s);
 }
 
@@ -273,8 +175,8 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
-    test_basics();
-    test_watch();
+    test_fresh();
+    store_contract();
     test_damage();
     test_crash();
     char cmd[300];
