@@ -410,7 +410,7 @@ int bfs_op_remove_brick(struct bfs_mgmt *m, const char *name, const char **brick
  * behind the index's back, so without it the self-heal daemon, which heals
  * what the indices list (and crawls when a brick comes up), would never
  * see them, and only a lookup of the root through a mount would start the
- * heal: one the FUSE mount never makes again. Best effort: a mount's
+ * heal (the kernel does not look the root up). Best effort: a mount's
  * lookup still heals. */
 static void index_root(const char *brick)
 {
