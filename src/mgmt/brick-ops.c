@@ -399,15 +399,9 @@ int bfs_op_remove_brick(struct bfs_mgmt *m, const char *name, const char **brick
 
 /* ---- replace-brick ---- */
 
-/* The other bricks of idx's replica set blame it for their whole root
- * (replicate's pending counters, `trusted.brickfs.afr.VOL-client-ID`,
- * [data, metadata, entry] big-endian): the first lookup of the root heals
- * its entries onto the new, empty brick, and each healed entry carries the
- * heal on down (docs/design/replicate.md "Heal"). GlusterFS's replace-brick
- * does the same. The bricks are local folders of this node. */
 /* The root's entry in the brick's features/index (index.c: an empty file
- * <brick>/.brickfs/indices/pending/<gfid>). The counters above are set
- * behind the index's back, so without it the self-heal daemon, which heals
+ * <brick>/.brickfs/indices/pending/<gfid>). The counters blame_new_brick sets
+ * go behind the index's back, so without it the self-heal daemon, which heals
  * what the indices list (and crawls when a brick comes up), would never
  * see them, and only a lookup of the root through a mount would start the
  * heal (the kernel does not look the root up). Best effort: a mount's
@@ -429,6 +423,12 @@ static void index_root(const char *brick)
                 strerror(errno));
 }
 
+/* The other bricks of idx's replica set blame it for their whole root
+ * (replicate's pending counters, `trusted.brickfs.afr.VOL-client-ID`,
+ * [data, metadata, entry] big-endian): the first lookup of the root heals
+ * its entries onto the new, empty brick, and each healed entry carries the
+ * heal on down (docs/design/replicate.md "Heal"). GlusterFS's replace-brick
+ * does the same. The bricks are local folders of this node. */
 static int blame_new_brick(const struct bfs_volume *v, int idx, struct bfs_err *e)
 {
     char key[BFS_VOLNAME_MAX + 64];
