@@ -24,6 +24,7 @@
 #include <json-c/json.h>
 
 #include "core/log.h"
+#include "core/types.h"
 #include "mgmt/layout.h"
 #include "mgmt/mgmt.h"
 #include "mgmt/pool.h"
@@ -421,6 +422,30 @@ int bfs_op_remove_brick(struct bfs_mgmt *m, const char *name, const char **brick
 
 /* ---- replace-brick ---- */
 
+/* The root's entry in the brick's features/index (index.c: an empty file
+ * <brick>/.brickfs/indices/pending/<gfid>). The counters blame_new_brick sets
+ * go behind the index's back, so without it the self-heal daemon, which heals
+ * what the indices list (and crawls when a brick comes up), would never
+ * see them, and only a lookup of the root through a mount would start the
+ * heal (the kernel does not look the root up). Best effort: a mount's
+ * lookup still heals. */
+static void index_root(const char *brick)
+{
+    char g[BFS_GFID_STRLEN], p[4200];
+    bfs_gfid_fmt(&bfs_gfid_root, g);
+    snprintf(p, sizeof(p), "%s/.brickfs/indices", brick);
+    (void)mkdir(p, 0700);
+    snprintf(p, sizeof(p), "%s/.brickfs/indices/pending", brick);
+    (void)mkdir(p, 0700);
+    snprintf(p, sizeof(p), "%s/.brickfs/indices/pending/%s", brick, g);
+    int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+    else
+        bfs_log(MGMT_LOG, BFS_LOG_WARNING, "cannot add the root to the index of %s: %s", brick,
+                strerror(errno));
+}
+
 /* The other bricks of idx's replica set blame it for their whole root
  * (replicate's pending counters, `trusted.brickfs.afr.VOL-client-ID`,
  * [data, metadata, entry] big-endian): the first lookup of the root heals
@@ -438,9 +463,10 @@ static int blame_new_brick(const struct bfs_volume *v, int idx, struct bfs_err *
     for (int b = first; b < first + v->replica; b++) {
         if (b == idx)
             continue;
-        if (setxattr(v->bricks[b].path, key, row, sizeof(row), 0) == 0)
+        if (setxattr(v->bricks[b].path, key, row, sizeof(row), 0) == 0) {
             set_ok++;
-        else
+            index_root(v->bricks[b].path);
+        } else
             bfs_log(MGMT_LOG, BFS_LOG_WARNING, "volume %s: cannot mark %s for heal of the new "
                     "brick: %s", v->name, v->bricks[b].path, strerror(errno));
     }
@@ -503,8 +529,20 @@ static int replace_locked(struct bfs_mgmt *m, const char *name, const char *olds
     }
     free(old.host);
     free(old.path);
+    /* The self-heal daemon starts anew once the new brick runs: its first
+     * crawl waits until every brick answered, then finds the root in the
+     * indices (index_root). A daemon left running may never crawl: it
+     * crawls when a brick comes up, but it polls that once a second and
+     * its client is back on the new brick (same port map name) sooner. */
+    char shd_name[160];
+    snprintf(shd_name, sizeof(shd_name), "%s-shd", v->name);
+    struct bproc *shd = bfs__sup_find(m, shd_name);
+    if (shd && shd->state == BP_RUNNING)
+        bfs__sup_stop(m, shd, &ignore);
     if (v->status == BFS_VOL_STARTED && bfs_sup_start_volume(m, v, e) < 0)
         goto out;
+    if (v->status == BFS_VOL_STARTED)
+        bfs_sup_shd_sync(m, v);
     bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s: brick %s replaced by %s:%s", name, olds,
             v->bricks[idx].host, v->bricks[idx].path);
     *out = bfs_volume_to_json(v);

@@ -390,6 +390,21 @@ static bool posix_locked(struct mig *m)
     return held;
 }
 
+/* Did step rc fail because a client unlinked or renamed the source
+ * meanwhile (ENOENT/ESTALE, and the name on S no longer gives our GFID)?
+ * Then there is nothing left to move: not a failure of the rebalance (a
+ * remove-brick drain under a workload that renames and unlinks would
+ * otherwise end "failed"). A file made anew under the name is another
+ * file; the walk of a later run moves it. */
+static bool source_gone(struct mig *m, int rc)
+{
+    if (rc != -ENOENT && rc != -ESTALE)
+        return false;
+    struct bfs_iatt cur;
+    int lrc = lookup_name(m, m->src, &cur);
+    return lrc == -ENOENT || lrc == -ESTALE || (lrc >= 0 && !bfs_gfid_eq(&cur.gfid, &m->gfid));
+}
+
 /* A file that stays on S while its name hashes to H: a link file on H
  * (make_dst leaves exactly that: link-shaped, empty, linkto S). */
 static int leave_link(struct mig *m)
@@ -476,10 +491,15 @@ int bfs_rb_migrate(struct rb *rb, int s, int h, const struct bfs_gfid *pargfid,
         log_move(rb, &m);
         rc = 1;
     } else {
-        if (rc != -EINTR)
+        undo(&m);
+        if (source_gone(&m, rc)) {
+            bfs_log(RB_LOG, BFS_LOG_INFO, "%s: unlinked or renamed while being moved (%s): "
+                    "nothing to move", name, strerror(-rc));
+            rc = -EBUSY; /* counted as skipped, not as a failure */
+        } else if (rc != -EINTR) {
             bfs_log(RB_LOG, BFS_LOG_WARNING, "%s: step %s failed: %s", name, step,
                     strerror(-rc));
-        undo(&m);
+        }
     }
 out:
     if (m.locked)
