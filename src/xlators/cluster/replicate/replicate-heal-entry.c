@@ -142,6 +142,15 @@ static int create_on(struct afr_hctx *h, int k, int src, const struct bfs_dirent
     struct bfs_dict *x = gfid_xdata(&a->gfid);
     if (!x)
         return -ENOMEM;
+    /* The source blames the sink BEFORE the sink's copy exists: a lookup
+     * that runs between the two (lookups take no lock) must never find
+     * an empty new copy that nobody blames and read from it. If the
+     * create fails, the blame stays and a later heal makes the copy. */
+    rc = afr_heal_mark_new(h, src, &a->gfid, a->mode, BFS_BIT(k));
+    if (rc < 0) {
+        bfs_dict_unref(x);
+        return rc;
+    }
     if (type == S_IFDIR) {
         struct bfs_mkdir_req req = {.loc = loc, .mode = perm, .xdata = x};
         rc = afr_hsync(h, k, BFS_FOP_MKDIR, &req, NULL);
@@ -160,8 +169,6 @@ static int create_on(struct afr_hctx *h, int k, int src, const struct bfs_dirent
         rc = afr_hsync(h, k, BFS_FOP_MKNOD, &req, NULL);
     }
     bfs_dict_unref(x);
-    if (rc >= 0)
-        (void)afr_heal_mark_new(h, src, &a->gfid, a->mode, BFS_BIT(k));
     return rc < 0 ? rc : 0;
 }
 
