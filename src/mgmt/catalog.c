@@ -41,8 +41,8 @@ static const struct xl_type xl_types[] = {
  * They go into no volfile; `volume set` applies them at once. */
 static const struct bfs_option_desc mgmt_options[] = {
     {.key = BFS_OPT_SHD, .type = BFS_OPT_BOOL, .def = "on",
-     .description = "run a self-heal daemon (brickfs-shd) for this replicated volume while "
-                    "it is started",
+     .description = "run a self-heal daemon (brickfs-shd) for this replicated or dispersed "
+                    "volume while it is started",
      .flags = BFS_OPT_F_SETTABLE | BFS_OPT_F_RECONF},
     {.key = BFS_OPT_HEAL_INTERVAL, .type = BFS_OPT_TIME, .def = "600", .min = 5, .max = 86400,
      .description = "seconds between two index crawls of the self-heal daemon (volume heal "

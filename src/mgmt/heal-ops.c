@@ -25,7 +25,7 @@
 #include "mgmt/mgmt.h"
 #include "mgmt/pool.h"
 
-/* The volume NAME, checked to be replicated and started. With volfile,
+/* The volume NAME, checked to be replicated or dispersed, and started. With volfile,
  * also writes its client volfile for a one-shot run to STATE/volfiles/
  * VOL/client.vol (not shd.vol: that path names the daemon in /proc). */
 static int heal_volume(struct bfs_mgmt *m, const char *name, struct bfs_volume **out,
@@ -34,9 +34,9 @@ static int heal_volume(struct bfs_mgmt *m, const char *name, struct bfs_volume *
     struct bfs_volume *v = NULL;
     pthread_mutex_lock(&m->lock);
     int rc = bfs_volume_get(m, name, &v, e);
-    if (rc == 0 && v->replica <= 0)
-        rc = bfs_fail(e, 400, "volume %s is not a replicated volume (type %s): it has nothing "
-                      "to heal", name, v->type);
+    if (rc == 0 && v->replica <= 0 && v->disperse <= 0)
+        rc = bfs_fail(e, 400, "volume %s is not a replicated volume nor a dispersed one (type "
+                      "%s): it has nothing to heal", name, v->type);
     else if (rc == 0 && v->status != BFS_VOL_STARTED)
         rc = bfs_fail(e, 409, "volume %s is not started (it is %s)", name,
                       bfs_vol_status_name(v->status));
@@ -262,9 +262,9 @@ int bfs_op_heal_stats(struct bfs_mgmt *m, const char *name, struct json_object *
     char statefile[4200];
     pthread_mutex_lock(&m->lock);
     int rc = bfs_volume_get(m, name, &v, e);
-    if (rc == 0 && v->replica <= 0)
-        rc = bfs_fail(e, 400, "volume %s is not a replicated volume (type %s): it has no "
-                      "self-heal daemon", name, v->type);
+    if (rc == 0 && v->replica <= 0 && v->disperse <= 0)
+        rc = bfs_fail(e, 400, "volume %s is not a replicated volume nor a dispersed one (type "
+                      "%s): it has no self-heal daemon", name, v->type);
     if (rc == 0)
         bfs_sup_shd_state(m, v, &st);
     pthread_mutex_unlock(&m->lock);
@@ -416,6 +416,11 @@ int bfs_op_heal_resolve(struct bfs_mgmt *m, const char *name, const char *policy
     char volfile[4300], client[160] = "";
     if (heal_volume(m, name, &v, volfile, sizeof(volfile), e) < 0)
         return -1;
+    if (v->replica <= 0) { /* versions always name a source: no split-brain to resolve */
+        bfs_fail(e, 400, "volume %s is dispersed: it has no split-brain to resolve", name);
+        bfs_volume_free(v);
+        return -1;
+    }
     int idx = src ? find_brick(v, brick, e) : 0, rc = 0;
     if (idx < 0) {
         bfs_volume_free(v);

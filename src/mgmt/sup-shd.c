@@ -1,7 +1,7 @@
 /*
- * sup-shd.c — the self-heal daemon of each replicated volume
+ * sup-shd.c — the self-heal daemon of each replicated or dispersed volume
  * (docs/design/management.md, "Self-heal daemon"): one `brickfs-shd` per
- * started replicated volume whose cluster.self-heal-daemon is on, spawned,
+ * started replicated or dispersed volume whose cluster.self-heal-daemon is on, spawned,
  * watched and restarted with backoff by the same supervisor as the bricks
  * (a struct bproc of kind BP_SHD named VOL-shd, which lives like a brick's:
  * from first use until the volume is deleted or brickfsd stops). In a
@@ -36,7 +36,7 @@
 
 bool bfs_shd_wanted(const struct bfs_volume *v)
 {
-    if (v->status != BFS_VOL_STARTED || v->replica <= 0)
+    if (v->status != BFS_VOL_STARTED || (v->replica <= 0 && v->disperse <= 0))
         return false;
     const char *on = bfs_volume_opt(v, BFS_OPT_SHD);
     bool b = true;
@@ -197,7 +197,7 @@ void bfs_sup_shd_sync(struct bfs_mgmt *m, const struct bfs_volume *v)
 
 void bfs_sup_shd_reconcile(struct bfs_mgmt *m, const struct bfs_volume *v)
 {
-    if (v->replica <= 0)
+    if (v->replica <= 0 && v->disperse <= 0)
         return; /* never had a daemon */
     struct bproc *p = bfs__sup_get_shd(m, v);
     pid_t pid = 0;

@@ -281,7 +281,7 @@ static struct json_object *status_json(struct bfs_mgmt *m, const struct bfs_volu
     for (int i = 0; i < v->nbricks; i++)
         json_object_array_add(arr, brick_json(m, v, i));
     json_object_object_add(j, "bricks", arr);
-    if (v->replica > 0) {
+    if (v->replica > 0 || v->disperse > 0) {
         struct bfs_shd_state st;
         bfs_sup_shd_state(m, v, &st);
         struct json_object *d = json_object_new_object();

@@ -1,9 +1,10 @@
 /*
  * shd-graph.c — the client graph of brickfs-shd: built from the volume's
- * ordinary client volfile, its cluster/replicate translators found by type
- * (each one a replica set the daemon heals), and which of their children
- * are up, read from replicate's statedump ("up": the child mask replicate
- * itself uses), so that the daemon sees what replicate sees.
+ * ordinary client volfile, its cluster/replicate and cluster/disperse
+ * translators found by type (each one a set the daemon heals: both answer
+ * the same virtual xattrs, brickfs.heal.*), and which of their children
+ * are up, read from the set's statedump ("up": the child mask the
+ * translator itself uses), so that the daemon sees what the set sees.
  */
 #include <errno.h>
 #include <json-c/json.h>
@@ -14,6 +15,13 @@
 #include <unistd.h>
 
 #include "shd.h"
+
+/* A translator whose children the daemon heals: replicate or disperse. */
+static bool is_set(const struct bfs_xl *xl)
+{
+    return strcmp(xl->type, "cluster/replicate") == 0 ||
+           strcmp(xl->type, "cluster/disperse") == 0;
+}
 
 int shd_graph_open(struct shd *s)
 {
@@ -36,7 +44,7 @@ int shd_graph_open(struct shd *s)
     }
     s->volume = s->g->top->name;
     for (int i = 0; i < s->g->nxls; i++)
-        if (strcmp(s->g->xls[i]->type, "cluster/replicate") == 0)
+        if (is_set(s->g->xls[i]))
             s->nsets++;
     s->sets = calloc((size_t)(s->nsets ? s->nsets : 1), sizeof(*s->sets));
     if (!s->sets)
@@ -44,7 +52,7 @@ int shd_graph_open(struct shd *s)
     int k = 0;
     for (int i = 0; i < s->g->nxls; i++) {
         struct bfs_xl *xl = s->g->xls[i];
-        if (strcmp(xl->type, "cluster/replicate") != 0)
+        if (!is_set(xl))
             continue;
         struct shd_set *set = &s->sets[k++];
         set->afr = xl;
@@ -73,7 +81,7 @@ void shd_graph_close(struct shd *s)
     s->sets = NULL;
 }
 
-/* A child mask of replicate's statedump ("up", "reported"). */
+/* A child mask of the set's statedump ("up", "reported"). */
 static uint32_t dump_mask(const struct shd_set *set, const char *key)
 {
     struct bfs_xl *xl = set->afr;

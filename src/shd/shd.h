@@ -30,7 +30,7 @@
 #define SHD_PAGE 4096 /* GFIDs asked of one index listing call */
 
 struct shd_set {
-    struct bfs_xl *afr;                       /* cluster/replicate */
+    struct bfs_xl *afr;                       /* cluster/replicate or cluster/disperse */
     int n;
     struct bfs_xl *child[SHD_MAX_CHILDREN];   /* protocol/client (usually) */
 };

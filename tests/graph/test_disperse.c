@@ -795,6 +795,204 @@ static void fop_fails_on_one(int n, int r)
     vol_close(&v);
 }
 
+/* A write that fails on every child (ENOSPC everywhere) changed nothing:
+ * the size counter on the bricks must not move either (it is sent beside
+ * the fragment writes). */
+static void failed_everywhere(int n, int r)
+{
+    struct vol v;
+    ok(vol_open(&v, n, r, NULL) == 0, "%d+%d failed write: graph", n - r, r);
+    struct model m = {.b = calloc(1, MAXF + 65536)};
+    struct bfs_fd *fd;
+    struct bfs_gfid g;
+    ok(create(&v, "s", &fd, &g) == 0 && m_write(&v, fd, &m, 0, 20000) == 20000,
+       "%d+%d failed write: a file of 20000 bytes", n - r, r);
+    for (int i = 0; i < n; i++) {
+        reconf(&v, i, "error-no", "ENOSPC");
+        reconf(&v, i, "enable", "write");
+        reconf(&v, i, "failure", "100");
+    }
+    uint8_t d[5000];
+    fill(d, sizeof(d));
+    int rc1 = write_(&v, fd, 30000, d, sizeof(d));
+    int rc2 = write_(&v, fd, 20000, d, 100);
+    ok(rc1 < 0 && rc2 < 0, "%d+%d failed write: extending writes fail everywhere (%d, %d)",
+       n - r, r, rc1, rc2);
+    for (int i = 0; i < n; i++) {
+        reconf(&v, i, "failure", "0");
+        reconf(&v, i, "enable", "all");
+        reconf(&v, i, "error-no", "ENOTCONN");
+    }
+    uint64_t size = 0;
+    ok(fstat_size(&v, fd, &size) == 0 && size == 20000, "%d+%d failed write: fstat size %llu",
+       n - r, r, (unsigned long long)size);
+    flush_close(&v, fd);
+    struct bfs_iatt a = {0};
+    ok(lookup(&v, "s", &a) == 0 && a.size == 20000 && settled(&v, "s", &m, (1u << n) - 1),
+       "%d+%d failed write: the size counter on the bricks did not move (lookup %llu)", n - r,
+       r, (unsigned long long)a.size);
+    ok(open_(&v, &g, O_RDWR, &fd) == 0 && m_write(&v, fd, &m, 20000, 3000) == 3000 &&
+           same(&v, fd, &m),
+       "%d+%d failed write: the next write extends from the right size", n - r, r);
+    flush_close(&v, fd);
+    ok(settled(&v, "s", &m, (1u << n) - 1), "%d+%d failed write: fragments", n - r, r);
+    free(m.b);
+    vol_close(&v);
+}
+
+struct lookup_thread {
+    struct vol *v;
+    const char *name;
+    int rc;
+    bool done;
+};
+
+static void *lookup_main(void *arg)
+{
+    struct lookup_thread *l = arg;
+    struct bfs_stack *st = bfs_stack_new();
+    struct bfs_lookup_req req = {.loc = L(&ROOT, l->name)};
+    l->rc = bfs_sync_lookup(l->v->ec, st, &req, NULL);
+    bfs_stack_unref(st);
+    __atomic_store_n(&l->done, true, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* inodelk in the data domain ("ec") on child i by owner: cmd SETLK or 0 */
+static int foreign_lock(struct vol *v, int i, const struct bfs_gfid *g, int cmd)
+{
+    struct bfs_stack *st = bfs_stack_new();
+    st->lk_owner = 0xdead0000beefull;
+    struct bfs_inodelk_req req = {.domain = "ec", .cmd = (uint32_t)(cmd ? cmd : BFS_LK_SETLK),
+                                  .lock = {.type = cmd ? F_WRLCK : F_UNLCK,
+                                           .owner = st->lk_owner}};
+    req.loc.gfid = *g;
+    int rc = bfs_sync_inodelk(child(v, i), st, &req, NULL);
+    bfs_stack_unref(st);
+    return rc;
+}
+
+/* A heal never queues behind a lock held elsewhere while holding the
+ * lock on other children: with another owner holding the data lock on one
+ * child, a heal on access gives up in bounded time and leaves no child
+ * locked; once the lock is gone, the next access heals. */
+static void heal_vs_lock(int n, int r)
+{
+    struct vol v;
+    ok(vol_open(&v, n, r, " option cluster.heal-lock-timeout 1\n") == 0,
+       "%d+%d heal lock: graph", n - r, r);
+    struct model m = {.b = calloc(1, MAXF + 65536)};
+    struct bfs_fd *fd;
+    struct bfs_gfid g;
+    ok(create(&v, "h", &fd, &g) == 0 && m_write(&v, fd, &m, 0, 30000) == 30000,
+       "%d+%d heal lock: a file", n - r, r);
+    flush_close(&v, fd);
+    quiesce_name(&v, "h");
+    down(&v, 0);
+    ok(open_(&v, &g, O_RDWR, &fd) == 0 && m_write(&v, fd, &m, 100, 5000) == 5000,
+       "%d+%d heal lock: written with child 0 down", n - r, r);
+    flush_close(&v, fd);
+    settled(&v, "h", &m, 0); /* the delayed post-op */
+    usleep(200000);
+    up(&v, 0);
+    ok(foreign_lock(&v, 1, &g, BFS_LK_SETLK) == 0, "%d+%d heal lock: another owner locks child 1",
+       n - r, r);
+    struct lookup_thread lt = {.v = &v, .name = "h"};
+    pthread_t th;
+    pthread_create(&th, NULL, lookup_main, &lt);
+    bool done = false;
+    for (int i = 0; i < 800 && !done; i++) { /* 8 s */
+        usleep(10000);
+        done = __atomic_load_n(&lt.done, __ATOMIC_ACQUIRE);
+    }
+    ok(done, "%d+%d heal lock: the lookup (foreground heal) answers while the lock is held",
+       n - r, r);
+    bool free0 = foreign_lock(&v, 0, &g, BFS_LK_SETLK) == 0;
+    if (free0)
+        foreign_lock(&v, 0, &g, 0);
+    ok(done && free0, "%d+%d heal lock: the heal left child 0 unlocked", n - r, r);
+    foreign_lock(&v, 1, &g, 0);
+    pthread_join(th, NULL);
+    ok(lookup(&v, "h", NULL) == 0 && settled(&v, "h", &m, (1u << n) - 1),
+       "%d+%d heal lock: the next access heals", n - r, r);
+    free(m.b);
+    vol_close(&v);
+}
+
+/* getxattr "brickfs.heal.status" / "brickfs.heal.now" on loc{gfid}: what
+ * the self-heal daemon asks (replicate's contract). */
+static int heal_vop(struct vol *v, const struct bfs_gfid *g, const char *name, char *pending,
+                    size_t len)
+{
+    struct bfs_getxattr_req req = {.name = name};
+    struct bfs_getxattr_rep rep;
+    req.loc.gfid = *g;
+    int rc = bfs_sync_getxattr(v->ec, v->st, &req, &rep);
+    const char *s = NULL;
+    pending[0] = '\0';
+    if (rc >= 0 && bfs_dict_get_str(rep.xattrs, "brickfs.heal.pending", &s) == 0 && s)
+        snprintf(pending, len, "%s", s);
+    else if (rc >= 0)
+        rc = -EPROTO;
+    bfs_getxattr_rep_clear_dup(&rep);
+    return rc;
+}
+
+/* What the self-heal daemon relies on: a change that left a child behind
+ * leaves a dirty mark on the children that took it (the brick index lists
+ * the inode), the status says what is pending, and heal.now heals it with
+ * no lookup through the translator. */
+static void shd_entry_points(int n, int r)
+{
+    struct vol v;
+    ok(vol_open(&v, n, r, " option cluster.data-self-heal off\n"
+                          " option cluster.metadata-self-heal off\n") == 0,
+       "%d+%d shd: graph", n - r, r);
+    struct model m = {.b = calloc(1, MAXF + 65536)};
+    struct bfs_fd *fd;
+    struct bfs_gfid g;
+    ok(create(&v, "z", &fd, &g) == 0 && m_write(&v, fd, &m, 0, 30000) == 30000,
+       "%d+%d shd: a file", n - r, r);
+    flush_close(&v, fd);
+    quiesce_name(&v, "z");
+    ok(settled(&v, "z", &m, (1u << n) - 1), "%d+%d shd: clean", n - r, r);
+    char pend[64];
+    ok(heal_vop(&v, &g, "brickfs.heal.status", pend, sizeof(pend)) > 0 && pend[0] == '\0',
+       "%d+%d shd: status of a clean file: nothing pending", n - r, r);
+    down(&v, n - 1);
+    ok(open_(&v, &g, O_RDWR, &fd) == 0 && m_write(&v, fd, &m, 1000, 9000) == 9000,
+       "%d+%d shd: written with a child down", n - r, r);
+    flush_close(&v, fd);
+    bool marked = false;
+    for (int i = 0; i < 300 && !marked; i++) { /* after the delayed post-op too */
+        usleep(10000);
+        marked = i > 20 && xnum(&v, 0, "z", "trusted.brickfs.ec.dirty", 0) > 0;
+    }
+    ok(marked, "%d+%d shd: the children that took it keep a dirty mark (for the index)",
+       n - r, r);
+    ok(heal_vop(&v, &g, "brickfs.heal.status", pend, sizeof(pend)) > 0 &&
+           strstr(pend, "data") != NULL,
+       "%d+%d shd: status with the child down: data pending (%s)", n - r, r, pend);
+    up(&v, n - 1);
+    ok(heal_vop(&v, &g, "brickfs.heal.now", pend, sizeof(pend)) > 0 && pend[0] == '\0',
+       "%d+%d shd: heal.now heals it (left: '%s')", n - r, r, pend);
+    ok(bricks_ok(&v, "z", &m, (1u << n) - 1), "%d+%d shd: fragments and marks after heal.now",
+       n - r, r);
+    for (int i = 0; i < r; i++)
+        down(&v, i);
+    ok(open_(&v, &g, O_RDONLY, &fd) == 0 && same(&v, fd, &m),
+       "%d+%d shd: reads that need the healed parity are right", n - r, r);
+    flush_close(&v, fd);
+    struct bfs_stack *st = bfs_stack_new();
+    st->uid = 1000;
+    struct bfs_getxattr_req req = {.name = "brickfs.heal.now"};
+    req.loc.gfid = g;
+    ok(bfs_sync_getxattr(v.ec, st, &req, NULL) == -EPERM, "%d+%d shd: uid 0 only", n - r, r);
+    bfs_stack_unref(st);
+    free(m.b);
+    vol_close(&v);
+}
+
 int main(void)
 {
     plan_lazy();
@@ -825,6 +1023,12 @@ int main(void)
             meta_entry_heal(n, r);
         if (!only || strcmp(only, "blame") == 0)
             fop_fails_on_one(n, r);
+        if (!only || strcmp(only, "size") == 0)
+            failed_everywhere(n, r);
+        if (!only || strcmp(only, "heallock") == 0)
+            heal_vs_lock(n, r);
+        if (!only || strcmp(only, "shd") == 0)
+            shd_entry_points(n, r);
     }
     bfs_proc_free(proc);
     char cmd[300];

@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "core/event.h"
 #include "core/fops-util.h"
 #include "lk.h"
 
@@ -223,17 +225,24 @@ struct bfs_stack *bfs_heal_stack_new(void)
     return st;
 }
 
-static int lock_one_sync(const struct bfs_lkset *s, struct bfs_xl *child, struct bfs_stack *st,
-                         bool lock)
+/* cmd: BFS_LK_SETLKW (waits), BFS_LK_SETLK (EAGAIN when held elsewhere), 0 (unlock). */
+static int lock_cmd_sync(const struct bfs_lkset *s, struct bfs_xl *child, struct bfs_stack *st,
+                         int cmd)
 {
     if (s->kind == BFS_LKSET_INODE) {
         struct bfs_inodelk_req req;
-        bfs_lkset_inodelk_req(s, st->lk_owner, lock ? BFS_LK_SETLKW : 0, &req);
+        bfs_lkset_inodelk_req(s, st->lk_owner, cmd, &req);
         return bfs_sync_any(BFS_FOP_INODELK, child, st, &req, NULL);
     }
     struct bfs_entrylk_req req;
-    bfs_lkset_entrylk_req(s, lock ? BFS_LK_SETLKW : 0, &req);
+    bfs_lkset_entrylk_req(s, cmd, &req);
     return bfs_sync_any(BFS_FOP_ENTRYLK, child, st, &req, NULL);
+}
+
+static int lock_one_sync(const struct bfs_lkset *s, struct bfs_xl *child, struct bfs_stack *st,
+                         bool lock)
+{
+    return lock_cmd_sync(s, child, st, lock ? BFS_LK_SETLKW : 0);
 }
 
 uint32_t bfs_lkset_lock_sync(const struct bfs_lkset *s, struct bfs_xl *xl,
@@ -252,4 +261,35 @@ void bfs_lkset_unlock_sync(const struct bfs_lkset *s, struct bfs_xl *xl, struct 
     for (int i = xl->nchildren - 1; i >= 0; i--)
         if (bfs_mask_has(locked, i))
             (void)lock_one_sync(s, xl->children[i], st, false);
+}
+
+int bfs_lkset_trylock_sync(const struct bfs_lkset *s, struct bfs_xl *xl, struct bfs_stack *st,
+                           uint32_t (*want)(void *arg), void *arg, uint64_t timeout_ms,
+                           uint32_t *locked)
+{
+    uint64_t deadline = bfs_now_ns() + timeout_ms * 1000000ull;
+    unsigned pause_ms = 5;
+    *locked = 0;
+    for (;;) {
+        uint32_t w = want(arg);
+        bool busy = false;
+        for (int i = 0; i < xl->nchildren && !busy; i++) {
+            if (!bfs_mask_has(w, i))
+                continue;
+            int rc = lock_cmd_sync(s, xl->children[i], st, BFS_LK_SETLK);
+            if (rc == 0)
+                *locked |= BFS_BIT(i);
+            else if (rc == -EAGAIN)
+                busy = true;
+        }
+        if (!busy)
+            return *locked ? 0 : -ENOTCONN;
+        bfs_lkset_unlock_sync(s, xl, st, *locked);
+        *locked = 0;
+        if (bfs_now_ns() >= deadline)
+            return -EAGAIN;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)pause_ms * 1000000L};
+        nanosleep(&ts, NULL);
+        pause_ms = pause_ms * 2 > 100 ? 100 : pause_ms * 2;
+    }
 }

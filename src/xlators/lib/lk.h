@@ -75,6 +75,19 @@ uint32_t bfs_lkset_lock_sync(const struct bfs_lkset *s, struct bfs_xl *xl,
 void bfs_lkset_unlock_sync(const struct bfs_lkset *s, struct bfs_xl *xl, struct bfs_stack *st,
                            uint32_t locked);
 
+/* For heals: takes s on the children of want(arg) without ever queueing
+ * behind another holder (a blocking request waits for as long as the
+ * holder keeps the lock: a writer's eager lock, a stopped client; a heal
+ * waiting so while it holds the lock on other children stalls every fop
+ * of the file). One round of non-blocking requests in child order; when
+ * a child answers EAGAIN, what was taken is released and, unless
+ * timeout_ms is 0, the round is tried again after a pause (5 ms doubling
+ * to 100 ms) until timeout_ms. *locked: the children that hold it.
+ * 0, -ENOTCONN (none granted) or -EAGAIN (held elsewhere: nothing held). */
+int bfs_lkset_trylock_sync(const struct bfs_lkset *s, struct bfs_xl *xl, struct bfs_stack *st,
+                           uint32_t (*want)(void *arg), void *arg, uint64_t timeout_ms,
+                           uint32_t *locked);
+
 /* Orders two entry locks (rename): negative when (a, an) must be taken
  * before (b, bn). By GFID bytes, then name. */
 int bfs_lkset_entry_cmp(const struct bfs_gfid *a, const char *an, const struct bfs_gfid *b,

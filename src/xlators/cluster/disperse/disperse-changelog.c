@@ -44,12 +44,19 @@ static int add_row(struct bfs_dict *d, const char *key, int type, int64_t by)
 
 /* struct bfs_changelog_ops.build (lib/cluster.h). Where replicate records
  * "child i blames the children of `blame`", disperse moves child i's
- * version: the children that take part pull ahead of those left out. */
+ * version: the children that take part pull ahead of those left out. The
+ * same xattrop adds as much to child i's dirty mark, which the post-op
+ * does not take back (it removes the pre-op's mark only): a child left
+ * behind keeps the inode dirty on the others, so their pending index
+ * lists it for the self-heal daemon until a heal with the whole set clears
+ * it. An undo (by -1) takes both back. */
 static struct bfs_dict *cl_build(void *arg, int type, int i, int64_t dirty, uint32_t blame,
                                  int64_t by, bool read_row)
 {
     (void)arg;
     (void)i;
+    if (blame)
+        dirty += by;
     struct bfs_dict *d = bfs_dict_new();
     int rc = d ? 0 : -ENOMEM;
     if (rc == 0 && (dirty || read_row))
@@ -268,7 +275,13 @@ void ec_combine(const struct ec_priv *p, const struct ec_state *s, uint32_t aske
         bool dirty = false;
         for (int i = 0; i < p->n; i++)
             dirty = dirty || (bfs_mask_has(v->good[t], i) && s->dirty[i][t] > 0);
-        if ((v->present & ~v->good[t]) || dirty)
+        if (v->present & ~v->good[t])
+            v->lag |= BFS_BIT(t);
+        if (dirty)
+            v->dirty |= BFS_BIT(t);
+        /* dirty marks with a child missing stay until it is back: a heal
+         * could neither tell what it missed nor clear them */
+        if ((v->lag & BFS_BIT(t)) || (dirty && v->present == ec_all(p)))
             v->heal |= BFS_BIT(t);
     }
     v->child = bfs_mask_first(v->good[EC_META]);

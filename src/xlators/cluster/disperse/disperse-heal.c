@@ -5,11 +5,17 @@
  * straight-line code over blocking calls (a self-heal daemon would call
  * ec_heal_{data,meta,entry} the same way).
  *
- * Every heal: lock the type's domain on every up child (blocking, child
- * order, an owner of its own), look the object up on them under the lock,
- * combine (sources = highest version), repair the sinks from the sources,
- * then move each sink's version to the sources' and take away the dirty
- * marks read under the lock, unlock.
+ * Every heal: lock the type's domain on every up child (non-blocking
+ * requests, an owner of its own: bfs_lkset_trylock_sync; a heal never
+ * queues behind a writer's lock while holding the lock on other children;
+ * busy, it retries for cluster.heal-lock-timeout, or gives up at once for
+ * the self-heal daemon and for heals of dirty marks only, which are most
+ * often another client's open window), look the object up on them under
+ * the lock, combine (sources = highest version), repair the sinks from the
+ * sources, then move each sink's version to the sources' and, when every
+ * child of the set is there and good afterwards, take away the dirty marks
+ * read under the lock (a mark is what puts the inode on the bricks' pending
+ * index: it stays while a child is missing), unlock.
  *   data      fragments rebuilt from k sources (bfs_ec_rebuild_stripes) in
  *             runs of stripes; runs of zeros are skipped (holes stay holes);
  *             with only dirty marks and every data child a source, the
@@ -44,6 +50,7 @@ struct ec_hctx {
     struct ec_state s;
     int rc[EC_MAX];
     struct ec_view v;
+    bool once;                   /* lock: one round only */
 };
 
 static int hsync(struct ec_hctx *h, int i, int fop, const void *req, void *rep)
@@ -58,12 +65,19 @@ static void heal_end(struct ec_hctx *h)
     bfs_stack_unref(h->st);
 }
 
-static int heal_begin(struct ec_hctx *h, struct ec_priv *p, const struct bfs_gfid *g, int t)
+static uint32_t up_of(void *arg)
+{
+    return ec_up(arg);
+}
+
+static int heal_begin(struct ec_hctx *h, struct ec_priv *p, const struct bfs_gfid *g, int t,
+                      bool once)
 {
     memset(h, 0, sizeof(*h));
     h->p = p;
     h->gfid = *g;
     h->type = t;
+    h->once = once;
     if (!(h->st = bfs_heal_stack_new()))
         return -ENOMEM;
     if (bfs_lkset_init(&h->lk, t == EC_ENTRY ? BFS_LKSET_ENTRY : BFS_LKSET_INODE,
@@ -71,7 +85,12 @@ static int heal_begin(struct ec_hctx *h, struct ec_priv *p, const struct bfs_gfi
         bfs_stack_unref(h->st);
         return -ENOMEM;
     }
-    h->locked = bfs_lkset_lock_sync(&h->lk, p->xl, h->st, ec_up(p));
+    uint64_t wait_ms = once ? 0 : __atomic_load_n(&p->heal_lock_ms, __ATOMIC_RELAXED);
+    int lrc = bfs_lkset_trylock_sync(&h->lk, p->xl, h->st, up_of, p, wait_ms, &h->locked);
+    if (lrc < 0) {
+        heal_end(h);
+        return lrc;
+    }
     struct bfs_lookup_req req = {.xdata = ec_lookup_xdata(NULL)};
     req.loc.gfid = *g;
     for (int i = 0; i < p->n; i++) {
@@ -94,12 +113,23 @@ static int heal_begin(struct ec_hctx *h, struct ec_priv *p, const struct bfs_gfi
     return 0;
 }
 
-/* Sinks take the sources' version of the type (and size), and every
- * participant loses the dirty marks read under the lock. */
+/* Is every child of the set there, locked and good (or healed) now? Only
+ * then may the dirty marks go: they are what keeps the inode on the
+ * bricks' pending index for a child that is missing. */
+static bool whole(const struct ec_hctx *h, uint32_t healed)
+{
+    uint32_t all = ec_all(h->p);
+    return h->v.present == all && ((h->v.good[h->type] | healed) & all) == all;
+}
+
+/* Sinks take the sources' version of the type (and size), and, when the
+ * set is whole afterwards, every child loses the dirty marks read under
+ * the lock. */
 static void settle(struct ec_hctx *h, uint32_t healed, int src)
 {
     struct ec_priv *p = h->p;
     int t = h->type;
+    bool clean = whole(h, healed);
     for (int i = 0; i < p->n; i++) {
         if (!bfs_mask_has(h->v.present, i))
             continue;
@@ -121,7 +151,7 @@ static void settle(struct ec_hctx *h, uint32_t healed, int src)
             uint64_t be = htobe64(h->s.size[src] - h->s.size[i]);
             (void)bfs_dict_set_bin(d, EC_KEY_SIZE, &be, 8);
         }
-        if (h->s.dirty[i][t]) {
+        if (clean && h->s.dirty[i][t]) {
             memset(row, 0, sizeof(row));
             row[t] = -h->s.dirty[i][t];
             ec_row_encode(row, raw);
@@ -244,10 +274,10 @@ static uint32_t rebuild(struct ec_hctx *h, uint32_t from, uint32_t sinks)
     return sinks;
 }
 
-int ec_heal_data(struct ec_priv *p, const struct bfs_gfid *g)
+int ec_heal_data(struct ec_priv *p, const struct bfs_gfid *g, bool once)
 {
     struct ec_hctx h;
-    int rc = heal_begin(&h, p, g, EC_DATA);
+    int rc = heal_begin(&h, p, g, EC_DATA, once);
     if (rc < 0)
         return rc;
     uint32_t src = h.v.good[EC_DATA];
@@ -258,7 +288,7 @@ int ec_heal_data(struct ec_priv *p, const struct bfs_gfid *g)
         return (h.s.attr[h.v.child].mode & S_IFMT) != S_IFREG ? 0 : -EIO;
     }
     uint32_t from = ec_pick_k(p, src);
-    if (!sinks && (src & datamask) == datamask) {
+    if (!sinks && (src & datamask) == datamask && whole(&h, 0)) {
         bool dirty = false;
         for (int i = 0; i < p->n; i++)
             dirty = dirty || (bfs_mask_has(src, i) && h.s.dirty[i][EC_DATA]);
@@ -277,10 +307,10 @@ int ec_heal_data(struct ec_priv *p, const struct bfs_gfid *g)
 
 /* ---- metadata ---- */
 
-int ec_heal_meta(struct ec_priv *p, const struct bfs_gfid *g)
+int ec_heal_meta(struct ec_priv *p, const struct bfs_gfid *g, bool once)
 {
     struct ec_hctx h;
-    int rc = heal_begin(&h, p, g, EC_META);
+    int rc = heal_begin(&h, p, g, EC_META, once);
     if (rc < 0)
         return rc;
     int src = bfs_mask_first(h.v.good[EC_META]);
@@ -392,6 +422,12 @@ static int make_entry(struct ec_hctx *h, int src, int i, const struct bfs_dirent
         rc = hsync(h, i, BFS_FOP_MKNOD, &req, NULL);
     }
     bfs_dict_unref(x);
+    if (rc >= 0) { /* made by uid 0: the source's owner and times (its versions are 0 too) */
+        struct bfs_setattr_req sreq = {.attr = a, .valid = BFS_SET_UID | BFS_SET_GID |
+                                                           BFS_SET_ATIME | BFS_SET_MTIME};
+        sreq.loc.gfid = a.gfid;
+        (void)hsync(h, i, BFS_FOP_SETATTR, &sreq, NULL);
+    }
     return rc;
 }
 
@@ -410,10 +446,10 @@ static int remove_entry(struct ec_hctx *h, int i, const struct bfs_dirent *e)
     return hsync(h, i, BFS_FOP_UNLINK, &req, NULL);
 }
 
-int ec_heal_entry(struct ec_priv *p, const struct bfs_gfid *g)
+int ec_heal_entry(struct ec_priv *p, const struct bfs_gfid *g, bool once)
 {
     struct ec_hctx h;
-    int rc = heal_begin(&h, p, g, EC_ENTRY);
+    int rc = heal_begin(&h, p, g, EC_ENTRY, once);
     if (rc < 0)
         return rc;
     if ((h.s.attr[h.v.child].mode & S_IFMT) != S_IFDIR) {
@@ -457,14 +493,18 @@ static void run_job(void *owner, void *job)
     struct ec_priv *p = owner;
     struct ec_heal_req *r = job;
     int rc = 0;
+    if (r->vop) {
+        ec_vop_run(p, r);
+        return;
+    }
     if (!bfs_gfid_is_null(&r->pargfid))
-        rc = ec_heal_entry(p, &r->pargfid);
+        rc = ec_heal_entry(p, &r->pargfid, false);
     if (r->types & BFS_BIT(EC_ENTRY))
-        rc = ec_heal_entry(p, &r->gfid) < 0 ? -1 : rc;
+        rc = ec_heal_entry(p, &r->gfid, r->once) < 0 ? -1 : rc;
     if (r->types & BFS_BIT(EC_META))
-        rc = ec_heal_meta(p, &r->gfid) < 0 ? -1 : rc;
+        rc = ec_heal_meta(p, &r->gfid, r->once) < 0 ? -1 : rc;
     if (r->types & BFS_BIT(EC_DATA))
-        rc = ec_heal_data(p, &r->gfid) < 0 ? -1 : rc;
+        rc = ec_heal_data(p, &r->gfid, r->once) < 0 ? -1 : rc;
     __atomic_add_fetch(rc < 0 ? &p->n_heal_fail : &p->n_heal_ok, 1, __ATOMIC_RELAXED);
     if (r->frame)
         ec_lookup_resume(p->xl, r->frame, r->req);
@@ -474,7 +514,9 @@ static void drop_job(void *owner, void *job)
 {
     (void)owner;
     struct ec_heal_req *r = job;
-    if (r->frame) {
+    if (r->vop) {
+        bfs_unwind_getxattr(r->frame, -ENOTCONN, &(struct bfs_getxattr_rep){0});
+    } else if (r->frame) {
         bfs_unwind_lookup(r->frame, -ENOTCONN, NULL);
         bfs_lookup_req_free(r->req);
     }
@@ -487,6 +529,7 @@ static bool merge_job(void *queued, const void *job)
     if (!bfs_gfid_eq(&q->gfid, &j->gfid) || !bfs_gfid_eq(&q->pargfid, &j->pargfid))
         return false;
     q->types |= j->types;
+    q->once = q->once && j->once;
     return true;
 }
 

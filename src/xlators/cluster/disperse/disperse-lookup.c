@@ -106,6 +106,9 @@ static bool heal(struct ec_lookup *l, const struct ec_view *v, const struct bfs_
         hr.types |= BFS_BIT(EC_META) | (S_ISREG(attr->mode) ? BFS_BIT(EC_DATA) : 0) |
                     (S_ISDIR(attr->mode) ? BFS_BIT(EC_ENTRY) : 0);
     }
+    /* dirty marks alone are most often another client's open window: its
+     * lock is tried once, not waited for */
+    hr.once = !(hr.types & v->lag) && !v->entry_mismatch;
     if (hr.types && v->rc == 0)
         hr.gfid = attr->gfid;
     else

@@ -405,6 +405,8 @@ int ec_readlink(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_readlin
 
 int ec_getxattr(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_getxattr_req *req)
 {
+    if (ec_vop_getxattr(f, xl, req))
+        return 0;
     return rd_start(f, xl, BFS_FOP_GETXATTR, req, &req->loc, NULL, EC_META, 0);
 }
 

@@ -37,7 +37,7 @@
 #include "disperse.h"
 
 enum { W_WRITE = 1, W_TRUNC, W_ZERO, W_DISCARD, W_FALLOC };
-enum { WS_PLAN = 0, WS_READ, WS_WRITE, WS_DONE };
+enum { WS_PLAN = 0, WS_READ, WS_WRITE, WS_UNDO, WS_DONE };
 
 /* Every data fop's reply is (pre, post, xdata). */
 struct ec_prepost {
@@ -80,6 +80,7 @@ struct ec_wtxn {
     uint64_t m_off, m_len;    /* its range on the bricks */
     int chosen;
     struct bfs_open_rep *open_rep; /* open with O_TRUNC: answered as open */
+    int saved_rc[EC_MAX];     /* the fop's answers, kept across an undo stage */
 };
 
 static void wtxn_free(struct ec_wtxn *w)
@@ -471,6 +472,110 @@ static uint32_t tx_wind(struct bfs_txn *t, uint32_t run)
     return 0;
 }
 
+/*
+ * The size counter moves by an xattrop sent beside the fragment writes (no
+ * extra round trip). When the change then failed on every child, nothing
+ * else changed and the counter must not have moved either: the children
+ * whose counter took the delta get it back (one more xattrop each, on this
+ * failure path only). Deltas are taken in wind order, so this is exact only
+ * if no later change moved the size on from ours: then the size goes back,
+ * and so do earlier failed changes that later one had built on (ctx
+ * "undone" list); else the later change's delta already counts from our end
+ * and is right if it succeeds (the range we failed to write reads as a
+ * hole, as after any write past the end), so ours is only recorded.
+ * Returns BFS_OP_WAIT after winding the undo.
+ */
+static int undo_size(struct ec_wtxn *w)
+{
+    struct ec_priv *p = w->p;
+    struct bfs_op *op = &w->t.op;
+    uint32_t moved = 0;
+    for (int i = 0; i < p->n; i++) {
+        if (!bfs_mask_has(w->t.run, i))
+            continue;
+        if (op->replies[i].valid && op->replies[i].rc >= 0)
+            return BFS_OP_CONTINUE; /* took it somewhere: the size is right */
+        const struct bfs_op_reply *x = &op->replies[p->n + i];
+        if (w->delta && x->valid && x->rc >= 0 && x->fop == BFS_FOP_FXATTROP)
+            moved |= BFS_BIT(i);
+    }
+    struct ec_inode *c = ec_ictx_peek(p->xl, w->inode);
+    if (!c || !w->delta)
+        return BFS_OP_CONTINUE;
+    int64_t back[EC_MAX] = {0};
+    pthread_mutex_lock(&c->lock);
+    if (c->size != w->new_size) {
+        if (c->nundone == (int)(sizeof(c->undone) / sizeof(c->undone[0])))
+            memmove(c->undone, c->undone + 1, sizeof(c->undone) - sizeof(c->undone[0]));
+        else
+            c->nundone++;
+        c->undone[c->nundone - 1] = (struct ec_undone){w->old_size, w->new_size, moved};
+    } else {
+        c->size = w->old_size;
+        for (int i = 0; i < p->n; i++)
+            back[i] = bfs_mask_has(moved, i) ? -w->delta : 0;
+        for (int j = c->nundone - 1; j >= 0; j--) {
+            struct ec_undone *u = &c->undone[j];
+            if (u->new_size != c->size)
+                continue;
+            for (int i = 0; i < p->n; i++)
+                if (bfs_mask_has(u->moved, i))
+                    back[i] -= (int64_t)(u->new_size - u->old_size);
+            c->size = u->old_size;
+            memmove(u, u + 1, (size_t)(c->nundone - 1 - j) * sizeof(*u));
+            c->nundone--;
+            j = c->nundone; /* an older one may continue the chain */
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    w->delta = 0; /* tx_combine: the context's size is right already */
+    int count = 0;
+    for (int i = 0; i < p->n; i++)
+        count += back[i] != 0;
+    if (!count)
+        return BFS_OP_CONTINUE;
+    for (int i = 0; i < p->n; i++)
+        w->saved_rc[i] = op->replies[i].valid ? op->replies[i].rc : -EIO;
+    bfs_op_reset_replies(op);
+    bfs_op_expect(op, count);
+    for (int i = 0; i < p->n; i++) {
+        if (!back[i])
+            continue;
+        uint64_t be = htobe64((uint64_t)back[i]);
+        struct bfs_fxattrop_req req = {.fd = w->fd, .optype = BFS_XATTROP_ADD64,
+                                       .xattrs = bfs_dict_new()};
+        if (req.xattrs && bfs_dict_set_bin(req.xattrs, EC_KEY_SIZE, &be, 8) == 0) {
+            bfs_op_wind(op, p->n + i, BFS_FOP_FXATTROP, p->xl->children[i], &req);
+        } else {
+            bfs_op_expect(op, -1);
+        }
+        bfs_dict_unref(req.xattrs);
+    }
+    w->stage = WS_UNDO;
+    return BFS_OP_WAIT;
+}
+
+/* After the undo: the fop's answers back in slots 0..n-1. */
+static void undo_done(struct ec_wtxn *w)
+{
+    struct ec_priv *p = w->p;
+    struct bfs_op *op = &w->t.op;
+    for (int i = 0; i < p->n; i++) {
+        const struct bfs_op_reply *x = &op->replies[p->n + i];
+        if (x->valid && x->rc < 0)
+            XL_WARN(p->xl, "cannot take back the size moved by a failed change on %s: %s",
+                    p->xl->children[i]->name, strerror(-x->rc));
+    }
+    bfs_op_reset_replies(op);
+    for (int i = 0; i < p->n; i++) {
+        if (!bfs_mask_has(w->t.run, i))
+            continue;
+        op->replies[i].valid = true;
+        op->replies[i].rc = w->saved_rc[i];
+        op->replies[i].fop = BFS_FOP_WRITE;
+    }
+}
+
 static int tx_next(struct bfs_txn *t)
 {
     struct ec_wtxn *w = (struct ec_wtxn *)t;
@@ -485,6 +590,10 @@ static int tx_next(struct bfs_txn *t)
     }
     case WS_WRITE:
         fold(w);
+        w->stage = WS_DONE;
+        return undo_size(w);
+    case WS_UNDO:
+        undo_done(w);
         w->stage = WS_DONE;
         return BFS_OP_CONTINUE;
     }
@@ -512,14 +621,20 @@ static int tx_combine(struct bfs_txn *t)
                 bfs_mask_count(t->ok), ec_quorum(p));
         return -EIO; /* written, but to too few children to be read back */
     }
+    struct ec_inode *c = ec_ictx_peek(p->xl, w->inode);
     if (w->chosen < 0) {
-        struct ec_inode *c = ec_ictx_peek(p->xl, w->inode);
-        if (c && w->delta) { /* the size did not move after all */
+        if (c && w->delta) { /* failed before the writes: the size did not move */
             pthread_mutex_lock(&c->lock);
-            c->size -= (uint64_t)w->delta;
+            if (c->size == w->new_size)
+                c->size = w->old_size;
             pthread_mutex_unlock(&c->lock);
         }
         return err ? err : -EIO;
+    }
+    if (c && w->delta) { /* the size moved: earlier failures are settled */
+        pthread_mutex_lock(&c->lock);
+        c->nundone = 0;
+        pthread_mutex_unlock(&c->lock);
     }
     ec_ictx_failed(ec_ictx_peek(p->xl, w->inode), EC_DATA, t->failed);
     return w->kind == W_WRITE ? (int)w->len : 0;

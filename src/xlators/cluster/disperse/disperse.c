@@ -67,6 +67,11 @@ static const struct bfs_option_desc ec_options[] = {
      .max = 1024, .flags = CLIENT_OPT,
      .description = "heals queued in the background at most; 0 heals in the foreground "
                     "(the access waits)"},
+    {.key = "cluster.heal-lock-timeout", .type = BFS_OPT_TIME, .def = "10", .min = 1,
+     .max = 3600, .flags = CLIENT_OPT,
+     .description = "seconds a heal on access retries a file's lock held elsewhere before "
+                    "leaving the heal to the next access (heals never wait in the lock "
+                    "queue; the self-heal daemon tries once)"},
     {.key = "cluster.data-self-heal", .type = BFS_OPT_BOOL, .def = "on", .flags = CLIENT_OPT,
      .description = "rebuild stale fragments on access"},
     {.key = "cluster.metadata-self-heal", .type = BFS_OPT_BOOL, .def = "on",
@@ -102,6 +107,9 @@ static void apply_options(struct bfs_xl *xl, const struct bfs_dict *over)
     v = 500;
     (void)bfs_parse_int(opt(xl, over, "cluster.post-op-delay-ms"), &v);
     __atomic_store_n(&p->cl.delay_ms, (uint64_t)v, __ATOMIC_RELAXED);
+    v = 10;
+    (void)bfs_parse_int(opt(xl, over, "cluster.heal-lock-timeout"), &v);
+    __atomic_store_n(&p->heal_lock_ms, (uint64_t)v * 1000, __ATOMIC_RELAXED);
     v = 8;
     (void)bfs_parse_int(opt(xl, over, "cluster.background-self-heal-count"), &v);
     __atomic_store_n(&p->heal_count, (int)v, __ATOMIC_RELAXED);
@@ -276,13 +284,16 @@ static char *ec_dump(struct bfs_xl *xl)
 {
     struct ec_priv *p = ec_priv(xl);
     char *s = NULL;
+    pthread_mutex_lock(&p->lock);
+    uint32_t reported = p->reported;
+    pthread_mutex_unlock(&p->lock);
     int n = asprintf(&s,
                      "{\"name\":\"%s\",\"children\":%d,\"redundancy\":%d,\"chunk\":%" PRIu64
-                     ",\"up\":%u,\"quorum\":%d,\"generation\":%" PRIu64
+                     ",\"up\":%u,\"reported\":%u,\"quorum\":%d,\"generation\":%" PRIu64
                      ",\"transactions\":%" PRIu64 ",\"rmw\":%" PRIu64 ",\"decodes\":%" PRIu64
                      ",\"heals_done\":%" PRIu64 ",\"heals_failed\":%" PRIu64
                      ",\"heals_queued\":%zu}",
-                     xl->name, p->n, p->r, p->chunk, ec_up(p), ec_quorum(p),
+                     xl->name, p->n, p->r, p->chunk, ec_up(p), reported, ec_quorum(p),
                      __atomic_load_n(&p->gen, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_txn, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_rmw, __ATOMIC_RELAXED),

@@ -53,6 +53,7 @@ struct ec_priv {
     struct bfs_ec *codec;
     /* options (atomics; reconfigure) */
     int heal_count;              /* background heals queued at most; 0: foreground */
+    uint64_t heal_lock_ms;       /* cluster.heal-lock-timeout: a busy heal lock retried so long */
     bool heal_on[EC_NTYPES];
     /* notify */
     pthread_mutex_t lock;        /* reported/announced, ctx creation */
@@ -81,7 +82,10 @@ struct ec_view {
     uint32_t good[EC_NTYPES];    /* highest version (data: and the common size) */
     uint32_t present;            /* answered with the chosen GFID */
     uint64_t size;               /* regular files: the good size */
-    uint32_t heal;               /* bit per type that needs a heal */
+    uint32_t heal;               /* bit per type a lookup should heal (lag, or dirty with
+                                  * every child present) */
+    uint32_t lag;                /* bit per type with a present child not good (stale) */
+    uint32_t dirty;              /* bit per type with dirty marks on good children */
     bool entry_mismatch;         /* missing (or another GFID) on some children */
 };
 
@@ -92,6 +96,14 @@ struct ec_inode {
     uint32_t good[EC_NTYPES];
     uint64_t size;               /* regular files: the size (authoritative while we hold dlock) */
     struct bfs_txn_lock dlock;   /* shared (eager) data lock */
+    /* size changes that failed on every child while a later one had moved
+     * the size past them already (disperse-write.c, undo_size): rolled
+     * back too if that later one fails as well; forgotten when one succeeds */
+    int nundone;
+    struct ec_undone {
+        uint64_t old_size, new_size;
+        uint32_t moved;          /* children whose size counter took it */
+    } undone[4];
 };
 
 struct ec_fd {
@@ -244,13 +256,25 @@ struct ec_heal_req {
     struct bfs_gfid pargfid;     /* a directory whose entries to heal first (null: none) */
     struct bfs_frame *frame;     /* foreground: answered by a lookup afterwards ... */
     struct bfs_lookup_req *req;  /* ... of this request (taken) */
+    int vop;                     /* EC_VOP_*: a self-heal daemon's question (frame: getxattr) */
+    bool once;                   /* its locks tried once (dirty marks only: often a window) */
 };
+
+enum { EC_VOP_NONE = 0, EC_VOP_STATUS, EC_VOP_HEAL };
 int ec_heal_start(struct ec_priv *p);
 void ec_heal_stop(struct ec_priv *p);
 int ec_heal_request(struct ec_priv *p, const struct ec_heal_req *r);
-/* The heals themselves (blocking; also for a self-heal daemon). 0 or -errno. */
-int ec_heal_data(struct ec_priv *p, const struct bfs_gfid *g);
-int ec_heal_meta(struct ec_priv *p, const struct bfs_gfid *g);
-int ec_heal_entry(struct ec_priv *p, const struct bfs_gfid *g);
+/* The heals themselves (blocking; on the heal thread). once: the locks are
+ * tried one round only (-EAGAIN when busy). 0 or -errno. */
+int ec_heal_data(struct ec_priv *p, const struct bfs_gfid *g, bool once);
+int ec_heal_meta(struct ec_priv *p, const struct bfs_gfid *g, bool once);
+int ec_heal_entry(struct ec_priv *p, const struct bfs_gfid *g, bool once);
+
+/* ---- disperse-heal-api.c: the self-heal daemon's virtual xattrs ---- */
+#define EC_VKEY_PREFIX "brickfs.heal."
+/* getxattr of a "brickfs.heal.*" name: answered here (true), else false. */
+bool ec_vop_getxattr(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_getxattr_req *req);
+/* On the heal thread: answers r->frame. */
+void ec_vop_run(struct ec_priv *p, struct ec_heal_req *r);
 
 #endif
