@@ -8,7 +8,9 @@
 # refused; then, when cluster/disperse is built, `volume info` (Disperse /
 # Distributed-Disperse, SETS x (D + R) = BRICKS), the client volfile
 # (cluster/disperse per set with option redundancy, cluster/distribute over
-# the sets) and start/stop/delete; when it is not built, the refusal (501).
+# the sets), start (with a self-heal daemon: `volume heal` and `heal info`
+# answer, split-brain resolution is refused), stop and delete; when it is
+# not built, the refusal (501).
 
 . "$(dirname "$0")/../lib/test.sh"
 . "$(dirname "$0")/../lib/mgmt.sh"
@@ -92,6 +94,17 @@ EXPECT 0 eval "echo '$vf' | grep -c 'cluster/distribute\|cluster/replicate'"
 EXPECT 0 eval "grep -c 'disperse\|redundancy' '$(brickfsd_state)/volfiles/d3/d3-brick-0.vol'"
 TEST cli volume start d3
 EXPECT 1 vol_brick_field d3 2 online
+# a dispersed volume has a self-heal daemon too, and `volume heal` answers
+shd_online()
+{
+    cli --json volume status "$1" | python3 -c '
+import json, sys
+print(int(json.load(sys.stdin)["self_heal_daemon"]["online"]))'
+}
+EXPECT_WITHIN "$PROCESS_UP_TIMEOUT" 1 shd_online d3
+TEST eval "cli volume heal d3 info | grep -q '^Number of entries: 0\$'"
+TEST cli volume heal d3
+EXPECT 1 eval "cli volume heal d3 split-brain bigger-file /x 2>&1 | grep -c 'dispersed: it has no split-brain'"
 TEST cli volume stop d3 --yes
 TEST cli volume delete d3 --yes
 

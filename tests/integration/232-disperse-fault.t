@@ -16,6 +16,13 @@
 #   - at the end: the mount reads every file right with R bricks down, a
 #     read with R+1 down fails EIO or ENOTCONN (never wrong data), and after
 #     the restart and heal the bricks are right again;
+#   - the self-heal daemon: up to R bricks killed at random moments (random
+#     bricks, random progress of the workload), restarted; the workload
+#     pauses and the mount goes away, so that no client touches the files;
+#     `brickfs-shd --info summary` counts the entries the bricks' pending
+#     indices hold (the children that took a change another missed keep a
+#     dirty mark), a brickfs-shd started by the test heals them alone:
+#     the count reaches 0 and the fragments on every brick are right again;
 #   - two mounts (two clients) write interleaved pieces that share every
 #     stripe of one file at the same time: both writers' pieces are there
 #     (the inodelk between clients, eager locks handed over).
@@ -33,6 +40,8 @@ for xl in protocol/client protocol/server storage/posix cluster/disperse; do
     [ -f "$BFS_BUILD/lib/brickfs/xlators/$xl.so" ] || SKIP_ALL "$xl is not built"
 done
 
+SHD=$BFS_BIN/brickfs-shd
+[ -x "$SHD" ] || SKIP_ALL "$SHD is not built"
 PYTHON=$(command -v python3)
 WL=$BFS_ROOT/tests/lib/ec-workload.py
 wl() { "$PYTHON" "$WL" "$@"; }
@@ -78,6 +87,48 @@ client_volfile_ec()
     printf '    subvolumes %s-disperse\nend-volume\n' "$name"
 }
 
+# shd_pending VOLFILE: entries the bricks' indices hold, as brickfs-shd --info counts them
+shd_pending()
+{
+    "$SHD" --volfile "$1" --info summary --json 2>>"$T/logs/shd-info.err" |
+        "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["total_pending"])'
+}
+
+# shd_round NAME N R K CHUNK VF MNT STATE OPS DIRS...: bricks killed at random
+# moments, healed by brickfs-shd with no client access. Prints nothing; sets OPS.
+shd_round()
+{
+    local name=$1 n=$2 r=$3 k=$4 chunk=$5 vf=$6 M=$7 S=$8 i victim
+    shift 8
+    local victims
+    read -r -a victims <<<"$(shuf -i 0-$((n - 1)) -n "$r" | tr '\n' ' ')"
+    for victim in "${victims[@]}"; do
+        OPS=$((OPS + 5 + RANDOM % 40))
+        EXPECT_WITHIN 120 1 ops_ge "$S" $OPS
+        TEST kill_brick "$name-b$victim"
+    done
+    OPS=$((OPS + 20 + RANDOM % 20))
+    EXPECT_WITHIN 120 1 ops_ge "$S" $OPS
+    echo "# $name shd round: killed ${victims[*]}; $(wl get "$S" ops) operations"
+    pause "$S"
+    EXPECT_WITHIN 60 1 is_paused "$S"
+    TEST umount_brickfs "$M"                      # no client access from here on
+    for victim in "${victims[@]}"; do TEST start_brick "$name-b$victim"; done
+    local before
+    before=$(shd_pending "$vf")
+    echo "# $name: the bricks' indices hold $before entr(y|ies)"
+    TEST test "${before:-0}" -gt 0
+    TEST bfs_spawn "shd-$name" "$SHD" --volfile "$vf" --state-file "$T/shd-$name.json" \
+        --log-file "$T/logs/shd-$name.log" --interval 5 -f
+    local shd_pid=$BFS_PID
+    EXPECT_WITHIN "$HEAL_TIMEOUT" 0 shd_pending "$vf"
+    EXPECT ok wl bricks "$S" "$k" "$chunk" "$@"
+    TEST kill -TERM "$shd_pid"
+    TEST bfs_wait_gone "$shd_pid" "$PROCESS_DOWN_TIMEOUT"
+    TEST mount_brickfs "$vf" "$M" -o entry-timeout=0,attr-timeout=0
+    resume "$S"
+}
+
 layout()
 {
     local n=$1 r=$2 k=$(($1 - $2)) chunk=4096 name=ec$1 i
@@ -114,6 +165,10 @@ layout()
         EXPECT_WITHIN 60 1 is_paused "$S"
         EXPECT_WITHIN "$HEAL_TIMEOUT" ok heal_converged "$M" "$S" "$k" "$chunk" "${dirs[@]}"
         resume "$S"
+    done
+    OPS=$ops
+    for round in 1 2; do
+        shd_round "$name" "$n" "$r" "$k" "$chunk" "$vf" "$M" "$S" "${dirs[@]}"
     done
     echo "# $name: $(wl get "$S" errors) failed call(s), last $(wl get "$S" last_errno)"
     [ -s "$S/errors.log" ] && sed "s/^/# failed: /" "$S/errors.log"
