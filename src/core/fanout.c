@@ -153,6 +153,16 @@ void bfs_op_wind(struct bfs_op *op, int i, int fop, struct bfs_xl *child, const 
     }
 }
 
+void bfs_op_answer(struct bfs_op *op, int i, int fop, int rc)
+{
+    struct bfs_op_reply *r = &op->replies[i];
+    clear_reply(r);
+    r->valid = true;
+    r->rc = rc;
+    r->fop = fop;
+    child_done(op);
+}
+
 int bfs_op_count_ok(const struct bfs_op *op)
 {
     int n = 0;

@@ -72,6 +72,10 @@ void bfs_op_expect(struct bfs_op *op, int count);
 /* Winds fop to child for slot i; the answer lands in op->replies[i]. A wind
  * that fails records its rc as the answer. */
 void bfs_op_wind(struct bfs_op *op, int i, int fop, struct bfs_xl *child, const void *req);
+/* Records rc as the answer of slot i, counted as one of the calls the
+ * stage expected (bfs_op_expect), for an answer that does not come from a
+ * child call (e.g. a sub-op of the translator's own). No reply struct. */
+void bfs_op_answer(struct bfs_op *op, int i, int fop, int rc);
 /* Clears all reply slots (between stages). */
 void bfs_op_reset_replies(struct bfs_op *op);
 

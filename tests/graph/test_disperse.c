@@ -38,6 +38,7 @@
 static struct bfs_proc *proc;
 static char root[256];
 static int scenario;
+static bool two_clients; /* vol_open adds "ec2", a second client of the same bricks */
 
 struct vol {
     struct bfs_graph *g;
@@ -72,6 +73,15 @@ static int vol_open(struct vol *v, int n, int r, const char *options)
                                 "volume c%d\n type debug/error-gen\n option error-no ENOTCONN\n"
                                 " subvolumes l%d\nend-volume\n",
                                 i, v->brick[i], i, i, i, i);
+    }
+    if (two_clients) {
+        len += (size_t)snprintf(text + len, sizeof(text) - len,
+                                "volume ec2\n type cluster/disperse\n option redundancy %d\n"
+                                " option cluster.post-op-delay-ms 50\n"
+                                " option disperse.lock-domain ec\n subvolumes", r);
+        for (int i = 0; i < n; i++)
+            len += (size_t)snprintf(text + len, sizeof(text) - len, " c%d", i);
+        len += (size_t)snprintf(text + len, sizeof(text) - len, "\nend-volume\n");
     }
     len += (size_t)snprintf(text + len, sizeof(text) - len,
                             "volume ec\n type cluster/disperse\n option redundancy %d\n"
@@ -993,6 +1003,124 @@ static void shd_entry_points(int n, int r)
     vol_close(&v);
 }
 
+struct wthread {
+    struct vol *v;
+    struct bfs_fd *fd;
+    size_t len;
+    int rounds, rc;
+    bool done;
+};
+
+/* Rewrites the whole region, all 'A' then all 'B', ... */
+static void *write_main(void *arg)
+{
+    struct wthread *w = arg;
+    struct bfs_stack *st = bfs_stack_new();
+    uint8_t *b = malloc(w->len);
+    for (int i = 0; i < w->rounds && w->rc >= 0; i++) {
+        memset(b, i % 2 ? 'B' : 'A', w->len);
+        struct bfs_write_req req = {.fd = w->fd, .offset = 0};
+        req.data.data = b;
+        req.data.len = w->len;
+        int rc = bfs_sync_write(w->v->ec, st, &req, NULL);
+        if (rc != (int)w->len)
+            w->rc = rc < 0 ? rc : -EIO;
+    }
+    free(b);
+    bfs_stack_unref(st);
+    __atomic_store_n(&w->done, true, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* -1 if every stripe of got is one byte repeated, else the first that is not */
+static int mixed_stripe(const struct vol *v, const uint8_t *got, size_t len)
+{
+    for (uint64_t s = 0; s * v->stripe < len; s++)
+        for (uint64_t b = 1; b < v->stripe; b++)
+            if (got[s * v->stripe + b] != got[s * v->stripe])
+                return (int)s;
+    return -1;
+}
+
+static int read2(struct vol *v, struct bfs_xl *ec2, struct bfs_fd *fd2, uint8_t *got, size_t len)
+{
+    struct bfs_read_req rreq = {.fd = fd2, .size = (uint32_t)len, .offset = 0};
+    struct bfs_read_rep rrep;
+    int rc = bfs_sync_read(ec2, v->st, &rreq, &rrep);
+    if (rc >= 0) {
+        rc = (int)(rrep.data.len < len ? rrep.data.len : len);
+        memcpy(got, rrep.data.data, (size_t)rc);
+    }
+    bfs_read_rep_clear_dup(&rrep);
+    return rc;
+}
+
+/* Two clients of the same bricks (two disperse translators, "ec" and
+ * "ec2"). One rewrites whole stripes again and again while the other
+ * reads them: every stripe read is all old or all new, never decoded from
+ * fragments of two versions. Then a write that fails on one child (the
+ * others blame it): the other client, whose cached view still counts that
+ * child as good, must not read its old fragments beside the new ones. */
+static void torn_read(int n, int r)
+{
+    struct vol v;
+    two_clients = true;
+    ok(vol_open(&v, n, r, NULL) == 0, "%d+%d torn read: graph with two clients", n - r, r);
+    two_clients = false;
+    struct bfs_xl *ec2 = bfs_graph_find(v.g, "ec2");
+    size_t len = 8 * v.stripe;
+    uint8_t *got = malloc(len), *old = malloc(len);
+    memset(old, 'A', len);
+    struct bfs_fd *fd, *fd2 = NULL;
+    struct bfs_gfid g;
+    ok(create(&v, "t", &fd, &g) == 0 && write_(&v, fd, 0, old, len) == (int)len,
+       "%d+%d torn read: a file of 8 stripes", n - r, r);
+    flush_close(&v, fd);
+    quiesce_name(&v, "t");
+    struct bfs_lookup_req lreq = {.loc = L(&ROOT, "t")};
+    struct bfs_inode *inode = bfs_inode_get(v.g->itable, &g, S_IFREG);
+    fd2 = bfs_fd_new(v.g, inode, O_RDONLY, 0);
+    bfs_inode_unref(inode);
+    struct bfs_open_req oreq = {.fd = fd2, .flags = O_RDONLY};
+    oreq.loc.gfid = g;
+    ok(bfs_sync_lookup(ec2, v.st, &lreq, NULL) == 0 && bfs_sync_open(ec2, v.st, &oreq, NULL) == 0,
+       "%d+%d torn read: the other client opens it", n - r, r);
+    ok(open_(&v, &g, O_RDWR, &fd) == 0, "%d+%d torn read: the writer opens it", n - r, r);
+    struct wthread w = {.v = &v, .fd = fd, .len = len, .rounds = 150};
+    pthread_t th;
+    pthread_create(&th, NULL, write_main, &w);
+    int reads = 0, bad = -1, rc = 0;
+    while (!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE) && bad < 0 && rc >= 0) {
+        rc = read2(&v, ec2, fd2, got, len);
+        reads++;
+        if (rc == (int)len)
+            bad = mixed_stripe(&v, got, len);
+    }
+    pthread_join(th, NULL);
+    ok(w.rc == 0 && rc >= 0 && bad < 0,
+       "%d+%d torn read: %d reads during 150 rewrites: every stripe all old or all new "
+       "(write %d, read %d, first mixed stripe %d)", n - r, r, reads, w.rc, rc, bad);
+    /* a write that fails on child 1 only; then the other client reads */
+    reconf(&v, 1, "enable", "write");
+    reconf(&v, 1, "failure", "100");
+    memset(old, 'C', len);
+    ok(write_(&v, fd, 0, old, len) == (int)len, "%d+%d torn read: a write child 1 fails",
+       n - r, r);
+    reconf(&v, 1, "failure", "0");
+    reconf(&v, 1, "enable", "all");
+    flush_close(&v, fd);
+    rc = read2(&v, ec2, fd2, got, len);
+    ok(rc == (int)len && memcmp(got, old, len) == 0,
+       "%d+%d torn read: the other client reads the new data, not child 1's old fragments "
+       "(read %d, first mixed stripe %d)", n - r, r, rc, rc > 0 ? mixed_stripe(&v, got, len) : -2);
+    struct bfs_flush_req freq = {.fd = fd2};
+    (void)bfs_sync_flush(ec2, v.st, &freq, NULL);
+    bfs_fd_unref(fd2);
+    free(old);
+    free(got);
+    vol_close(&v);
+}
+
 int main(void)
 {
     plan_lazy();
@@ -1029,6 +1157,8 @@ int main(void)
             heal_vs_lock(n, r);
         if (!only || strcmp(only, "shd") == 0)
             shd_entry_points(n, r);
+        if (!only || strcmp(only, "torn") == 0)
+            torn_read(n, r);
     }
     bfs_proc_free(proc);
     char cmd[300];

@@ -51,7 +51,7 @@ void bfs_lkset_inodelk_req(const struct bfs_lkset *s, uint64_t owner, int cmd,
     req->domain = s->domain;
     req->loc.gfid = s->loc.gfid;
     req->cmd = (uint32_t)(cmd ? cmd : BFS_LK_SETLK);
-    req->lock.type = cmd ? F_WRLCK : F_UNLCK;
+    req->lock.type = !cmd ? F_UNLCK : s->shared ? F_RDLCK : F_WRLCK;
     req->lock.whence = SEEK_SET;
     req->lock.start = 0;
     req->lock.len = 0; /* whole file */

@@ -40,6 +40,7 @@ struct bfs_lkset {
     char *domain;
     struct bfs_loc loc;      /* the inode (INODE) or the directory (ENTRY); owned */
     char *basename;          /* ENTRY: the name; NULL locks the whole directory */
+    bool shared;             /* INODE: a read lock (F_RDLCK), set after init */
     uint32_t locked;         /* children holding the lock */
     uint32_t failed;         /* children that refused for another reason than contention */
     int err;                 /* the first such error */

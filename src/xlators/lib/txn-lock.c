@@ -142,6 +142,7 @@ int bfs__txn_holder_setup(struct bfs_txn_lock *lk, const struct bfs_txn *t)
         if (bfs_lkset_init(&lk->sets[s], tg->lk[s].kind, dom, &tg->lk[s].gfid,
                            tg->lk[s].name) < 0)
             goto nomem;
+        lk->sets[s].shared = t->readonly && tg->lk[s].kind == BFS_LKSET_INODE;
         lk->nsets++;
     }
     lk->nobj = tg->nobj;
@@ -151,6 +152,8 @@ int bfs__txn_holder_setup(struct bfs_txn_lock *lk, const struct bfs_txn *t)
     lk->inode = tg->inode ? bfs_inode_ref(tg->inode) : NULL;
     lk->set = lk->dirtied = 0;
     lk->keep_dirty = false;
+    lk->ro_window = t->readonly;
+    lk->window++;
     if (lk->shared && lk->inode)
         held_add(lk);
     return 0;
@@ -185,7 +188,7 @@ void bfs__txn_holder_drop(struct bfs_txn_lock *lk, struct bfs_stack **stack,
     lk->fd = NULL;
     lk->inode = NULL;
     lk->set = lk->dirtied = lk->fd_open = 0;
-    lk->keep_dirty = lk->release_now = false;
+    lk->keep_dirty = lk->release_now = lk->ro_window = false;
     lk->state = BFS_TXL_FREE;
     *waiting = lk->waiting;
     lk->waiting = NULL;
@@ -484,6 +487,20 @@ int bfs_txn_lock_flush(struct bfs_txn_lock *lk, bfs_task_fn fn, void *arg)
     if (lk->state == BFS_TXL_FREE) {
         pthread_mutex_unlock(&lk->m);
         free(a);
+        return 0;
+    }
+    if (lk->ro_window) { /* nothing to post-op: released soon, not waited for */
+        bool go = false;
+        lk->release_now = true;
+        if (lk->state == BFS_TXL_HELD && !lk->active) {
+            bfs__txn_timer_disarm(lk);
+            lk->state = BFS_TXL_RELEASING;
+            go = true;
+        }
+        pthread_mutex_unlock(&lk->m);
+        free(a);
+        if (go)
+            bfs__txn_start_release(lk);
         return 0;
     }
     a->next = lk->after;

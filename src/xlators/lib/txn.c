@@ -54,7 +54,7 @@ static int locks_error(const struct bfs_txn_lock *lk)
 
 static bool overlap(const struct bfs_txn *a, const struct bfs_txn *b)
 {
-    return a->start < b->end && b->start < a->end;
+    return !(a->readonly && b->readonly) && a->start < b->end && b->start < a->end;
 }
 
 static bool __overlaps_active(const struct bfs_txn_lock *lk, const struct bfs_txn *t)
@@ -107,13 +107,25 @@ void bfs__txn_admit(struct bfs_txn *t)
         lk->state = BFS_TXL_ACQUIRING;
         t->acquirer = true;
         t->op.state = T_LOCK;
-    } else if (lk->state == BFS_TXL_HELD && !lk->release_now && !__overlaps_active(lk, t)) {
+    } else if (lk->state == BFS_TXL_HELD && !lk->release_now && !__overlaps_active(lk, t) &&
+               (t->readonly || !lk->ro_window)) {
         bfs__txn_timer_disarm(lk);
         lk->joined++;
         t->op.state = T_FOP;
     } else {
+        bool release = false;
+        if (!t->readonly && lk->ro_window && lk->state != BFS_TXL_RELEASING) {
+            lk->release_now = true; /* a change waits for the readers' window to end */
+            if (lk->state == BFS_TXL_HELD && !lk->active) {
+                bfs__txn_timer_disarm(lk);
+                lk->state = BFS_TXL_RELEASING;
+                release = true;
+            }
+        }
         __enqueue(lk, t);
         pthread_mutex_unlock(&lk->m);
+        if (release)
+            bfs__txn_start_release(lk);
         return;
     }
     t->next = lk->active;
@@ -144,6 +156,8 @@ static void leave(struct bfs_txn *t)
     } else if (!lk->active) {
         uint64_t delay = __atomic_load_n(&cl->delay_ms, __ATOMIC_RELAXED);
         bool eager = __atomic_load_n(&cl->eager, __ATOMIC_RELAXED);
+        /* sequential reads keep a readers' window; a change waiting for
+         * it set release_now */
         if (lk->release_now || !eager || !delay || !bfs__txn_timer_arm(lk, delay)) {
             lk->state = BFS_TXL_RELEASING;
             release = true;
@@ -313,6 +327,12 @@ static int fop_done(struct bfs_txn *t)
     struct bfs_op *op = &t->op;
     if (t->fop->next && t->fop->next(t) == BFS_OP_WAIT)
         return BFS_OP_WAIT; /* another stage of the fop was wound */
+    if (t->readonly) { /* a read: nothing changed, nobody to blame */
+        t->ok = t->run;
+        t->rc = t->fop->combine(t);
+        op->state = T_ANSWER;
+        return BFS_OP_CONTINUE;
+    }
     uint32_t skipped = t->ok, wound_ok = 0, wound_failed = 0;
     for (int i = 0; i < t->cl->n; i++) {
         if (!bfs_mask_has(t->run & ~skipped, i))
@@ -411,6 +431,14 @@ static int txn_lock_stage(struct bfs_txn *t)
         return BFS_OP_CONTINUE;
     }
     t->absent = bfs__txn_all(t->cl) & ~locked;
+    if (t->readonly) { /* a readers' window: no pre-op, nothing to undo */
+        pthread_mutex_lock(&lk->m);
+        lk->set = locked;
+        lk->dirtied = 0;
+        pthread_mutex_unlock(&lk->m);
+        op->state = T_FOP;
+        return BFS_OP_CONTINUE;
+    }
     op->state = T_PREOP_DONE;
     bfs__txn_wind_changelog(lk, op, locked, 1, t->absent, 1, true);
     return BFS_OP_WAIT;

@@ -24,6 +24,17 @@
  *     cluster delay_ms (delayed post-op) unless bfs_txn_lock_flush() or a
  *     non-fd transaction asks for it sooner.
  * Joining transactions whose byte ranges overlap one in flight wait for it.
+ *
+ * Readers (t->readonly, set before bfs_txn_start; disperse's reads, so that
+ * a read never sees a stripe half written by another client): a read
+ * joins a held window like any transaction (reads do not wait for each
+ * other) and is never blamed (the fop stage's answer is the read's own);
+ * finding the lock FREE, it acquires a read-only window: a shared inodelk
+ * (F_RDLCK, so that readers of several clients share it) and no pre-op,
+ * nothing on the bricks to undo. A change never joins a read-only window:
+ * it waits, and the window is released as soon as its reads are done (no
+ * delay; bfs_txn_lock_flush does not wait for one either). Then the
+ * change acquires a window of its own.
  * A transaction waits only before its op first runs: it is queued on the
  * lock and, when woken, posted to the event loop and admitted again.
  *
@@ -122,6 +133,8 @@ struct bfs_txn_lock {
     uint32_t dirtied;             /* children whose dirty mark the post-op clears */
     bool keep_dirty;              /* a fop failed everywhere, differently: leave the marks */
     bool release_now;             /* release as soon as idle (flush, non-fd change) */
+    bool ro_window;               /* acquired by a reader: shared lock, no pre-op */
+    uint64_t window;              /* bumped at each acquisition: names the window */
     uint64_t joined;              /* statistics: transactions that found the lock held */
     struct bfs_txn *active;       /* transactions past admission, not yet left */
     struct bfs_txn *waiting;      /* FIFO of transactions not admitted yet */
@@ -141,6 +154,7 @@ struct bfs_txn {
     int type;
     uint64_t start, end;          /* byte range [start, end); end UINT64_MAX: to the end */
     bool fd_based;                /* keeps a shared lock held when it leaves */
+    bool readonly;                /* a reader (see above): no changelog, never blamed */
     /* fop stage results, for the hooks */
     uint32_t run;                 /* children the fop went to (or was skipped on) */
     uint32_t ok, failed;          /* after the fop */

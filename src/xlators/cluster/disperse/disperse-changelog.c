@@ -163,8 +163,10 @@ static int cl_check(void *arg, struct bfs_txn_lock *lk, int type, uint32_t set,
     if (c) {
         pthread_mutex_lock(&c->lock);
         c->good[type] = g;
-        if (type == EC_DATA)
+        if (type == EC_DATA) {
             c->size = size;
+            c->win = lk->window; /* read under this window's lock */
+        }
         pthread_mutex_unlock(&c->lock);
     }
     return 0;

@@ -82,6 +82,28 @@ struct ec_inode *ec_ictx(struct bfs_xl *xl, struct bfs_inode *inode)
     return c;
 }
 
+void ec_ictx_window(const struct ec_priv *p, struct ec_inode *c, uint32_t mode,
+                    const struct ec_view *v, uint64_t win)
+{
+    uint64_t gen = __atomic_load_n(&p->gen, __ATOMIC_ACQUIRE);
+    pthread_mutex_lock(&c->lock);
+    c->gen = gen ? gen : 1;
+    c->type = mode & S_IFMT;
+    for (int t = 0; t < EC_NTYPES; t++)
+        c->good[t] = v->good[t];
+    c->size = v->size;
+    c->win = win;
+    pthread_mutex_unlock(&c->lock);
+}
+
+bool ec_ictx_in_window(struct ec_inode *c, uint64_t win)
+{
+    pthread_mutex_lock(&c->lock);
+    bool in = c->win == win;
+    pthread_mutex_unlock(&c->lock);
+    return in;
+}
+
 bool ec_ictx_fresh(const struct ec_priv *p, struct ec_inode *c)
 {
     uint64_t gen = __atomic_load_n(&p->gen, __ATOMIC_ACQUIRE);

@@ -14,7 +14,17 @@
  *            to the child of its first call (offsets are that brick's) and
  *            drops the attributes of regular files (fragment sizes).
  *
- * Lifetime: struct ec_rd from the fop call to its answer.
+ * A read runs inside a window of the file's shared data lock (lib/txn.h,
+ * "Readers"): it joins our own writers' window, or takes a readers' window
+ * (a shared inodelk on every up child, no pre-op), so that no other
+ * client's change is half applied to the stripes it reads (a read racing
+ * a write could otherwise decode fragments of two versions), and reads
+ * only from children of the window. The window's transaction (struct
+ * ec_rtxn) starts the read op as its fop stage and is told its result
+ * when the read has answered.
+ *
+ * Lifetime: struct ec_rd from the fop call to its answer; struct ec_rtxn
+ * until its transaction is over.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -46,6 +56,16 @@ struct ec_rd {
     uint64_t readdir_offset;
     uint64_t size;             /* read: the file size the attempt was planned with */
     uint64_t seq;              /* priv->dseq when the refresh was wound */
+    struct bfs_txn *txn;       /* read: the window's transaction, told at the answer */
+    uint32_t window;           /* read: the children of the window (0: any) */
+    uint64_t win;              /* read: the window's name (lock's window count), 0: none */
+    bool ro;                   /* read: a readers' window (no change of ours in flight) */
+};
+
+struct ec_rtxn {
+    struct bfs_txn t; /* first */
+    struct ec_rd *r;  /* until started (the read op owns itself then) */
+    struct bfs_inode *inode; /* ref */
 };
 
 static void rd_destroy(struct bfs_op *op)
@@ -61,6 +81,11 @@ static void rd_destroy(struct bfs_op *op)
 static int answer(struct ec_rd *r, int rc, const void *rep)
 {
     bfs_unwind_any(r->fop, r->op.frame, rc, rc >= 0 ? rep : NULL);
+    if (r->txn) { /* the window may go now */
+        struct bfs_txn *t = r->txn;
+        r->txn = NULL;
+        bfs_op_answer(&t->op, 0, BFS_FOP_READ, rc);
+    }
     return BFS_OP_DONE;
 }
 
@@ -90,7 +115,12 @@ int ec_decode(struct ec_priv *p, uint8_t *const *frag, uint32_t have, uint64_t n
 static int start(struct ec_rd *r)
 {
     struct ec_priv *p = r->p;
-    bool want = r->c && !r->refreshed && (!ec_ictx_fresh(p, r->c) || r->last_rc == 1);
+    /* in a window whose size and good children nobody read under its lock
+     * yet (a readers' window; our writers' check reads them), read them:
+     * what we knew may predate another client's changes */
+    bool want = r->c && !r->refreshed &&
+                (!ec_ictx_fresh(p, r->c) || r->last_rc == 1 ||
+                 (r->win && !ec_ictx_in_window(r->c, r->win)));
     if (!want) {
         r->op.state = RD_PICK;
         return BFS_OP_CONTINUE;
@@ -124,7 +154,10 @@ static int after_refresh(struct ec_rd *r)
     r->using = 0;
     if (v.rc < 0)
         return answer(r, v.rc, NULL);
-    ec_ictx_update(p, r->c, mode, &v, r->seq);
+    if (r->ro)
+        ec_ictx_window(p, r->c, mode, &v, r->win);
+    else
+        ec_ictx_update(p, r->c, mode, &v, r->seq);
     r->op.state = RD_PICK;
     return BFS_OP_CONTINUE;
 }
@@ -145,6 +178,8 @@ static uint32_t candidates(struct ec_rd *r, uint32_t *type, uint64_t *size)
     }
     if (r->fd)
         cand &= ec_fd_opened(p->xl, r->fd);
+    if (r->window)
+        cand &= r->window;
     return cand;
 }
 
@@ -343,23 +378,26 @@ static int rd_step(struct bfs_op *op)
     return BFS_OP_DONE;
 }
 
-static int rd_start(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req,
-                    const struct bfs_loc *loc, struct bfs_fd *fd, int type, uint64_t off)
+/* The op of one fop, not started yet; NULL and *err. */
+static struct ec_rd *rd_new(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req,
+                            const struct bfs_loc *loc, struct bfs_fd *fd, int type, uint64_t off,
+                            int *err)
 {
     struct ec_priv *p = ec_priv(xl);
     const struct bfs_fop_info *fi = &bfs_fop_info[fop];
     struct ec_rd *r = calloc(1, sizeof(*r));
     void *copy = calloc(1, fi->req_size);
+    *err = -ENOMEM;
     if (!r || !copy || fi->req_copy_into(copy, req) < 0) {
         free(copy);
         free(r);
-        return -ENOMEM;
+        return NULL;
     }
     if (bfs_op_init(&r->op, frame, xl, p->n, rd_step, rd_destroy) < 0) {
         fi->req_clear_dup(copy);
         free(copy);
         free(r);
-        return -ENOMEM;
+        return NULL;
     }
     r->p = p;
     r->fop = fop;
@@ -374,16 +412,103 @@ static int rd_start(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const v
     }
     if ((fop == BFS_FOP_READ || fop == BFS_FOP_SEEK) && !r->c) {
         bfs_op_unref(&r->op);
-        return -EINVAL; /* a read of fragments needs the file's size */
+        *err = -EINVAL; /* a read of fragments needs the file's size */
+        return NULL;
     }
     r->op.state = RD_START;
+    return r;
+}
+
+static int rd_start(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req,
+                    const struct bfs_loc *loc, struct bfs_fd *fd, int type, uint64_t off)
+{
+    int err;
+    struct ec_rd *r = rd_new(frame, xl, fop, req, loc, fd, type, off, &err);
+    if (!r)
+        return err;
     bfs_op_run(&r->op);
     return 0;
 }
 
+/* ---- the read's window (struct bfs_txn_fop of a reader) ---- */
+
+static uint32_t rt_wind(struct bfs_txn *t, uint32_t run)
+{
+    struct ec_rtxn *x = (struct ec_rtxn *)t;
+    struct ec_rd *r = x->r;
+    x->r = NULL;
+    r->txn = t;
+    r->window = run ? run : ~0u;
+    pthread_mutex_lock(&t->lk->m);
+    r->win = t->lk->window;
+    r->ro = t->lk->ro_window;
+    pthread_mutex_unlock(&t->lk->m);
+    bfs_op_expect(&t->op, 1); /* answered by the read (answer()) */
+    bfs_op_run(&r->op);
+    return 0;
+}
+
+static int rt_combine(struct bfs_txn *t)
+{
+    const struct bfs_op_reply *rep = &t->op.replies[0];
+    return rep->valid ? rep->rc : -EIO;
+}
+
+static void rt_answer(struct bfs_txn *t, int rc)
+{
+    struct ec_rtxn *x = (struct ec_rtxn *)t;
+    if (!x->r)
+        return; /* the read ran and answered */
+    /* no window (too few children locked): the read did not run */
+    bfs_unwind_read(t->caller, rc == -EROFS ? -EIO : rc < 0 ? rc : -EIO, NULL);
+    bfs_op_unref(&x->r->op);
+    x->r = NULL;
+}
+
+static void rt_destroy(struct bfs_txn *t)
+{
+    struct ec_rtxn *x = (struct ec_rtxn *)t;
+    if (x->r)
+        bfs_op_unref(&x->r->op);
+    if (x->inode)
+        bfs_inode_unref(x->inode);
+    free(x);
+}
+
+static const struct bfs_txn_fop ec_read_fop = {.wind = rt_wind, .combine = rt_combine,
+                                               .answer = rt_answer, .destroy = rt_destroy};
+
 int ec_read(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_read_req *req)
 {
-    return rd_start(f, xl, BFS_FOP_READ, req, NULL, req->fd, EC_DATA, 0);
+    struct ec_priv *p = ec_priv(xl);
+    int err;
+    struct ec_rd *r = rd_new(f, xl, BFS_FOP_READ, req, NULL, req->fd, EC_DATA, 0, &err);
+    if (!r)
+        return err;
+    struct ec_rtxn *x = calloc(1, sizeof(*x));
+    if (!x) {
+        bfs_op_unref(&r->op);
+        return -ENOMEM;
+    }
+    x->r = r;
+    x->inode = bfs_inode_ref(r->inode);
+    uint64_t end = req->offset + req->size;
+    x->t.readonly = true;
+    x->t.fd_based = true;
+    x->t.start = req->offset / p->stripe * p->stripe;
+    x->t.end = end > req->offset ? (end + p->stripe - 1) / p->stripe * p->stripe
+                                 : x->t.start + p->stripe;
+    struct bfs_txn_target tg = {.nsets = 1, .nobj = 1, .inode = x->inode, .fd = req->fd};
+    tg.lk[0].kind = BFS_LKSET_INODE;
+    tg.lk[0].gfid = x->inode->gfid;
+    tg.obj[0] = x->inode->gfid;
+    tg.fd_open = ec_fd_opened(xl, req->fd);
+    if (bfs_txn_init(&x->t, &p->cl, &ec_read_fop, f, BFS_TXN_DATA, &r->c->dlock, &tg) < 0) {
+        rt_destroy(&x->t);
+        return -ENOMEM;
+    }
+    bfs_txn_start(&x->t);
+    return 0;
 }
 
 int ec_seek(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_seek_req *req)

@@ -55,6 +55,10 @@ static const struct bfs_option_desc ec_options[] = {
      .description = "bytes of one fragment of one stripe (a multiple of 512; 0: auto, the "
                     "largest power of two with a stripe of at most 4 KiB); fixed for the "
                     "life of the volume"},
+    {.key = "disperse.lock-domain", .type = BFS_OPT_STR, .def = "",
+     .description = "the name the clients of this set lock under (empty: the translator's "
+                    "name, which every client's volfile gives alike); set it when one "
+                    "client's volfile names the translator otherwise"},
     {.key = "disperse.quorum-count", .type = BFS_OPT_INT, .def = "0", .min = 0, .max = EC_MAX,
      .flags = CLIENT_OPT,
      .description = "children a change must reach, else EIO (0 or less than N-R: N-R)"},
@@ -155,7 +159,10 @@ static int init_domains(struct ec_priv *p)
 {
     for (int t = 0; t < BFS_TXN_NTYPES; t++) {
         char *d = NULL;
-        if (asprintf(&d, "%s%s", p->xl->name, t == BFS_TXN_METADATA ? ".meta" : "") < 0)
+        const char *base = bfs_xl_opt_str(p->xl, "disperse.lock-domain");
+        if (!base || !*base)
+            base = p->xl->name;
+        if (asprintf(&d, "%s%s", base, t == BFS_TXN_METADATA ? ".meta" : "") < 0)
             return -ENOMEM;
         p->cl.domain[t] = d;
     }

@@ -96,6 +96,7 @@ struct ec_inode {
     uint32_t good[EC_NTYPES];
     uint64_t size;               /* regular files: the size (authoritative while we hold dlock) */
     struct bfs_txn_lock dlock;   /* shared (eager) data lock */
+    uint64_t win;                /* dlock.window in which size and good were read */
     /* size changes that failed on every child while a later one had moved
      * the size past them already (disperse-write.c, undo_size): rolled
      * back too if that later one fails as well; forgotten when one succeeds */
@@ -161,6 +162,12 @@ static inline uint64_t ec_dseq(const struct ec_priv *p)
 {
     return __atomic_load_n(&p->dseq, __ATOMIC_ACQUIRE);
 }
+/* What a refresh read inside lock window `win` (no change can race it):
+ * taken whole, and the window remembered. */
+void ec_ictx_window(const struct ec_priv *p, struct ec_inode *c, uint32_t mode,
+                    const struct ec_view *v, uint64_t win);
+/* Was the context read inside window win? */
+bool ec_ictx_in_window(struct ec_inode *c, uint64_t win);
 /* Children that failed a change of type t are no longer good. */
 void ec_ictx_failed(struct ec_inode *c, int t, uint32_t failed);
 uint32_t ec_ictx_good(struct ec_inode *c, int t, uint32_t *type, uint64_t *size);
