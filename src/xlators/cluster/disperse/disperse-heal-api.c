@@ -24,6 +24,8 @@
  *   brickfs.heal.down         children down or failing
  *   brickfs.heal.file-type    regular|directory|symlink|other|none
  *
+ * The reply is built by the shared lib/heal-status.c.
+ *
  * Everything runs on the heal thread with blocking calls: the question
  * waits in the heal queue (a foreground job holding the getxattr's frame,
  * struct ec_heal_req.vop) and is answered from there; a job dropped at
@@ -36,8 +38,7 @@
 #include <sys/stat.h>
 
 #include "disperse.h"
-
-static const char *const type_names[EC_NTYPES] = {"data", "metadata", "entry"};
+#include "xlators/lib/heal-status.h"
 
 bool ec_vop_getxattr(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_getxattr_req *req)
 {
@@ -95,89 +96,24 @@ static void take_snap(struct ec_priv *p, struct bfs_stack *st, const struct bfs_
     sn->pending = (sn->v.lag | sn->v.dirty) & sn->types;
 }
 
-static void names_of(const struct ec_priv *p, uint32_t mask, char *out, size_t len)
-{
-    size_t o = 0;
-    out[0] = '\0';
-    for (int i = 0; i < p->n && o < len; i++)
-        if (bfs_mask_has(mask, i))
-            o += (size_t)snprintf(out + o, len - o, "%s%s", o ? "," : "",
-                                  p->xl->children[i]->name);
-}
-
-static void types_of(uint32_t mask, char *out, size_t len)
-{
-    size_t o = 0;
-    out[0] = '\0';
-    for (int t = 0; t < EC_NTYPES && o < len; t++)
-        if (mask & BFS_BIT(t))
-            o += (size_t)snprintf(out + o, len - o, "%s%s", o ? "," : "", type_names[t]);
-}
-
-static const char *ftype(const struct snap *sn)
-{
-    if (sn->v.rc < 0)
-        return "none";
-    uint32_t m = sn->s.attr[sn->v.child].mode & S_IFMT;
-    return m == S_IFREG ? "regular" : m == S_IFDIR ? "directory" : m == S_IFLNK ? "symlink"
-                                                                               : "other";
-}
-
-/* The reply dict of a status. NULL: ENOMEM. */
+/* The reply dict of a status (lib/heal-status.c). NULL: ENOMEM. */
 static struct bfs_dict *status_dict(const struct ec_priv *p, const struct snap *sn)
 {
-    struct bfs_dict *d = bfs_dict_new();
-    char pend[64], missing[1024], down[1024], line[4096], buf[1024], key[64];
-    uint32_t mmask = 0, dmask = 0;
+    struct bfs_heal_status hs = {.found = sn->v.rc == 0, .types = sn->types,
+                                 .pending = sn->pending};
+    if (hs.found)
+        hs.mode = sn->s.attr[sn->v.child].mode;
+    for (int t = 0; t < EC_NTYPES; t++) {
+        hs.sources[t] = sn->v.good[t] & sn->v.present;
+        hs.sinks[t] = sn->v.present & ~hs.sources[t];
+    }
     for (int i = 0; i < p->n; i++) {
         if (sn->rc[i] == -ENOENT || sn->rc[i] == -ESTALE)
-            mmask |= BFS_BIT(i);
+            hs.missing |= BFS_BIT(i);
         else if (sn->rc[i] < 0)
-            dmask |= BFS_BIT(i);
+            hs.down |= BFS_BIT(i);
     }
-    types_of(sn->pending, pend, sizeof(pend));
-    names_of(p, mmask, missing, sizeof(missing));
-    names_of(p, dmask, down, sizeof(down));
-    int rc = d ? 0 : -ENOMEM;
-    size_t o = (size_t)snprintf(line, sizeof(line), "type=%s pending=%s", ftype(sn),
-                                *pend ? pend : "-");
-    for (int t = 0; t < EC_NTYPES && rc == 0; t++) {
-        if (!(sn->types & BFS_BIT(t)))
-            continue;
-        uint32_t src = sn->v.good[t] & sn->v.present;
-        names_of(p, src, buf, sizeof(buf));
-        snprintf(key, sizeof(key), EC_VKEY_PREFIX "sources.%s", type_names[t]);
-        rc = bfs_dict_set_str(d, key, buf);
-        if (o < sizeof(line))
-            o += (size_t)snprintf(line + o, sizeof(line) - o, " %s:sources=%s", type_names[t],
-                                  *buf ? buf : "-");
-        names_of(p, sn->v.present & ~src, buf, sizeof(buf));
-        snprintf(key, sizeof(key), EC_VKEY_PREFIX "sinks.%s", type_names[t]);
-        if (rc == 0)
-            rc = bfs_dict_set_str(d, key, buf);
-        if (o < sizeof(line))
-            o += (size_t)snprintf(line + o, sizeof(line) - o, ",sinks=%s", *buf ? buf : "-");
-    }
-    if (o < sizeof(line))
-        snprintf(line + o, sizeof(line) - o, " missing=%s down=%s", *missing ? missing : "-",
-                 *down ? down : "-");
-    if (rc == 0)
-        rc = bfs_dict_set_str(d, EC_VKEY_PREFIX "status", line);
-    if (rc == 0)
-        rc = bfs_dict_set_str(d, EC_VKEY_PREFIX "pending", pend);
-    if (rc == 0)
-        rc = bfs_dict_set_str(d, EC_VKEY_PREFIX "split-brain", "");
-    if (rc == 0)
-        rc = bfs_dict_set_str(d, EC_VKEY_PREFIX "missing", missing);
-    if (rc == 0)
-        rc = bfs_dict_set_str(d, EC_VKEY_PREFIX "down", down);
-    if (rc == 0)
-        rc = bfs_dict_set_str(d, EC_VKEY_PREFIX "file-type", ftype(sn));
-    if (rc < 0) {
-        bfs_dict_unref(d);
-        return NULL;
-    }
-    return d;
+    return bfs_heal_status_dict(p->xl, &hs);
 }
 
 /* Heals the pending types (locks tried once); bytes of file data healed. */
