@@ -999,6 +999,13 @@ static void shd_entry_points(int n, int r)
     req.loc.gfid = g;
     ok(bfs_sync_getxattr(v.ec, st, &req, NULL) == -EPERM, "%d+%d shd: uid 0 only", n - r, r);
     bfs_stack_unref(st);
+    struct bfs_setxattr_req sreq = {.xattrs = bfs_dict_new()};
+    sreq.loc.gfid = g;
+    bfs_dict_set_str(sreq.xattrs, "brickfs.heal.resolve", "bigger-file");
+    ok(bfs_sync_setxattr(v.ec, v.st, &sreq, NULL) == -EALREADY &&
+           lgetxattr(on(&v, 0, "z"), "brickfs.heal.resolve", NULL, 0) < 0,
+       "%d+%d shd: a split-brain resolution is refused (EALREADY), nothing set", n - r, r);
+    bfs_dict_unref(sreq.xattrs);
     free(m.b);
     vol_close(&v);
 }

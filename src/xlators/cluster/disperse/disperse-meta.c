@@ -229,6 +229,12 @@ int ec_fsetattr(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_fsetatt
 
 int ec_setxattr(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_setxattr_req *req)
 {
+    const void *v;
+    size_t len;
+    /* a split-brain resolution (brickfs-shd --resolve): a disperse set has
+     * none (versions always name a source); never a real xattr */
+    if (req->xattrs && bfs_dict_get_raw(req->xattrs, EC_VKEY_PREFIX "resolve", NULL, &v, &len) == 0)
+        return -EALREADY;
     return meta_txn(f, xl, BFS_FOP_SETXATTR, req, &req->loc, NULL);
 }
 
