@@ -23,7 +23,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +37,7 @@
 #include "mgmt/layout.h"
 #include "mgmt/mgmt.h"
 #include "mgmt/pool.h"
-
-extern char **environ;
+#include "mgmt/supervisor.h"
 
 struct rproc {
     char vol[BFS_VOLNAME_MAX + 1];
@@ -139,24 +137,8 @@ static int spawn_proc(struct bfs_mgmt *m, struct bfs_volume *v, struct bfs_err *
                     (char *)"--state", state, (char *)"--status", status, (char *)"--id",
                     v->rebal.id, (char *)"--layout-version", lv, (char *)"--kind",
                     v->rebal.kind, NULL};
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_APPEND | O_CREAT, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawnattr_init(&at);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setsigdefault(&at, &all);
     pid_t pid;
-    int rc = posix_spawn(&pid, bin, &fa, &at, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
+    int rc = -bfs__spawn_daemon(argv, log, &pid);
     if (rc != 0)
         return bfs_fail(e, 500, "cannot run %s: %s", bin, strerror(rc));
     int fd = pidfd_open(pid, 0);
