@@ -39,6 +39,11 @@
 #include "mgmt/pool.h"
 #include "mgmt/supervisor.h"
 
+/* Seconds between a rebalance's start (its layout change) and its first
+ * move: three volfile polls of a mount with the default `volfile-poll`
+ * (2 s), so that mounts have switched to the new table. */
+#define BFS_REBAL_SETTLE_S 6
+
 struct rproc {
     char vol[BFS_VOLNAME_MAX + 1];
     char id[40];
@@ -133,10 +138,15 @@ static int spawn_proc(struct bfs_mgmt *m, struct bfs_volume *v, struct bfs_err *
     bfs_mkdir_p(dir, 0755);
     bfs_mkdir_p(state, 0755);
     snprintf(lv, sizeof(lv), "%lld", (long long)v->rebal.layout_version);
+    /* mounts switch to the new table within a few volfile polls of the
+     * start (docs/design/rebalance.md, "Settling"); a resumed run started
+     * long ago does not wait */
+    char settle[32];
+    snprintf(settle, sizeof(settle), "%lld", (long long)v->rebal.started + BFS_REBAL_SETTLE_S);
     char *argv[] = {bin, (char *)"--volume", v->name, (char *)"--volfile", volfile,
                     (char *)"--state", state, (char *)"--status", status, (char *)"--id",
                     v->rebal.id, (char *)"--layout-version", lv, (char *)"--kind",
-                    v->rebal.kind, NULL};
+                    v->rebal.kind, (char *)"--settle-until", settle, NULL};
     pid_t pid;
     int rc = -bfs__spawn_daemon(argv, log, &pid);
     if (rc != 0)
