@@ -28,7 +28,6 @@
 
 #include "dht.h"
 
-#define MIG_DOMAIN "dht.migrate"
 #define FROZEN (S_ISVTX | S_ISGID)
 
 struct wcookie {
@@ -64,14 +63,20 @@ static void wmig_cleanup(struct dht_op *o)
     bfs_fd_unref(w->c.fd);
 }
 
+void dht__migrate_lock_req(struct bfs_inodelk_req *r, const struct bfs_gfid *g, uint32_t type)
+{
+    memset(r, 0, sizeof(*r));
+    r->domain = DHT_MIGRATE_DOMAIN;
+    r->loc.gfid = *g;
+    r->cmd = type == F_UNLCK ? BFS_LK_SETLK : BFS_LK_SETLKW;
+    r->lock.type = type;
+    r->lock.whence = SEEK_SET;
+}
+
 static void wind_lock(struct dht_wmig *w, uint32_t type)
 {
-    struct bfs_inodelk_req r = {0};
-    r.domain = MIG_DOMAIN;
-    r.loc.gfid = w->c.fd->inode->gfid;
-    r.cmd = type == F_UNLCK ? BFS_LK_SETLK : BFS_LK_SETLKW;
-    r.lock.type = type;
-    r.lock.whence = SEEK_SET;
+    struct bfs_inodelk_req r;
+    dht__migrate_lock_req(&r, &w->c.fd->inode->gfid, type);
     dht__wind(&w->o, 0, BFS_FOP_INODELK, w->t, &r, true);
 }
 
@@ -112,11 +117,12 @@ static int wmig_step(struct bfs_op *op)
             if (s != w->c.s && dht__rc(o, 1 + s) >= 0)
                 w->t = s;
         if (w->t < 0) { /* the user's own mode bits, or moved out of this graph's reach? */
+            /* through the fd: the source may be unlinked already (moved),
+             * and then a GFID no longer resolves on its brick */
             struct bfs_dict *xd = dht__xdata_internal();
-            struct bfs_getxattr_req r = {.name = DHT_MIGRATING_KEY, .xdata = xd};
-            r.loc.gfid = *g;
+            struct bfs_fgetxattr_req r = {.fd = w->c.fd, .name = DHT_MIGRATING_KEY, .xdata = xd};
             op->state = W_NOWHERE;
-            dht__wind(o, 0, BFS_FOP_GETXATTR, w->c.s, &r, true);
+            dht__wind(o, 0, BFS_FOP_FGETXATTR, w->c.s, &r, true);
             bfs_dict_unref(xd);
             return BFS_OP_WAIT;
         }
@@ -124,7 +130,7 @@ static int wmig_step(struct bfs_op *op)
         wind_lock(w, F_WRLCK); /* 2: waits while the rebalance holds it */
         return BFS_OP_WAIT;
     case W_NOWHERE: {
-        const struct bfs_getxattr_rep *gr = DHT_REP(o, 0, bfs_getxattr_rep);
+        const struct bfs_fgetxattr_rep *gr = DHT_REP(o, 0, bfs_fgetxattr_rep);
         if (dht__rc(o, 0) >= 0 && gr && bfs_dict_has(gr->xattrs, DHT_MIGRATING_KEY)) {
             /* moving to a subvolume this (older) graph does not have: the
              * write cannot follow; say so rather than lose it silently */
@@ -227,6 +233,38 @@ static int wmig_step(struct bfs_op *op)
 static bool frozen(const struct bfs_iatt *ia)
 {
     return S_ISREG(ia->mode) && (ia->mode & FROZEN) == FROZEN;
+}
+
+bool dht__follows(int fop)
+{
+    switch (fop) {
+    case BFS_FOP_OPEN: case BFS_FOP_TRUNCATE: case BFS_FOP_FTRUNCATE: case BFS_FOP_SETATTR:
+    case BFS_FOP_FSETATTR: case BFS_FOP_FALLOCATE: case BFS_FOP_DISCARD: case BFS_FOP_ZEROFILL:
+        return true;
+    }
+    return false;
+}
+
+bool dht__frozen_reply(int fop, const void *rep, struct bfs_gfid *g)
+{
+    const struct bfs_iatt *ia = NULL;
+    if (!rep)
+        return false;
+    switch (fop) {
+    case BFS_FOP_OPEN: ia = &((const struct bfs_open_rep *)rep)->attr; break;
+    case BFS_FOP_TRUNCATE: ia = &((const struct bfs_truncate_rep *)rep)->post; break;
+    case BFS_FOP_FTRUNCATE: ia = &((const struct bfs_ftruncate_rep *)rep)->post; break;
+    case BFS_FOP_SETATTR: ia = &((const struct bfs_setattr_rep *)rep)->post; break;
+    case BFS_FOP_FSETATTR: ia = &((const struct bfs_fsetattr_rep *)rep)->post; break;
+    case BFS_FOP_FALLOCATE: ia = &((const struct bfs_fallocate_rep *)rep)->post; break;
+    case BFS_FOP_DISCARD: ia = &((const struct bfs_discard_rep *)rep)->post; break;
+    case BFS_FOP_ZEROFILL: ia = &((const struct bfs_zerofill_rep *)rep)->post; break;
+    default: return false;
+    }
+    if (!frozen(ia) || bfs_gfid_is_null(&ia->gfid))
+        return false;
+    *g = ia->gfid;
+    return true;
 }
 
 static void write_cbk(struct bfs_frame *frame, void *cookie, int rc, const struct bfs_write_rep *rep)
