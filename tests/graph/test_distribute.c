@@ -17,7 +17,9 @@
  * are back when it returns; directory self-heal after a directory was
  * removed from one brick by hand; statfs summed; min-free-disk diverts new
  * files behind link files; stale link files are cleared; concurrent
- * creates, renames and removes from several threads end consistent; and
+ * creates, renames and removes from several threads end consistent; an
+ * open(O_TRUNC) and an ftruncate landing on a source the rebalance froze
+ * follow the file to its new brick; and
  * the same volume across real protocol/client and protocol/server, where
  * link files need distribute's internal xattrs to cross the wire.
  *
@@ -1237,6 +1239,67 @@ static int reconf3(struct bfs_xl *xl, const char *layout, const char *prev, cons
     return rc;
 }
 
+/* ---- a file the rebalance is moving (docs/design/rebalance.md) ---- */
+
+static int open_(struct vol *v, const struct bfs_gfid *g, int flags, struct bfs_fd **out)
+{
+    *out = bfs_fd_new(v->g, NULL, flags, 0);
+    struct bfs_open_req o = {.loc = LG(g), .fd = *out, .flags = (uint32_t)flags};
+    return bfs_sync_open(v->top, st, &o, NULL);
+}
+
+static long disk_size(struct vol *v, int b, const char *rel)
+{
+    struct stat sb;
+    return stat(on_disk(v, b, rel), &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+/* The state of a move after its switch (rebalance.md, steps 3-4): the
+ * source on brick 0 frozen (S_ISVTX|S_ISGID), the real copy with the same
+ * GFID on brick 1. What lands on the frozen source must follow the file:
+ * an open(O_TRUNC), an ftruncate through an fd opened before, a write. */
+static void test_follow(struct vol *v)
+{
+    char name[32], buf[64];
+    struct bfs_gfid g;
+    const char *old = "the old content, long";
+    name_on(v, &bfs_gfid_root, "mv", 0, name, sizeof(name));
+    is_int(put(v, &bfs_gfid_root, name, old, &g), 0, "follow: a file on brick 0");
+    struct bfs_fd *early = NULL, *tr = NULL, *dfd = bfs_fd_new(v->g, NULL, O_WRONLY, 0);
+    is_int(open_(v, &g, O_RDWR, &early), 0, "follow: an fd opened before the move");
+    struct bfs_xl *b0 = bfs_graph_find(v->g, "b0"), *b1 = bfs_graph_find(v->g, "b1");
+    struct bfs_dict *xd = bfs_dict_new();
+    bfs_dict_set_bin(xd, "gfid-req", g.b, 16);
+    struct bfs_create_req c = {.loc = L(&bfs_gfid_root, name), .fd = dfd,
+                               .flags = O_WRONLY | O_CREAT | O_EXCL, .mode = 0644, .xdata = xd};
+    struct bfs_write_req w = {.fd = dfd, .data = {old, strlen(old)}};
+    struct bfs_setattr_req fz = {.loc = LG(&g), .valid = BFS_SET_MODE};
+    fz.attr.mode = 0644 | S_ISVTX | S_ISGID;
+    ok(bfs_sync_create(b1, st, &c, NULL) >= 0 && bfs_sync_write(b1, st, &w, NULL) >= 0 &&
+       bfs_sync_setattr(b0, st, &fz, NULL) >= 0, "follow: copied to brick 1, source frozen");
+    bfs_dict_unref(xd);
+    bfs_fd_unref(dfd);
+
+    is_int(open_(v, &g, O_WRONLY | O_TRUNC, &tr), 0, "follow: open(O_TRUNC) of the frozen file");
+    is_int((int)disk_size(v, 1, name), 0, "follow: the truncation reached the moved copy");
+    struct bfs_write_req nw = {.fd = tr, .data = {"new", 3}};
+    is_int(bfs_sync_write(v->top, st, &nw, NULL), 3, "follow: write through that fd");
+    int fd = open(on_disk(v, 1, name), O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = 0;
+    is_str(buf, "new", "follow: the moved copy holds exactly what was written after the open");
+    struct bfs_ftruncate_req ft = {.fd = early, .offset = 2};
+    is_int(bfs_sync_ftruncate(v->top, st, &ft, NULL), 0, "follow: ftruncate through the early fd");
+    is_int((int)disk_size(v, 1, name), 2, "follow: it reached the moved copy");
+    bfs_fd_unref(early);
+    bfs_fd_unref(tr);
+    struct bfs_unlink_req u = {.loc = L(&bfs_gfid_root, name)};
+    ok(bfs_sync_unlink(b0, st, &u, NULL) >= 0 && bfs_sync_unlink(b1, st, &u, NULL) >= 0,
+       "follow: both copies removed");
+}
+
 static void test_version(struct vol *v)
 {
     struct bfs_gfid vg;
@@ -1575,6 +1638,7 @@ int main(void)
         test_statfs(&v);
         test_stale(&v);
         test_concurrent(&v);
+        test_follow(&v);
         test_version(&v);
         vol_stop(&v);
     } else {
