@@ -6,9 +6,10 @@
  *            linkto = S) or an earlier try's reused; inodelk dht.migrate
  *            on G at H (redirected writers wait on it)
  *   2 copy   S -> H in 1 MiB chunks, throttled; user xattrs
- *   3 freeze S: xattr migrating = mode, mode |= S_ISVTX|S_ISGID; changed
- *            since the copy began -> copy once more (the last time: later
- *            writes are repeated on H by their clients)
+ *   3 freeze S: xattr migrating = mode, mode |= S_ISVTX|S_ISGID; an empty
+ *            write on S (waits for writes in flight); changed since the
+ *            copy began -> copy once more (the last time: later writes
+ *            are repeated on H by their clients)
  *   4 switch H: owner, times, the real mode; linkto removed
  *   5 drop   (P, N) unlinked on S; unlock
  *
@@ -327,6 +328,25 @@ static int copy_data(struct mig *m, uint64_t size)
     return 0;
 }
 
+/* After the freeze: a write of no bytes at offset 0 on S. It changes
+ * nothing, but through replicate it is a data transaction over the whole
+ * file, so it waits until every write already in flight on S has landed
+ * on every copy of S (their locks cover them). Without it a client write
+ * could land before the chmod on one copy and after it on the other; its
+ * answer (replicate's first copy: not frozen) is not repeated on H, and
+ * the last copy, read from the other copy, may miss it. Every write after
+ * the barrier lands after the chmod everywhere and its answer shows it. */
+static int write_barrier(struct mig *m)
+{
+    struct bfs_write_req w = {0};
+    struct bfs_write_rep wrep;
+    w.fd = m->sfd;
+    w.offset = 0;
+    int rc = bfs_sync_write(m->src, m->st, &w, &wrep);
+    bfs_write_rep_clear_dup(&wrep);
+    return rc;
+}
+
 static bool same_content_stamp(const struct bfs_iatt *a, const struct bfs_iatt *b)
 {
     return a->size == b->size && a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec;
@@ -352,6 +372,8 @@ static int copy_and_freeze(struct mig *m)
             (rc = set_mode(m, m->src, (mode & 07777) | RB_FROZEN_BITS)) >= 0)
             m->frozen = true;
     }
+    if (rc >= 0)
+        rc = write_barrier(m);
     if (rc >= 0)
         rc = fstat_fd(m, m->src, m->sfd, &after);
     if (rc >= 0 && !same_content_stamp(&before, &after))
@@ -534,7 +556,7 @@ static int move_file(struct mig *m)
      * locked fds on the graph where their locks are, graph-switch.md), and
      * its writes could not follow. Found through a link file; counted as
      * skipped; a later run moves it. */
-    if ((rc = open_gfid(m, m->src, O_RDONLY, &m->sfd)) >= 0 && posix_locked(m)) {
+    if ((rc = open_gfid(m, m->src, O_RDWR, &m->sfd)) >= 0 && posix_locked(m)) {
         rc = leave_link(m);
         return rc < 0 ? rc : -EBUSY;
     }
