@@ -1243,7 +1243,10 @@ static int reconf3(struct bfs_xl *xl, const char *layout, const char *prev, cons
 
 static int open_(struct vol *v, const struct bfs_gfid *g, int flags, struct bfs_fd **out)
 {
-    *out = bfs_fd_new(v->g, NULL, flags, 0);
+    struct bfs_inode *in = bfs_inode_get(v->g->itable, g, S_IFREG); /* as a mount's fds */
+    *out = bfs_fd_new(v->g, in, flags, 0);
+    if (in)
+        bfs_inode_unref(in);
     struct bfs_open_req o = {.loc = LG(g), .fd = *out, .flags = (uint32_t)flags};
     return bfs_sync_open(v->top, st, &o, NULL);
 }
@@ -1252,6 +1255,64 @@ static long disk_size(struct vol *v, int b, const char *rel)
 {
     struct stat sb;
     return stat(on_disk(v, b, rel), &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+/* create (root, name) on brick xl with GFID g and mode (content data) */
+static int brick_put(struct vol *v, struct bfs_xl *xl, const char *name,
+                     const struct bfs_gfid *g, uint32_t mode, const char *data)
+{
+    struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_WRONLY, 0);
+    struct bfs_dict *xd = bfs_dict_new();
+    bfs_dict_set_bin(xd, "gfid-req", g->b, 16);
+    struct bfs_create_req c = {.loc = L(&bfs_gfid_root, name), .fd = fd,
+                               .flags = O_WRONLY | O_CREAT | O_EXCL, .mode = mode, .xdata = xd};
+    int rc = bfs_sync_create(xl, st, &c, NULL);
+    struct bfs_write_req w = {.fd = fd, .data = {data, strlen(data)}};
+    if (rc >= 0 && *data)
+        rc = bfs_sync_write(xl, st, &w, NULL);
+    bfs_dict_unref(xd);
+    bfs_fd_unref(fd);
+    return rc;
+}
+
+/* A renamed file being moved: besides the source (brick 0) and the copy
+ * (brick 2), a link file of the same GFID on brick 1 (where the previous
+ * table hashed its name). A write through an fd on the source must reach
+ * brick 2: the source's mark names it (a search by GFID would meet brick
+ * 1's link file first). */
+static void test_follow_mark(struct vol *v, struct bfs_xl *b0, struct bfs_xl *b1,
+                             struct bfs_xl *b2)
+{
+    char name[32], buf[64];
+    struct bfs_gfid g;
+    name_on(v, &bfs_gfid_root, "mk", 0, name, sizeof(name));
+    is_int(put(v, &bfs_gfid_root, name, "abcdef", &g), 0, "mark: a file on brick 0");
+    struct bfs_fd *fd = NULL;
+    is_int(open_(v, &g, O_RDWR, &fd), 0, "mark: an fd on it");
+    struct bfs_dict *mark = bfs_dict_new(), *internal = bfs_dict_new();
+    bfs_dict_set_bin(mark, "trusted.brickfs.dht.migrating", "644 b2", 6);
+    bfs_dict_set_int(internal, "brickfs-internal", 1);
+    struct bfs_setxattr_req mk = {.loc = LG(&g), .xattrs = mark, .xdata = internal};
+    struct bfs_setattr_req fz = {.loc = LG(&g), .valid = BFS_SET_MODE};
+    fz.attr.mode = 0644 | S_ISVTX | S_ISGID;
+    ok(brick_put(v, b1, name, &g, S_ISVTX, "") >= 0 &&
+       brick_put(v, b2, name, &g, 0644, "abcdef") >= 0 &&
+       bfs_sync_setxattr(b0, st, &mk, NULL) >= 0 && bfs_sync_setattr(b0, st, &fz, NULL) >= 0,
+       "mark: a link file on brick 1, the copy on brick 2, the source marked and frozen");
+    struct bfs_write_req w = {.fd = fd, .data = {"XY", 2}};
+    is_int(bfs_sync_write(v->top, st, &w, NULL), 2, "mark: a write on the frozen source");
+    int d = open(on_disk(v, 2, name), O_RDONLY);
+    ssize_t n = d >= 0 ? read(d, buf, sizeof(buf) - 1) : -1;
+    if (d >= 0)
+        close(d);
+    buf[n > 0 ? n : 0] = 0;
+    is_str(buf, "XYcdef", "mark: it followed to brick 2, the destination the mark names");
+    bfs_fd_unref(fd);
+    struct bfs_unlink_req u = {.loc = L(&bfs_gfid_root, name)};
+    ok(bfs_sync_unlink(b0, st, &u, NULL) >= 0 && bfs_sync_unlink(b1, st, &u, NULL) >= 0 &&
+       bfs_sync_unlink(b2, st, &u, NULL) >= 0, "mark: all three removed");
+    bfs_dict_unref(mark);
+    bfs_dict_unref(internal);
 }
 
 /* The state of a move after its switch (rebalance.md, steps 3-4): the
@@ -1275,9 +1336,17 @@ static void test_follow(struct vol *v)
     struct bfs_write_req w = {.fd = dfd, .data = {old, strlen(old)}};
     struct bfs_setattr_req fz = {.loc = LG(&g), .valid = BFS_SET_MODE};
     fz.attr.mode = 0644 | S_ISVTX | S_ISGID;
+    struct bfs_dict *mark = bfs_dict_new();
+    bfs_dict_set_bin(mark, "trusted.brickfs.dht.migrating", "644 b1", 6);
+    struct bfs_dict *internal = bfs_dict_new();
+    bfs_dict_set_int(internal, "brickfs-internal", 1);
+    struct bfs_setxattr_req mk = {.loc = LG(&g), .xattrs = mark, .xdata = internal};
     ok(bfs_sync_create(b1, st, &c, NULL) >= 0 && bfs_sync_write(b1, st, &w, NULL) >= 0 &&
-       bfs_sync_setattr(b0, st, &fz, NULL) >= 0, "follow: copied to brick 1, source frozen");
+       bfs_sync_setxattr(b0, st, &mk, NULL) >= 0 && bfs_sync_setattr(b0, st, &fz, NULL) >= 0,
+       "follow: copied to brick 1, source marked and frozen");
     bfs_dict_unref(xd);
+    bfs_dict_unref(mark);
+    bfs_dict_unref(internal);
     bfs_fd_unref(dfd);
 
     is_int(open_(v, &g, O_WRONLY | O_TRUNC, &tr), 0, "follow: open(O_TRUNC) of the frozen file");
@@ -1298,6 +1367,7 @@ static void test_follow(struct vol *v)
     struct bfs_unlink_req u = {.loc = L(&bfs_gfid_root, name)};
     ok(bfs_sync_unlink(b0, st, &u, NULL) >= 0 && bfs_sync_unlink(b1, st, &u, NULL) >= 0,
        "follow: both copies removed");
+    test_follow_mark(v, b0, b1, bfs_graph_find(v->g, "b2"));
 }
 
 static void test_version(struct vol *v)
