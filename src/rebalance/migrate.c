@@ -6,7 +6,7 @@
  *            linkto = S) or an earlier try's reused; inodelk dht.migrate
  *            on G at H (redirected writers wait on it)
  *   2 copy   S -> H in 1 MiB chunks, throttled; user xattrs
- *   3 freeze S: xattr migrating = mode, mode |= S_ISVTX|S_ISGID; an empty
+ *   3 freeze S: xattr migrating = "MODE H", mode |= S_ISVTX|S_ISGID; an empty
  *            write on S (waits for writes in flight); changed since the
  *            copy began -> copy once more (the last time: later writes
  *            are repeated on H by their clients)
@@ -366,8 +366,8 @@ static int copy_and_freeze(struct mig *m)
     if (rc >= 0)
         rc = copy_data(m, before.size);
     if (rc >= 0) {
-        char txt[16];
-        snprintf(txt, sizeof(txt), "%o", mode & 07777);
+        char txt[300]; /* "MODE DESTINATION": distribute's writers follow the name */
+        snprintf(txt, sizeof(txt), "%o %s", mode & 07777, m->dst->name);
         if ((rc = set_internal(m, m->src, RB_MIGRATING_KEY, txt)) >= 0 &&
             (rc = set_mode(m, m->src, (mode & 07777) | RB_FROZEN_BITS)) >= 0)
             m->frozen = true;

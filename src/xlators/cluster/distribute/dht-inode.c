@@ -34,7 +34,7 @@ enum { P_FILE, P_ALL, P_MERGE, P_ONE, P_LOCK };
 
 enum {
     RT_START, RT_RESOLVE, RT_RESOLVED, RT_FILE, RT_ONE, RT_MDS, RT_ALL, RT_MERGE,
-    RT_F_FIND, RT_F_LOCKED, RT_F_CHECKED, RT_F_OPENED, RT_F_REDONE, RT_F_UNLOCKED,
+    RT_F_MARK, RT_F_FIND, RT_F_LOCKED, RT_F_CHECKED, RT_F_OPENED, RT_F_REDONE, RT_F_UNLOCKED,
 };
 
 struct dht_route_op {
@@ -324,8 +324,9 @@ static int resolved(struct dht_route_op *r)
  *
  * docs/design/rebalance.md, "Open descriptors follow". An open, truncate,
  * setattr, fallocate, discard or zerofill whose reply shows the frozen
- * bits landed on a source the rebalance froze (and will drop): find the
- * GFID elsewhere, wait for the migration (its inodelk on the destination),
+ * bits landed on a source the rebalance froze (and will drop): read the
+ * destination from the source's mark (else find the GFID elsewhere), wait
+ * for the migration (its inodelk on the destination),
  * and if the file is real there now, repeat the fop there (an fd fop opens
  * its fd there first) and move the fd; the answer is the repeated fop's.
  * Nowhere else, or the migration failed (still link-shaped): the first
@@ -365,10 +366,57 @@ static int f_redo(struct dht_route_op *r)
     return BFS_OP_WAIT;
 }
 
-static int follow_step(struct dht_route_op *r)
+static int f_lock(struct dht_route_op *r)
 {
     struct bfs_inodelk_req q;
+    r->o.op.state = RT_F_LOCKED;
+    dht__migrate_lock_req(&q, &r->fgfid, F_WRLCK);
+    dht__wind(&r->o, r->n, BFS_FOP_INODELK, r->t, &q, true);
+    return BFS_OP_WAIT;
+}
+
+/* The source's mark names the destination (through the fd when there is
+ * one: the source may be unlinked already). */
+static int f_mark(struct dht_route_op *r)
+{
+    struct bfs_dict *xd = dht__xdata_internal();
+    r->o.op.state = RT_F_MARK;
+    if (r->ffd) {
+        struct bfs_fgetxattr_req q = {.fd = r->ffd, .name = DHT_MIGRATING_KEY, .xdata = xd};
+        dht__wind(&r->o, r->n + 1, BFS_FOP_FGETXATTR, r->s, &q, true);
+    } else {
+        struct bfs_getxattr_req q = {.name = DHT_MIGRATING_KEY, .xdata = xd};
+        q.loc.gfid = r->fgfid;
+        dht__wind(&r->o, r->n + 1, BFS_FOP_GETXATTR, r->s, &q, true);
+    }
+    bfs_dict_unref(xd);
+    return BFS_OP_WAIT;
+}
+
+static int follow_step(struct dht_route_op *r)
+{
     switch (r->o.op.state) {
+    case RT_F_MARK: {
+        /* bfs_getxattr_rep and bfs_fgetxattr_rep are both {xattrs, xdata} */
+        const struct bfs_getxattr_rep *gr = DHT_REP(&r->o, r->n + 1, bfs_getxattr_rep);
+        r->t = dht__mark_target(r->o.priv, dht__rc(&r->o, r->n + 1) >= 0 && gr ? gr->xattrs
+                                                                                 : NULL);
+        if (r->t == DHT_MARK_NONE || r->t == r->s)
+            return f_answer(r, r->s); /* the user's own mode bits */
+        if (r->t == DHT_MARK_ELSEWHERE) /* this (older) graph cannot follow: say so */
+            return answer_rc(r, -EIO);
+        if (r->t >= 0)
+            return f_lock(r);
+        for (int s = 0; s < r->n; s++) { /* a mark without a name: ask around */
+            if (s == r->s)
+                continue;
+            struct bfs_lookup_req l = {0};
+            l.loc.gfid = r->fgfid;
+            dht__wind(&r->o, s, BFS_FOP_LOOKUP, s, &l, true);
+        }
+        r->o.op.state = RT_F_FIND;
+        return BFS_OP_WAIT;
+    }
     case RT_F_FIND:
         r->t = -1;
         for (int s = 0; s < r->n && r->t < 0; s++) {
@@ -376,12 +424,9 @@ static int follow_step(struct dht_route_op *r)
             if (s != r->s && dht__rc(&r->o, s) >= 0 && lr && S_ISREG(lr->attr.mode))
                 r->t = s;
         }
-        if (r->t < 0) /* the user's own mode bits */
+        if (r->t < 0)
             return f_answer(r, r->s);
-        r->o.op.state = RT_F_LOCKED;
-        dht__migrate_lock_req(&q, &r->fgfid, F_WRLCK);
-        dht__wind(&r->o, r->n, BFS_FOP_INODELK, r->t, &q, true);
-        return BFS_OP_WAIT;
+        return f_lock(r);
     case RT_F_LOCKED: {
         if (dht__rc(&r->o, r->n) < 0)
             return f_answer(r, r->s);
@@ -425,15 +470,7 @@ static int on_file(struct dht_route_op *r)
     if (rc >= 0 && r->n > 1 && dht__follows(r->fop) &&
         dht__frozen_reply(r->fop, dht__rep(&r->o, r->s), &r->fgfid)) {
         atomic_fetch_add(&r->o.priv->n_divert, 1);
-        for (int s = 0; s < r->n; s++) {
-            if (s == r->s)
-                continue;
-            struct bfs_lookup_req l = {0};
-            l.loc.gfid = r->fgfid;
-            dht__wind(&r->o, s, BFS_FOP_LOOKUP, s, &l, true);
-        }
-        r->o.op.state = RT_F_FIND;
-        return BFS_OP_WAIT;
+        return f_mark(r);
     }
     if ((rc == -ENOENT || rc == -ESTALE) && r->from_cache && !r->retried && r->loc) {
         r->retried = true; /* moved since we cached it */

@@ -7,8 +7,11 @@
  * has switched. A write whose reply shows those bits on a regular file
  * landed in a source that is frozen or already unlinked, so:
  *
- *   1 find the file's GFID on the other subvolumes (lookup by GFID);
- *      nowhere else: the bits are the user's own, answer as is;
+ *   1 read the source's mark (xattr trusted.brickfs.dht.migrating =
+ *      "MODE DESTINATION", through the fd: the source may be unlinked):
+ *      none: the bits are the user's own, answer as is; a destination
+ *      this graph lacks: EIO; a mark without a name (older rebalance):
+ *      find the GFID on the other subvolumes;
  *   2 wait for the migration: inodelk dht.migrate there (then unlock);
  *   3 the file there must be a real one now (a failed migration removed
  *      it and unfroze the source: answer as is);
@@ -38,7 +41,7 @@ struct wcookie {
     int s;
 };
 
-enum { W_FIND = 1, W_NOWHERE, W_LOCKED, W_CHECKED, W_READ, W_OPENED, W_WRITTEN, W_UNLOCKED };
+enum { W_MARK = 1, W_FIND, W_LOCKED, W_CHECKED, W_READ, W_OPENED, W_WRITTEN, W_UNLOCKED };
 
 struct dht_wmig {
     struct dht_op o;
@@ -101,8 +104,34 @@ static int wmig_step(struct bfs_op *op)
     struct dht_op *o = &w->o;
     const struct bfs_gfid *g = &w->c.fd->inode->gfid;
     switch (op->state) {
-    case 0: /* 1: where else is it? */
-        op->state = W_FIND;
+    case 0: { /* 1: where is it going? The source's mark names the destination */
+        /* through the fd: the source may be unlinked already (moved),
+         * and then a GFID no longer resolves on its brick */
+        struct bfs_dict *xd = dht__xdata_internal();
+        struct bfs_fgetxattr_req r = {.fd = w->c.fd, .name = DHT_MIGRATING_KEY, .xdata = xd};
+        op->state = W_MARK;
+        dht__wind(o, 0, BFS_FOP_FGETXATTR, w->c.s, &r, true);
+        bfs_dict_unref(xd);
+        return BFS_OP_WAIT;
+    }
+    case W_MARK: {
+        const struct bfs_fgetxattr_rep *gr = DHT_REP(o, 0, bfs_fgetxattr_rep);
+        w->t = dht__mark_target(o->priv, dht__rc(o, 0) >= 0 && gr ? gr->xattrs : NULL);
+        if (w->t == DHT_MARK_NONE || w->t == w->c.s)
+            return answer(w); /* the user's own mode bits */
+        if (w->t == DHT_MARK_ELSEWHERE) {
+            /* moving to a subvolume this (older) graph does not have: the
+             * write cannot follow; say so rather than lose it silently */
+            struct bfs_write_rep none = {0};
+            bfs_unwind_write(o->caller, -EIO, &none);
+            return BFS_OP_DONE;
+        }
+        if (w->t >= 0) {
+            op->state = W_LOCKED;
+            wind_lock(w, F_WRLCK); /* 2: waits while the rebalance holds it */
+            return BFS_OP_WAIT;
+        }
+        op->state = W_FIND; /* a mark without a name (an older rebalance): ask around */
         for (int s = 0; s < w->n; s++) {
             if (s == w->c.s)
                 continue;
@@ -111,35 +140,17 @@ static int wmig_step(struct bfs_op *op)
             dht__wind(o, 1 + s, BFS_FOP_LOOKUP, s, &r, true);
         }
         return BFS_OP_WAIT;
+    }
     case W_FIND:
         w->t = -1;
         for (int s = 0; s < w->n && w->t < 0; s++)
             if (s != w->c.s && dht__rc(o, 1 + s) >= 0)
                 w->t = s;
-        if (w->t < 0) { /* the user's own mode bits, or moved out of this graph's reach? */
-            /* through the fd: the source may be unlinked already (moved),
-             * and then a GFID no longer resolves on its brick */
-            struct bfs_dict *xd = dht__xdata_internal();
-            struct bfs_fgetxattr_req r = {.fd = w->c.fd, .name = DHT_MIGRATING_KEY, .xdata = xd};
-            op->state = W_NOWHERE;
-            dht__wind(o, 0, BFS_FOP_FGETXATTR, w->c.s, &r, true);
-            bfs_dict_unref(xd);
-            return BFS_OP_WAIT;
-        }
+        if (w->t < 0)
+            return answer(w);
         op->state = W_LOCKED;
-        wind_lock(w, F_WRLCK); /* 2: waits while the rebalance holds it */
+        wind_lock(w, F_WRLCK);
         return BFS_OP_WAIT;
-    case W_NOWHERE: {
-        const struct bfs_fgetxattr_rep *gr = DHT_REP(o, 0, bfs_fgetxattr_rep);
-        if (dht__rc(o, 0) >= 0 && gr && bfs_dict_has(gr->xattrs, DHT_MIGRATING_KEY)) {
-            /* moving to a subvolume this (older) graph does not have: the
-             * write cannot follow; say so rather than lose it silently */
-            struct bfs_write_rep none = {0};
-            bfs_unwind_write(o->caller, -EIO, &none);
-            return BFS_OP_DONE;
-        }
-        return answer(w);
-    }
     case W_LOCKED: {
         if (dht__rc(o, 0) < 0)
             return answer(w);
@@ -233,6 +244,23 @@ static int wmig_step(struct bfs_op *op)
 static bool frozen(const struct bfs_iatt *ia)
 {
     return S_ISREG(ia->mode) && (ia->mode & FROZEN) == FROZEN;
+}
+
+int dht__mark_target(struct dht_priv *priv, const struct bfs_dict *xattrs)
+{
+    const void *v;
+    size_t len;
+    if (!xattrs || bfs_dict_get_bin(xattrs, DHT_MIGRATING_KEY, &v, &len) < 0)
+        return DHT_MARK_NONE;
+    const char *p = memchr(v, ' ', len);
+    if (!p)
+        return DHT_MARK_UNNAMED;
+    p++;
+    size_t n = len - (size_t)(p - (const char *)v);
+    while (n > 0 && p[n - 1] == 0)
+        n--;
+    int t = dht__subvol_by_name(priv, p, n);
+    return t >= 0 ? t : DHT_MARK_ELSEWHERE;
 }
 
 bool dht__follows(int fop)

@@ -290,6 +290,12 @@ int dht__write(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_writ
  * reply shows the frozen bits (dht__frozen_reply; *g gets the GFID). */
 bool dht__follows(int fop);
 bool dht__frozen_reply(int fop, const void *rep, struct bfs_gfid *g);
+/* The destination named by a source's migrating mark (xattrs of a
+ * getxattr of DHT_MIGRATING_KEY, "MODE SUBVOLUME"): its index, or one of: */
+#define DHT_MARK_NONE (-1)      /* no mark: the mode bits are the user's own */
+#define DHT_MARK_UNNAMED (-2)   /* a mark without a destination: search by GFID */
+#define DHT_MARK_ELSEWHERE (-3) /* a destination this graph does not have */
+int dht__mark_target(struct dht_priv *priv, const struct bfs_dict *xattrs);
 /* The request of the inodelk that waits for a migration of g to end. */
 void dht__migrate_lock_req(struct bfs_inodelk_req *r, const struct bfs_gfid *g, uint32_t type);
 
