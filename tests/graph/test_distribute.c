@@ -1257,6 +1257,17 @@ static long disk_size(struct vol *v, int b, const char *rel)
     return stat(on_disk(v, b, rel), &sb) == 0 ? (long)sb.st_size : -1;
 }
 
+/* The content of rel on brick b, read from its folder (NUL-terminated). */
+static const char *disk_read(struct vol *v, int b, const char *rel, char *buf, size_t len)
+{
+    int d = open(on_disk(v, b, rel), O_RDONLY);
+    ssize_t n = d >= 0 ? read(d, buf, len - 1) : -1;
+    if (d >= 0)
+        close(d);
+    buf[n > 0 ? n : 0] = 0;
+    return buf;
+}
+
 /* create (root, name) on brick xl with GFID g and mode (content data) */
 static int brick_put(struct vol *v, struct bfs_xl *xl, const char *name,
                      const struct bfs_gfid *g, uint32_t mode, const char *data)
@@ -1275,6 +1286,26 @@ static int brick_put(struct vol *v, struct bfs_xl *xl, const char *name,
     return rc;
 }
 
+/* The rebalance's freeze of g on brick xl (rebalance.md, step 3): the
+ * mark "644 DEST", then the mode with S_ISVTX|S_ISGID. */
+static int brick_freeze(struct bfs_xl *xl, const struct bfs_gfid *g, const char *dest)
+{
+    char val[32];
+    int len = snprintf(val, sizeof(val), "644 %s", dest);
+    struct bfs_dict *mark = bfs_dict_new(), *internal = bfs_dict_new();
+    bfs_dict_set_bin(mark, "trusted.brickfs.dht.migrating", val, (size_t)len);
+    bfs_dict_set_int(internal, "brickfs-internal", 1);
+    struct bfs_setxattr_req mk = {.loc = LG(g), .xattrs = mark, .xdata = internal};
+    struct bfs_setattr_req fz = {.loc = LG(g), .valid = BFS_SET_MODE};
+    fz.attr.mode = 0644 | S_ISVTX | S_ISGID;
+    int rc = bfs_sync_setxattr(xl, st, &mk, NULL);
+    if (rc >= 0)
+        rc = bfs_sync_setattr(xl, st, &fz, NULL);
+    bfs_dict_unref(mark);
+    bfs_dict_unref(internal);
+    return rc;
+}
+
 /* A renamed file being moved: besides the source (brick 0) and the copy
  * (brick 2), a link file of the same GFID on brick 1 (where the previous
  * table hashed its name). A write through an fd on the source must reach
@@ -1289,30 +1320,17 @@ static void test_follow_mark(struct vol *v, struct bfs_xl *b0, struct bfs_xl *b1
     is_int(put(v, &bfs_gfid_root, name, "abcdef", &g), 0, "mark: a file on brick 0");
     struct bfs_fd *fd = NULL;
     is_int(open_(v, &g, O_RDWR, &fd), 0, "mark: an fd on it");
-    struct bfs_dict *mark = bfs_dict_new(), *internal = bfs_dict_new();
-    bfs_dict_set_bin(mark, "trusted.brickfs.dht.migrating", "644 b2", 6);
-    bfs_dict_set_int(internal, "brickfs-internal", 1);
-    struct bfs_setxattr_req mk = {.loc = LG(&g), .xattrs = mark, .xdata = internal};
-    struct bfs_setattr_req fz = {.loc = LG(&g), .valid = BFS_SET_MODE};
-    fz.attr.mode = 0644 | S_ISVTX | S_ISGID;
     ok(brick_put(v, b1, name, &g, S_ISVTX, "") >= 0 &&
-       brick_put(v, b2, name, &g, 0644, "abcdef") >= 0 &&
-       bfs_sync_setxattr(b0, st, &mk, NULL) >= 0 && bfs_sync_setattr(b0, st, &fz, NULL) >= 0,
+       brick_put(v, b2, name, &g, 0644, "abcdef") >= 0 && brick_freeze(b0, &g, "b2") >= 0,
        "mark: a link file on brick 1, the copy on brick 2, the source marked and frozen");
     struct bfs_write_req w = {.fd = fd, .data = {"XY", 2}};
     is_int(bfs_sync_write(v->top, st, &w, NULL), 2, "mark: a write on the frozen source");
-    int d = open(on_disk(v, 2, name), O_RDONLY);
-    ssize_t n = d >= 0 ? read(d, buf, sizeof(buf) - 1) : -1;
-    if (d >= 0)
-        close(d);
-    buf[n > 0 ? n : 0] = 0;
-    is_str(buf, "XYcdef", "mark: it followed to brick 2, the destination the mark names");
+    is_str(disk_read(v, 2, name, buf, sizeof(buf)), "XYcdef",
+           "mark: it followed to brick 2, the destination the mark names");
     bfs_fd_unref(fd);
     struct bfs_unlink_req u = {.loc = L(&bfs_gfid_root, name)};
     ok(bfs_sync_unlink(b0, st, &u, NULL) >= 0 && bfs_sync_unlink(b1, st, &u, NULL) >= 0 &&
        bfs_sync_unlink(b2, st, &u, NULL) >= 0, "mark: all three removed");
-    bfs_dict_unref(mark);
-    bfs_dict_unref(internal);
 }
 
 /* The state of a move after its switch (rebalance.md, steps 3-4): the
@@ -1326,39 +1344,18 @@ static void test_follow(struct vol *v)
     const char *old = "the old content, long";
     name_on(v, &bfs_gfid_root, "mv", 0, name, sizeof(name));
     is_int(put(v, &bfs_gfid_root, name, old, &g), 0, "follow: a file on brick 0");
-    struct bfs_fd *early = NULL, *tr = NULL, *dfd = bfs_fd_new(v->g, NULL, O_WRONLY, 0);
+    struct bfs_fd *early = NULL, *tr = NULL;
     is_int(open_(v, &g, O_RDWR, &early), 0, "follow: an fd opened before the move");
     struct bfs_xl *b0 = bfs_graph_find(v->g, "b0"), *b1 = bfs_graph_find(v->g, "b1");
-    struct bfs_dict *xd = bfs_dict_new();
-    bfs_dict_set_bin(xd, "gfid-req", g.b, 16);
-    struct bfs_create_req c = {.loc = L(&bfs_gfid_root, name), .fd = dfd,
-                               .flags = O_WRONLY | O_CREAT | O_EXCL, .mode = 0644, .xdata = xd};
-    struct bfs_write_req w = {.fd = dfd, .data = {old, strlen(old)}};
-    struct bfs_setattr_req fz = {.loc = LG(&g), .valid = BFS_SET_MODE};
-    fz.attr.mode = 0644 | S_ISVTX | S_ISGID;
-    struct bfs_dict *mark = bfs_dict_new();
-    bfs_dict_set_bin(mark, "trusted.brickfs.dht.migrating", "644 b1", 6);
-    struct bfs_dict *internal = bfs_dict_new();
-    bfs_dict_set_int(internal, "brickfs-internal", 1);
-    struct bfs_setxattr_req mk = {.loc = LG(&g), .xattrs = mark, .xdata = internal};
-    ok(bfs_sync_create(b1, st, &c, NULL) >= 0 && bfs_sync_write(b1, st, &w, NULL) >= 0 &&
-       bfs_sync_setxattr(b0, st, &mk, NULL) >= 0 && bfs_sync_setattr(b0, st, &fz, NULL) >= 0,
+    ok(brick_put(v, b1, name, &g, 0644, old) >= 0 && brick_freeze(b0, &g, "b1") >= 0,
        "follow: copied to brick 1, source marked and frozen");
-    bfs_dict_unref(xd);
-    bfs_dict_unref(mark);
-    bfs_dict_unref(internal);
-    bfs_fd_unref(dfd);
 
     is_int(open_(v, &g, O_WRONLY | O_TRUNC, &tr), 0, "follow: open(O_TRUNC) of the frozen file");
     is_int((int)disk_size(v, 1, name), 0, "follow: the truncation reached the moved copy");
     struct bfs_write_req nw = {.fd = tr, .data = {"new", 3}};
     is_int(bfs_sync_write(v->top, st, &nw, NULL), 3, "follow: write through that fd");
-    int fd = open(on_disk(v, 1, name), O_RDONLY);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    buf[n > 0 ? n : 0] = 0;
-    is_str(buf, "new", "follow: the moved copy holds exactly what was written after the open");
+    is_str(disk_read(v, 1, name, buf, sizeof(buf)), "new",
+           "follow: the moved copy holds exactly what was written after the open");
     struct bfs_ftruncate_req ft = {.fd = early, .offset = 2};
     is_int(bfs_sync_ftruncate(v->top, st, &ft, NULL), 0, "follow: ftruncate through the early fd");
     is_int((int)disk_size(v, 1, name), 2, "follow: it reached the moved copy");

@@ -326,9 +326,9 @@ static int resolved(struct dht_route_op *r)
  * setattr, fallocate, discard or zerofill whose reply shows the frozen
  * bits landed on a source the rebalance froze (and will drop): read the
  * destination from the source's mark (else find the GFID elsewhere), wait
- * for the migration (its inodelk on the destination),
- * and if the file is real there now, repeat the fop there (an fd fop opens
- * its fd there first) and move the fd; the answer is the repeated fop's.
+ * for the migration (its inodelk on the destination), and if the file is
+ * real there now, repeat the fop there (an fd fop opens its fd there
+ * first) and move the fd; the answer is the repeated fop's.
  * Nowhere else, or the migration failed (still link-shaped): the first
  * answer stands. Slots: [0, n) lookups, n the lock, n + 1 the rest. */
 
