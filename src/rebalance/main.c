@@ -254,8 +254,10 @@ int main(int argc, char **argv)
             rb.done_n, (long long)rb.c.moved);
     bfs_rb_status(&rb, "in-progress", true);
     rc = settle(&rb);
-    if (rc == 0)
+    if (rc == 0) {
+        rb.start_time = rb.throttle_t0 = bfs_rb_now(); /* rates count the work, not the wait */
         rc = bfs_rb_crawl(&rb);
+    }
     const char *state = rc == -EINTR ? "stopped"
                         : rc < 0 || rb.c.failed ? "failed"
                                                 : "completed";
