@@ -23,7 +23,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +37,12 @@
 #include "mgmt/layout.h"
 #include "mgmt/mgmt.h"
 #include "mgmt/pool.h"
+#include "mgmt/supervisor.h"
 
-extern char **environ;
+/* Seconds between a rebalance's start (its layout change) and its first
+ * move: three volfile polls of a mount with the default `volfile-poll`
+ * (2 s), so that mounts have switched to the new table. */
+#define BFS_REBAL_SETTLE_S 6
 
 struct rproc {
     char vol[BFS_VOLNAME_MAX + 1];
@@ -135,28 +138,17 @@ static int spawn_proc(struct bfs_mgmt *m, struct bfs_volume *v, struct bfs_err *
     bfs_mkdir_p(dir, 0755);
     bfs_mkdir_p(state, 0755);
     snprintf(lv, sizeof(lv), "%lld", (long long)v->rebal.layout_version);
+    /* mounts switch to the new table within a few volfile polls of the
+     * start (docs/design/rebalance.md, "Settling"); a resumed run started
+     * long ago does not wait */
+    char settle[32];
+    snprintf(settle, sizeof(settle), "%lld", (long long)v->rebal.started + BFS_REBAL_SETTLE_S);
     char *argv[] = {bin, (char *)"--volume", v->name, (char *)"--volfile", volfile,
                     (char *)"--state", state, (char *)"--status", status, (char *)"--id",
                     v->rebal.id, (char *)"--layout-version", lv, (char *)"--kind",
-                    v->rebal.kind, NULL};
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_APPEND | O_CREAT, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawnattr_init(&at);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setsigdefault(&at, &all);
+                    v->rebal.kind, (char *)"--settle-until", settle, NULL};
     pid_t pid;
-    int rc = posix_spawn(&pid, bin, &fa, &at, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
+    int rc = -bfs__spawn_daemon(argv, log, &pid);
     if (rc != 0)
         return bfs_fail(e, 500, "cannot run %s: %s", bin, strerror(rc));
     int fd = pidfd_open(pid, 0);

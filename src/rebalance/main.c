@@ -112,6 +112,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: brickfs-rebalance --volume VOL --volfile FILE --state DIR --status FILE\n"
                "                         --id ID --layout-version N [--kind KIND]\n"
+               "                         [--settle-until EPOCH]\n"
                "Moves the files of a distribute volume whose place changed; started by\n"
                "brickfsd ('brickfs volume rebalance VOL start'), see docs/design/rebalance.md.\n");
 }
@@ -121,7 +122,8 @@ static int parse_args(struct rb *rb, int argc, char **argv)
     static const struct option opts[] = {
         {"volume", 1, 0, 'v'}, {"volfile", 1, 0, 'f'}, {"state", 1, 0, 's'},
         {"status", 1, 0, 't'}, {"id", 1, 0, 'i'},      {"layout-version", 1, 0, 'l'},
-        {"kind", 1, 0, 'k'},   {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
+        {"kind", 1, 0, 'k'},   {"settle-until", 1, 0, 'u'},
+        {"help", 0, 0, 'h'},   {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -132,6 +134,7 @@ static int parse_args(struct rb *rb, int argc, char **argv)
         case 'i': rb->id = optarg; break;
         case 'l': rb->layout_version = atoll(optarg); break;
         case 'k': rb->kind = optarg; break;
+        case 'u': rb->settle_until = atoll(optarg); break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
@@ -195,6 +198,28 @@ static int setup(struct rb *rb, struct brickfs *fs)
     return 0;
 }
 
+/* Until --settle-until (seconds since the epoch): nothing is moved while
+ * mounts may still place and find files by the table before this change
+ * (they switch graphs at their next volfile poll, every 2 s by default).
+ * A client on the old table would not find a file moved under a name its
+ * table hashes elsewhere, and its renames would leave data the walk has
+ * passed behind link files only the old table knows
+ * (docs/design/rebalance.md, "Settling"). -EINTR when asked to stop. */
+static int settle(struct rb *rb)
+{
+    bool said = false;
+    while (!bfs_rb_stop && (long long)time(NULL) < rb->settle_until) {
+        if (!said)
+            bfs_log(RB_LOG, BFS_LOG_INFO, "waiting %lld s for mounts to switch to the new "
+                    "layout", rb->settle_until - (long long)time(NULL));
+        said = true;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 200 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        bfs_rb_status(rb, "in-progress", false);
+    }
+    return bfs_rb_stop ? -EINTR : 0;
+}
+
 int main(int argc, char **argv)
 {
     struct rb rb = {.moves_fd = -1};
@@ -228,7 +253,11 @@ int main(int argc, char **argv)
             "finished, %lld files moved before\n", rb.id, rb.volume, (long long)rb.c.runs,
             rb.done_n, (long long)rb.c.moved);
     bfs_rb_status(&rb, "in-progress", true);
-    rc = bfs_rb_crawl(&rb);
+    rc = settle(&rb);
+    if (rc == 0) {
+        rb.start_time = rb.throttle_t0 = bfs_rb_now(); /* rates count the work, not the wait */
+        rc = bfs_rb_crawl(&rb);
+    }
     const char *state = rc == -EINTR ? "stopped"
                         : rc < 0 || rb.c.failed ? "failed"
                                                 : "completed";

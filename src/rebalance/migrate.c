@@ -6,9 +6,10 @@
  *            linkto = S) or an earlier try's reused; inodelk dht.migrate
  *            on G at H (redirected writers wait on it)
  *   2 copy   S -> H in 1 MiB chunks, throttled; user xattrs
- *   3 freeze S: xattr migrating = mode, mode |= S_ISVTX|S_ISGID; changed
- *            since the copy began -> copy once more (the last time: later
- *            writes are repeated on H by their clients)
+ *   3 freeze S: xattr migrating = "MODE H", mode |= S_ISVTX|S_ISGID; an empty
+ *            write on S (waits for writes in flight); changed since the
+ *            copy began -> copy once more (the last time: later writes
+ *            are repeated on H by their clients)
  *   4 switch H: owner, times, the real mode; linkto removed
  *   5 drop   (P, N) unlinked on S; unlock
  *
@@ -42,6 +43,7 @@ struct mig {
     struct bfs_iatt attr;   /* the source as the crawl saw it */
     struct bfs_fd *sfd, *dfd;
     bool locked, frozen, dst_made;
+    int elk[2], nelk;       /* subvolumes where we hold the name's entry lock */
 };
 
 static struct bfs_fd *new_fd(struct rb *rb, const struct bfs_gfid *g, int flags)
@@ -144,6 +146,18 @@ static int make_dst(struct mig *m)
     struct bfs_iatt cur;
     int rc = lookup_name(m, m->dst, &cur);
     const char *sname = m->src->name;
+    if (rc >= 0 && !bfs_gfid_eq(&cur.gfid, &m->gfid) && (cur.mode & 07777) == S_ISVTX &&
+        cur.size == 0) {
+        /* a link file of another file (renamed away or unlinked while its
+         * link stayed): with the name locked and its data on S, stale */
+        struct bfs_unlink_req u = {0};
+        struct bfs_unlink_rep urep;
+        u.loc = m->loc;
+        rc = bfs_sync_unlink(m->dst, m->st, &u, &urep);
+        bfs_unlink_rep_clear_dup(&urep);
+        if (rc >= 0 || rc == -ENOENT)
+            rc = -ENOENT;
+    }
     if (rc >= 0) {
         if (!bfs_gfid_eq(&cur.gfid, &m->gfid))
             return -EEXIST; /* another file under the name: a person must look */
@@ -179,6 +193,69 @@ static int make_dst(struct mig *m)
     if (rc >= 0)
         rc = set_internal(m, m->dst, RB_LINKTO_KEY, sname);
     return rc < 0 ? rc : 0;
+}
+
+/* The name's entry lock (domain "dht", what distribute's rename, unlink
+ * and link take on the name's hashed subvolume) on subvolume s. */
+static int entrylk(struct mig *m, int s, uint32_t cmd)
+{
+    struct bfs_entrylk_req r = {.domain = RB_ENTRY_DOMAIN, .basename = m->loc.name,
+                                .cmd = cmd, .type = BFS_ENTRYLK_WRLCK};
+    r.loc.gfid = m->loc.pargfid;
+    return bfs_sync_entrylk(m->rb->sub[s], m->st, &r, NULL);
+}
+
+/* Takes the name's entry locks where clients take them: on H (the
+ * hashed subvolume of clients that have the new table) and on the
+ * previous table's hashed subvolume (clients still on the old graph),
+ * lowest position first, the order distribute sorts its own locks in,
+ * so a rename holding two names cannot deadlock with us. */
+static int lock_name(struct mig *m)
+{
+    struct rb *rb = m->rb;
+    int a = m->h, b = rb->prev ? dht_table_subvol(rb->prev, m->loc.pargfid.b, m->loc.name) : -1;
+    if (b < 0 || b >= rb->nsub || b == a)
+        b = -1;
+    else if (b < a) {
+        int t = a;
+        a = b;
+        b = t;
+    }
+    int want[2] = {a, b};
+    for (int i = 0; i < 2 && want[i] >= 0; i++) {
+        int rc = entrylk(m, want[i], BFS_ENTRYLK_LOCK);
+        if (rc == -ENOSYS)
+            continue; /* no features/locks under it (graph tests): as distribute */
+        if (rc < 0)
+            return rc;
+        m->elk[m->nelk++] = want[i];
+    }
+    return 0;
+}
+
+static void unlock_name(struct mig *m)
+{
+    while (m->nelk > 0)
+        entrylk(m, m->elk[--m->nelk], BFS_ENTRYLK_UNLOCK);
+}
+
+/* Under the name's locks: what is (P, N) on S now? The crawl listed it a
+ * while ago; a client may have renamed or unlinked it, or renamed another
+ * file over it, since. 1 = a data file (m->gfid/attr are now its), 0 =
+ * nothing to move, <0 = failure. */
+static int recheck_source(struct mig *m)
+{
+    struct bfs_iatt cur;
+    int rc = lookup_name(m, m->src, &cur);
+    if (rc == -ENOENT || rc == -ESTALE)
+        return 0;
+    if (rc < 0)
+        return rc;
+    if (!S_ISREG(cur.mode) || (cur.mode & 07777) == S_ISVTX)
+        return 0; /* a link file now (the name was renamed over): its data is elsewhere */
+    m->gfid = cur.gfid; /* another file renamed over the name: that one is moved */
+    m->attr = cur;
+    return 1;
 }
 
 static int inodelk(struct mig *m, uint32_t type)
@@ -251,6 +328,25 @@ static int copy_data(struct mig *m, uint64_t size)
     return 0;
 }
 
+/* After the freeze: a write of no bytes at offset 0 on S. It changes
+ * nothing, but through replicate it is a data transaction over the whole
+ * file, so it waits until every write already in flight on S has landed
+ * on every copy of S (their locks cover them). Without it a client write
+ * could land before the chmod on one copy and after it on the other; its
+ * answer (replicate's first copy: not frozen) is not repeated on H, and
+ * the last copy, read from the other copy, may miss it. Every write after
+ * the barrier lands after the chmod everywhere and its answer shows it. */
+static int write_barrier(struct mig *m)
+{
+    struct bfs_write_req w = {0};
+    struct bfs_write_rep wrep;
+    w.fd = m->sfd;
+    w.offset = 0;
+    int rc = bfs_sync_write(m->src, m->st, &w, &wrep);
+    bfs_write_rep_clear_dup(&wrep);
+    return rc;
+}
+
 static bool same_content_stamp(const struct bfs_iatt *a, const struct bfs_iatt *b)
 {
     return a->size == b->size && a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec;
@@ -270,12 +366,14 @@ static int copy_and_freeze(struct mig *m)
     if (rc >= 0)
         rc = copy_data(m, before.size);
     if (rc >= 0) {
-        char txt[16];
-        snprintf(txt, sizeof(txt), "%o", mode & 07777);
+        char txt[300]; /* "MODE DESTINATION": distribute's writers follow the name */
+        snprintf(txt, sizeof(txt), "%o %s", mode & 07777, m->dst->name);
         if ((rc = set_internal(m, m->src, RB_MIGRATING_KEY, txt)) >= 0 &&
             (rc = set_mode(m, m->src, (mode & 07777) | RB_FROZEN_BITS)) >= 0)
             m->frozen = true;
     }
+    if (rc >= 0)
+        rc = write_barrier(m);
     if (rc >= 0)
         rc = fstat_fd(m, m->src, m->sfd, &after);
     if (rc >= 0 && !same_content_stamp(&before, &after))
@@ -421,97 +519,122 @@ static int leave_link(struct mig *m)
     return rc < 0 ? rc : 0;
 }
 
-int bfs_rb_migrate(struct rb *rb, int s, int h, const struct bfs_gfid *pargfid,
-                   const char *name, const struct bfs_iatt *attr)
+/* The original mode of a source frozen by a run that died: restored. */
+static void unfreeze_crashed(struct mig *m)
 {
-    struct mig m = {.rb = rb, .s = s, .h = h, .src = rb->sub[s], .dst = rb->sub[h]};
-    m.st = bfs_rb_stack();
-    m.st->lk_owner = rb->lock_owner; /* features/locks keys inodelks by (client, owner) */
-    m.loc.pargfid = *pargfid;
-    m.loc.name = name;
-    m.gfid = attr->gfid;
-    m.attr = *attr;
-    /* the original mode of a source frozen by a run that died */
     struct bfs_getxattr_req g = {0};
     struct bfs_getxattr_rep grep;
     struct bfs_dict *xd = bfs_rb_xdata_internal();
-    g.loc.gfid = m.gfid;
+    g.loc.gfid = m->gfid;
     g.name = RB_MIGRATING_KEY;
     g.xdata = xd;
     const void *v;
     size_t len;
-    if (bfs_sync_getxattr(m.src, m.st, &g, &grep) >= 0 &&
+    if (bfs_sync_getxattr(m->src, m->st, &g, &grep) >= 0 &&
         bfs_dict_get_bin(grep.xattrs, RB_MIGRATING_KEY, &v, &len) == 0) {
-        m.attr.mode = (uint32_t)strtoul(v, NULL, 8);
-        set_mode(&m, m.src, m.attr.mode);
+        char txt[16] = {0};
+        memcpy(txt, v, len < sizeof(txt) - 1 ? len : sizeof(txt) - 1);
+        m->attr.mode = (m->attr.mode & ~07777u) | ((uint32_t)strtoul(txt, NULL, 8) & 07777);
+        set_mode(m, m->src, m->attr.mode & 07777);
     }
     bfs_getxattr_rep_clear_dup(&grep);
     bfs_dict_unref(xd);
+}
 
+/* Steps 1-5 for a file that is there and may move (names locked). */
+static int move_file(struct mig *m)
+{
+    struct rb *rb = m->rb;
+    const char *name = m->loc.name;
     int rc;
-    if (attr->nlink > 1) { /* hard links: moving one name would copy the file */
-        rc = leave_link(&m);
-        goto out;
+    if (m->attr.nlink > 1) { /* hard links: moving one name would copy the file */
+        rc = leave_link(m);
+        return rc < 0 ? rc : -EBUSY;
     }
     /* A file someone holds a POSIX lock on stays: the holder's fd may be
      * pinned to a graph that does not know the destination (a mount keeps
      * locked fds on the graph where their locks are, graph-switch.md), and
      * its writes could not follow. Found through a link file; counted as
      * skipped; a later run moves it. */
-    if ((rc = open_gfid(&m, m.src, O_RDONLY, &m.sfd)) >= 0 && posix_locked(&m)) {
-        rc = leave_link(&m);
-        if (rc == 0)
-            rc = -EBUSY;
-        goto out;
+    if ((rc = open_gfid(m, m->src, O_RDWR, &m->sfd)) >= 0 && posix_locked(m)) {
+        rc = leave_link(m);
+        return rc < 0 ? rc : -EBUSY;
     }
     const char *step = "dst";
     if (rc >= 0)
-        rc = make_dst(&m);
+        rc = make_dst(m);
     if (rc == 1) { /* moved before a crash, not yet dropped */
-        rc = drop_src(&m);
+        rc = drop_src(m);
         if (rc >= 0) {
-            log_move(rb, &m);
+            log_move(rb, m);
             rc = 1;
         }
-        goto out;
+        return rc;
     }
-    if (rc >= 0 && (step = "lock", rc = inodelk(&m, F_WRLCK)) >= 0)
-        m.locked = true;
+    if (rc >= 0 && (step = "lock", rc = inodelk(m, F_WRLCK)) >= 0)
+        m->locked = true;
     if (rc >= 0 && (step = "copy"))
-        rc = copy_and_freeze(&m);
+        rc = copy_and_freeze(m);
     if (rc >= 0 && (step = "switch"))
-        rc = switch_dst(&m);
+        rc = switch_dst(m);
     if (rc >= 0) {
-        m.frozen = false; /* moved: S's copy is unlinked, frozen as it is */
-        rc = drop_src(&m);
+        m->frozen = false; /* moved: S's copy is unlinked, frozen as it is */
+        rc = drop_src(m);
         if (rc < 0) /* both exist, H's is the file: the next run drops S */
             bfs_log(RB_LOG, BFS_LOG_WARNING, "%s: moved, but unlink on %s: %s", name,
-                    m.src->name, strerror(-rc));
-        drop_old_link(&m);
-        log_move(rb, &m);
-        rc = 1;
-    } else {
-        undo(&m);
-        if (source_gone(&m, rc)) {
-            bfs_log(RB_LOG, BFS_LOG_INFO, "%s: unlinked or renamed while being moved (%s): "
-                    "nothing to move", name, strerror(-rc));
-            rc = -EBUSY; /* counted as skipped, not as a failure */
-        } else if (rc != -EINTR) {
-            bfs_log(RB_LOG, BFS_LOG_WARNING, "%s: step %s failed: %s", name, step,
-                    strerror(-rc));
-        }
+                    m->src->name, strerror(-rc));
+        drop_old_link(m);
+        log_move(rb, m);
+        return 1;
     }
-out:
+    undo(m);
+    if (source_gone(m, rc)) {
+        rb->raced++;
+        bfs_log(RB_LOG, BFS_LOG_INFO, "%s: gone while being moved (%s): nothing to move",
+                name, strerror(-rc));
+        return -EBUSY; /* counted as skipped, not as a failure */
+    }
+    if (rc != -EINTR)
+        bfs_log(RB_LOG, BFS_LOG_WARNING, "%s: step %s failed: %s", name, step, strerror(-rc));
+    return rc;
+}
+
+int bfs_rb_migrate(struct rb *rb, int s, int h, const struct bfs_gfid *pargfid,
+                   const char *name, const struct bfs_iatt *attr)
+{
+    struct mig m = {.rb = rb, .s = s, .h = h, .src = rb->sub[s], .dst = rb->sub[h]};
+    m.st = bfs_rb_stack();
+    m.st->lk_owner = rb->lock_owner; /* features/locks keys locks by (client, owner) */
+    m.loc.pargfid = *pargfid;
+    m.loc.name = name;
+    m.gfid = attr->gfid;
+    m.attr = *attr;
+    /* The name's entry locks for the whole move: a client's rename,
+     * unlink or link of the name waits for the move to end, and then finds
+     * the file in one place (on H, or still on S after a failure). Without
+     * them a rename on S between our copy and our unlink of S left the
+     * renamed data on S with no link file, or our unlink removed the
+     * data a rename had just put under the name. */
+    int rc = lock_name(&m);
+    if (rc >= 0)
+        rc = recheck_source(&m);
+    if (rc > 0) {
+        if ((m.attr.mode & RB_FROZEN_BITS) == RB_FROZEN_BITS)
+            unfreeze_crashed(&m);
+        rc = move_file(&m);
+    } else if (rc == 0) {
+        rb->raced++;
+        rc = -EBUSY; /* renamed or unlinked since the listing: nothing here to move */
+    }
     if (m.locked)
         inodelk(&m, F_UNLCK);
+    unlock_name(&m);
     if (m.sfd)
         bfs_fd_unref(m.sfd);
     if (m.dfd)
         bfs_fd_unref(m.dfd);
     bfs_stack_unref(m.st);
-    if ((attr->nlink > 1 && rc == 0) || rc == -EBUSY)
-        return 0; /* skipped, found through its link file */
-    return rc;
+    return rc == -EBUSY ? 0 : rc; /* skipped (found through a link file, or gone) */
 }
 
 void bfs_rb_throttle(struct rb *rb, uint64_t n)

@@ -26,6 +26,7 @@
 #define RB_INTERNAL_KEY "brickfs-internal"
 #define RB_GFID_REQ_KEY "gfid-req"
 #define RB_LOCK_DOMAIN "dht.migrate"
+#define RB_ENTRY_DOMAIN "dht" /* distribute's entry locks on names */
 #define RB_FROZEN_BITS (S_ISVTX | S_ISGID)
 #define RB_CHUNK (1u << 20)
 
@@ -36,6 +37,7 @@ struct rb_counters {
 struct rb {
     const char *volume, *volfile, *state_dir, *status_path, *id, *kind;
     long long layout_version;
+    long long settle_until;   /* no move before this time (epoch s): mounts switch tables */
     struct bfs_graph *graph;
     struct bfs_xl *dht;
     struct bfs_xl **sub;   /* dht's children, in position order */
@@ -55,6 +57,8 @@ struct rb {
     size_t done_cap, done_n;
     double last_status;
     uint64_t lock_owner;
+    bool rewalk;              /* a drain's repeated walk: no checkpoint skipping or writing */
+    int64_t raced;            /* files that were renamed or unlinked before we could move them */
 };
 
 extern volatile sig_atomic_t bfs_rb_stop;

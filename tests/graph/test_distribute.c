@@ -17,7 +17,9 @@
  * are back when it returns; directory self-heal after a directory was
  * removed from one brick by hand; statfs summed; min-free-disk diverts new
  * files behind link files; stale link files are cleared; concurrent
- * creates, renames and removes from several threads end consistent; and
+ * creates, renames and removes from several threads end consistent; an
+ * open(O_TRUNC) and an ftruncate landing on a source the rebalance froze
+ * follow the file to its new brick; and
  * the same volume across real protocol/client and protocol/server, where
  * link files need distribute's internal xattrs to cross the wire.
  *
@@ -1237,6 +1239,134 @@ static int reconf3(struct bfs_xl *xl, const char *layout, const char *prev, cons
     return rc;
 }
 
+/* ---- a file the rebalance is moving (docs/design/rebalance.md) ---- */
+
+static int open_(struct vol *v, const struct bfs_gfid *g, int flags, struct bfs_fd **out)
+{
+    struct bfs_inode *in = bfs_inode_get(v->g->itable, g, S_IFREG); /* as a mount's fds */
+    *out = bfs_fd_new(v->g, in, flags, 0);
+    if (in)
+        bfs_inode_unref(in);
+    struct bfs_open_req o = {.loc = LG(g), .fd = *out, .flags = (uint32_t)flags};
+    return bfs_sync_open(v->top, st, &o, NULL);
+}
+
+static long disk_size(struct vol *v, int b, const char *rel)
+{
+    struct stat sb;
+    return stat(on_disk(v, b, rel), &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+/* The content of rel on brick b, read from its folder (NUL-terminated). */
+static const char *disk_read(struct vol *v, int b, const char *rel, char *buf, size_t len)
+{
+    int d = open(on_disk(v, b, rel), O_RDONLY);
+    ssize_t n = d >= 0 ? read(d, buf, len - 1) : -1;
+    if (d >= 0)
+        close(d);
+    buf[n > 0 ? n : 0] = 0;
+    return buf;
+}
+
+/* create (root, name) on brick xl with GFID g and mode (content data) */
+static int brick_put(struct vol *v, struct bfs_xl *xl, const char *name,
+                     const struct bfs_gfid *g, uint32_t mode, const char *data)
+{
+    struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_WRONLY, 0);
+    struct bfs_dict *xd = bfs_dict_new();
+    bfs_dict_set_bin(xd, "gfid-req", g->b, 16);
+    struct bfs_create_req c = {.loc = L(&bfs_gfid_root, name), .fd = fd,
+                               .flags = O_WRONLY | O_CREAT | O_EXCL, .mode = mode, .xdata = xd};
+    int rc = bfs_sync_create(xl, st, &c, NULL);
+    struct bfs_write_req w = {.fd = fd, .data = {data, strlen(data)}};
+    if (rc >= 0 && *data)
+        rc = bfs_sync_write(xl, st, &w, NULL);
+    bfs_dict_unref(xd);
+    bfs_fd_unref(fd);
+    return rc;
+}
+
+/* The rebalance's freeze of g on brick xl (rebalance.md, step 3): the
+ * mark "644 DEST", then the mode with S_ISVTX|S_ISGID. */
+static int brick_freeze(struct bfs_xl *xl, const struct bfs_gfid *g, const char *dest)
+{
+    char val[32];
+    int len = snprintf(val, sizeof(val), "644 %s", dest);
+    struct bfs_dict *mark = bfs_dict_new(), *internal = bfs_dict_new();
+    bfs_dict_set_bin(mark, "trusted.brickfs.dht.migrating", val, (size_t)len);
+    bfs_dict_set_int(internal, "brickfs-internal", 1);
+    struct bfs_setxattr_req mk = {.loc = LG(g), .xattrs = mark, .xdata = internal};
+    struct bfs_setattr_req fz = {.loc = LG(g), .valid = BFS_SET_MODE};
+    fz.attr.mode = 0644 | S_ISVTX | S_ISGID;
+    int rc = bfs_sync_setxattr(xl, st, &mk, NULL);
+    if (rc >= 0)
+        rc = bfs_sync_setattr(xl, st, &fz, NULL);
+    bfs_dict_unref(mark);
+    bfs_dict_unref(internal);
+    return rc;
+}
+
+/* A renamed file being moved: besides the source (brick 0) and the copy
+ * (brick 2), a link file of the same GFID on brick 1 (where the previous
+ * table hashed its name). A write through an fd on the source must reach
+ * brick 2: the source's mark names it (a search by GFID would meet brick
+ * 1's link file first). */
+static void test_follow_mark(struct vol *v, struct bfs_xl *b0, struct bfs_xl *b1,
+                             struct bfs_xl *b2)
+{
+    char name[32], buf[64];
+    struct bfs_gfid g;
+    name_on(v, &bfs_gfid_root, "mk", 0, name, sizeof(name));
+    is_int(put(v, &bfs_gfid_root, name, "abcdef", &g), 0, "mark: a file on brick 0");
+    struct bfs_fd *fd = NULL;
+    is_int(open_(v, &g, O_RDWR, &fd), 0, "mark: an fd on it");
+    ok(brick_put(v, b1, name, &g, S_ISVTX, "") >= 0 &&
+       brick_put(v, b2, name, &g, 0644, "abcdef") >= 0 && brick_freeze(b0, &g, "b2") >= 0,
+       "mark: a link file on brick 1, the copy on brick 2, the source marked and frozen");
+    struct bfs_write_req w = {.fd = fd, .data = {"XY", 2}};
+    is_int(bfs_sync_write(v->top, st, &w, NULL), 2, "mark: a write on the frozen source");
+    is_str(disk_read(v, 2, name, buf, sizeof(buf)), "XYcdef",
+           "mark: it followed to brick 2, the destination the mark names");
+    bfs_fd_unref(fd);
+    struct bfs_unlink_req u = {.loc = L(&bfs_gfid_root, name)};
+    ok(bfs_sync_unlink(b0, st, &u, NULL) >= 0 && bfs_sync_unlink(b1, st, &u, NULL) >= 0 &&
+       bfs_sync_unlink(b2, st, &u, NULL) >= 0, "mark: all three removed");
+}
+
+/* The state of a move after its switch (rebalance.md, steps 3-4): the
+ * source on brick 0 frozen (S_ISVTX|S_ISGID), the real copy with the same
+ * GFID on brick 1. What lands on the frozen source must follow the file:
+ * an open(O_TRUNC), an ftruncate through an fd opened before, a write. */
+static void test_follow(struct vol *v)
+{
+    char name[32], buf[64];
+    struct bfs_gfid g;
+    const char *old = "the old content, long";
+    name_on(v, &bfs_gfid_root, "mv", 0, name, sizeof(name));
+    is_int(put(v, &bfs_gfid_root, name, old, &g), 0, "follow: a file on brick 0");
+    struct bfs_fd *early = NULL, *tr = NULL;
+    is_int(open_(v, &g, O_RDWR, &early), 0, "follow: an fd opened before the move");
+    struct bfs_xl *b0 = bfs_graph_find(v->g, "b0"), *b1 = bfs_graph_find(v->g, "b1");
+    ok(brick_put(v, b1, name, &g, 0644, old) >= 0 && brick_freeze(b0, &g, "b1") >= 0,
+       "follow: copied to brick 1, source marked and frozen");
+
+    is_int(open_(v, &g, O_WRONLY | O_TRUNC, &tr), 0, "follow: open(O_TRUNC) of the frozen file");
+    is_int((int)disk_size(v, 1, name), 0, "follow: the truncation reached the moved copy");
+    struct bfs_write_req nw = {.fd = tr, .data = {"new", 3}};
+    is_int(bfs_sync_write(v->top, st, &nw, NULL), 3, "follow: write through that fd");
+    is_str(disk_read(v, 1, name, buf, sizeof(buf)), "new",
+           "follow: the moved copy holds exactly what was written after the open");
+    struct bfs_ftruncate_req ft = {.fd = early, .offset = 2};
+    is_int(bfs_sync_ftruncate(v->top, st, &ft, NULL), 0, "follow: ftruncate through the early fd");
+    is_int((int)disk_size(v, 1, name), 2, "follow: it reached the moved copy");
+    bfs_fd_unref(early);
+    bfs_fd_unref(tr);
+    struct bfs_unlink_req u = {.loc = L(&bfs_gfid_root, name)};
+    ok(bfs_sync_unlink(b0, st, &u, NULL) >= 0 && bfs_sync_unlink(b1, st, &u, NULL) >= 0,
+       "follow: both copies removed");
+    test_follow_mark(v, b0, b1, bfs_graph_find(v->g, "b2"));
+}
+
 static void test_version(struct vol *v)
 {
     struct bfs_gfid vg;
@@ -1575,6 +1705,7 @@ int main(void)
         test_statfs(&v);
         test_stale(&v);
         test_concurrent(&v);
+        test_follow(&v);
         test_version(&v);
         vol_stop(&v);
     } else {

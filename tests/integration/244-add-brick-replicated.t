@@ -8,7 +8,8 @@
 #   - the new set is v-replicate-2 over v-client-4/5;
 #   - rebalance: about 1/3 of the files move (+-30%), no GFID twice, no
 #     failure; both bricks of every set hold the same files afterwards;
-#     every file reads back intact; the writer's records all intact.
+#     every file reads back intact; the writer's records all intact, and
+#     verify-io.py (renames over existing names included) saw no error.
 
 # shellcheck disable=SC2046
 . "$(dirname "$0")/../lib/test.sh"
@@ -20,23 +21,20 @@ skip_unless_mgmt
 skip_unless_brickfs
 
 TEST start_brickfsd
-args=()
-for i in 0 1 2 3; do mkdir -p "$T/bricks/v/b$i" && args+=("127.0.0.1:$T/bricks/v/b$i"); done
-TEST cli volume create v replica 2 "${args[@]}" force
-TEST cli volume set v network.ping-timeout "$NETWORK_PING_TIMEOUT"
-TEST cli volume start v
+TEST distrep_volume v 2 2
 M=$T/m
 TEST mount_vol v "$M"
 TEST dht_check populate "$M" 6 100
 TEST big_files "$M/big" 8 1
-# The workload: tests/lib/fault-writer.py (records through long-lived fds,
-# every one checked at the end). verify-io.py is not used here: its renames
-# over existing names fail with EINVAL on distributed-replicate volumes
-# even without any brick change (a replicate/distribute bug of its own).
+# The workloads: tests/lib/fault-writer.py (records through long-lived
+# fds, every one checked at the end) and tests/lib/verify-io.py (files
+# written and read back, renamed over and unlinked, a locked fd).
 W=$T/writer
 mkdir -p "$M/w" "$W"
 fw() { python3 "$BFS_ROOT/tests/lib/fault-writer.py" "$@"; }
 bfs_spawn writer python3 "$BFS_ROOT/tests/lib/fault-writer.py" run "$M/w" "$W" --rate 200
+bfs_spawn io python3 "$BFS_ROOT/tests/lib/verify-io.py" "$M/work" "$T/stop-io" "$T/io-report"
+TEST bfs_wait_until 20 test -s "$M/work/long"
 TEST bfs_wait_until 20 eval '[ "$(fw get "$W" records)" -ge 20 ]'
 
 B=127.0.0.1:$T/bricks/v
@@ -55,28 +53,22 @@ EXPECT_WITHIN 240 completed rebal_state v
 moved=$(rebal_field v files_moved)
 echo "# moved $moved of $before files; $(rebal_field v rate_files_s) files/s, $(rebal_field v rate_mb_s) MB/s"
 TEST within_pct "$moved" "$((before / 3))" 30
-EXPECT 0 rebal_dups v
+EXPECT 0 rebal_dups_in v $T/bricks/v/b*/d[0-9]* $T/bricks/v/b*/big $T/bricks/v/b*/w   # (work/ is renamed)
 EXPECT 0 rebal_field v files_failed
 for s in 0 2 4; do
-    TEST diff -r -q -x .brickfs -x w "$T/bricks/v/b$s" "$T/bricks/v/b$((s + 1))"
+    TEST diff -r -q -x .brickfs -x w -x work "$T/bricks/v/b$s" "$T/bricks/v/b$((s + 1))"
 done
 TEST [ "$(dht_check counts "$T/bricks/v/b4")" -gt 0 ]
 EXPECT "ok" dht_check verify "$M" 6 100
 TEST big_check "$M/big"
 
-touch "$W/stop"
+touch "$W/stop" "$T/stop-io"
 TEST bfs_wait_gone "$(bfs_pid_of writer)" 90
-# KNOWN BUG (rebalance on distributed-replicate): a write racing the
-# migration of its file got EIO once in CI and that file came out short;
-# until fixed, the writer's verdict counts only with
-# BFS_TEST_REBAL_WORKLOAD=1 (the move and copy checks above always run).
 EXPECT finished fw get "$W" state
-if [ "${BFS_TEST_REBAL_WORKLOAD:-0}" = 1 ]; then
-    EXPECT 0 fw get "$W" errors
-    EXPECT ok fw verify-final "$M/w" "$W"
-else
-    SKIP "the writer's errors across the migration (known bug; BFS_TEST_REBAL_WORKLOAD=1)"
-    SKIP "the writer's data across the migration (known bug; BFS_TEST_REBAL_WORKLOAD=1)"
-fi
+EXPECT 0 fw get "$W" errors
+EXPECT ok fw verify-final "$M/w" "$W"
+TEST bfs_wait_gone "$(bfs_pid_of io)" 60
+EXPECT OK eval "cut -d' ' -f1 '$T/io-report'"
+cat "$T/io-report" | bfs__diag
 fw summary "$W" | bfs__diag
 done_testing

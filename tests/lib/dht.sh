@@ -3,6 +3,7 @@
 # tests/lib/mgmt.sh:
 #
 #   TEST dht_volume v3 3              # bricks $T/bricks/v3/b0..b2, started
+#   TEST distrep_volume v 2 2          # 2 sets of replica 2: b0..b3
 #   TEST mount_vol v3 "$T/m"
 #   EXPECT ok dht_check spread 25 $(dht_bricks v3)
 #   EXPECT ok dht_check audit v3 $(dht_bricks v3)
@@ -47,6 +48,20 @@ dht_volume()
         mkdir -p "$T/bricks/$vol/b$i" && args+=("127.0.0.1:$T/bricks/$vol/b$i")
     done
     cli volume create "$vol" "${args[@]}" force &&
+        cli volume set "$vol" network.ping-timeout "$NETWORK_PING_TIMEOUT" &&
+        cli volume start "$vol"
+}
+
+# distrep_volume VOL NSETS REPLICA: creates, tunes and starts a
+# distributed-replicate volume of NSETS sets of REPLICA bricks
+# ($T/bricks/VOL/b0.., set s = bricks s*REPLICA..).
+distrep_volume()
+{
+    local vol=$1 n=$(($2 * $3)) i args=()
+    for ((i = 0; i < n; i++)); do
+        mkdir -p "$T/bricks/$vol/b$i" && args+=("127.0.0.1:$T/bricks/$vol/b$i")
+    done
+    cli volume create "$vol" replica "$3" "${args[@]}" force &&
         cli volume set "$vol" network.ping-timeout "$NETWORK_PING_TIMEOUT" &&
         cli volume start "$vol"
 }

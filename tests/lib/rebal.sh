@@ -5,6 +5,7 @@
 #   EXPECT_WITHIN 120 completed rebal_state v
 #   rebal_field v files_moved          # a number of the node's status
 #   EXPECT 0 rebal_dups v              # no GFID moved twice (moves.log)
+#   EXPECT 0 rebal_dups_in v $T/bricks/v/b*/d*   # the same, among those files
 
 [ -n "${BFS_REBAL_SH:-}" ] && return 0
 BFS_REBAL_SH=1
@@ -43,6 +44,29 @@ rebal_moves()
 rebal_dups()
 {
     rebal_moves "$1" | cut -d' ' -f1 | sort | uniq -d | grep -c .
+}
+
+# rebal_dups_in VOL DIR...: how many GFIDs appear more than once in
+# moves.log among the files under the brick folders DIR... (a workload that
+# renames files lets a moved file be met again under a name hashing
+# elsewhere, rightly moved a second time: count only files it leaves alone).
+rebal_dups_in()
+{
+    local vol=$1
+    shift
+    python3 - "$(brickfsd_state)/rebalance/$vol/moves.log" "$@" <<'PY'
+import collections, os, sys
+moves = collections.Counter(l.split()[0].replace("-", "") for l in open(sys.argv[1]) if l.strip())
+mine = set()
+for top in sys.argv[2:]:
+    for d, _, files in os.walk(top):
+        for f in files:
+            try:
+                mine.add(os.getxattr(os.path.join(d, f), "trusted.brickfs.gfid").hex())
+            except OSError:
+                pass
+print(sum(1 for g, n in moves.items() if n > 1 and g in mine))
+PY
 }
 
 # rebal_pid VOL: the rebalance process's pid (0 when none).

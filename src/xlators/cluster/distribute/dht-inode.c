@@ -22,6 +22,7 @@
  * set/remove); reads of them come back ENODATA from the bricks.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -31,7 +32,10 @@
 
 enum { P_FILE, P_ALL, P_MERGE, P_ONE, P_LOCK };
 
-enum { RT_START, RT_RESOLVE, RT_RESOLVED, RT_FILE, RT_ONE, RT_MDS, RT_ALL, RT_MERGE };
+enum {
+    RT_START, RT_RESOLVE, RT_RESOLVED, RT_FILE, RT_ONE, RT_MDS, RT_ALL, RT_MERGE,
+    RT_F_MARK, RT_F_FIND, RT_F_LOCKED, RT_F_CHECKED, RT_F_OPENED, RT_F_REDONE, RT_F_UNLOCKED,
+};
 
 struct dht_route_op {
     struct dht_op o;
@@ -40,6 +44,12 @@ struct dht_route_op {
     const struct bfs_loc *loc;  /* in req, or NULL for fd fops */
     struct bfs_fd *fd;          /* in req, or NULL */
     const struct dht_dirfd *df; /* directory fds */
+    struct bfs_fd *ffd;         /* file fds: the fd of an fd fop, or the one open opens */
+    /* following a file the rebalance is moving (RT_F_*): its GFID, where
+     * it went, the slot of the answer, whether we hold the migrate lock */
+    struct bfs_gfid fgfid;
+    int t, fans;
+    bool flocked;
     int kind;                   /* DHT_KIND_FILE / _DIR */
     int s;                      /* file: its subvolume; ONE: the one asked */
     int mds;                    /* directory: its name's hashed subvolume, or -1 */
@@ -243,7 +253,12 @@ static int dispatch(struct dht_route_op *r)
 
 static int start(struct dht_route_op *r)
 {
-    if (!r->loc) { /* a directory fd (file fds never get here) */
+    if (!r->loc && r->ffd) { /* a file fd fop that may have to follow a migration */
+        r->kind = DHT_KIND_FILE;
+        r->s = dht__fd_subvol(r->o.priv->xl, r->ffd);
+        return r->s < 0 ? answer_rc(r, -EBADFD) : dispatch(r);
+    }
+    if (!r->loc) { /* a directory fd */
         r->kind = DHT_KIND_DIR;
         r->mds = -1;
         if (r->fd->inode)
@@ -305,9 +320,158 @@ static int resolved(struct dht_route_op *r)
     return dispatch(r);
 }
 
+/* ---- following a file the rebalance is moving ----
+ *
+ * docs/design/rebalance.md, "Open descriptors follow". An open, truncate,
+ * setattr, fallocate, discard or zerofill whose reply shows the frozen
+ * bits landed on a source the rebalance froze (and will drop): read the
+ * destination from the source's mark (else find the GFID elsewhere), wait
+ * for the migration (its inodelk on the destination), and if the file is
+ * real there now, repeat the fop there (an fd fop opens its fd there
+ * first) and move the fd; the answer is the repeated fop's.
+ * Nowhere else, or the migration failed (still link-shaped): the first
+ * answer stands. Slots: [0, n) lookups, n the lock, n + 1 the rest. */
+
+static int f_answer(struct dht_route_op *r, int slot)
+{
+    int rc = dht__rc(&r->o, slot);
+    const void *rep = rc >= 0 ? dht__rep(&r->o, slot) : NULL;
+    if (rc >= 0 && r->fop == BFS_FOP_OPEN)
+        dht__fd_set_subvol(r->o.priv->xl, r->ffd, slot == r->s ? r->s : r->t);
+    bfs_unwind_any(r->fop, r->o.caller, rc, rep);
+    return BFS_OP_DONE;
+}
+
+static int f_unlock(struct dht_route_op *r, int ans)
+{
+    r->fans = ans;
+    r->o.op.state = RT_F_UNLOCKED;
+    if (!r->flocked)
+        return BFS_OP_CONTINUE;
+    struct bfs_inodelk_req q;
+    dht__migrate_lock_req(&q, &r->fgfid, F_UNLCK);
+    dht__wind(&r->o, r->n, BFS_FOP_INODELK, r->t, &q, true);
+    r->flocked = false;
+    return BFS_OP_WAIT;
+}
+
+/* The fop again on r->t: loc fops by GFID alone (the name on t is the
+ * migration's destination anyway), fd fops through the fd opened there. */
+static int f_redo(struct dht_route_op *r)
+{
+    r->o.op.state = RT_F_REDONE;
+    if (r->loc) /* our copy of the request: bricks resolve a GFID before a name */
+        ((struct bfs_loc *)r->loc)->gfid = r->fgfid;
+    dht__wind(&r->o, r->n + 1, r->fop, r->t, r->req, false);
+    return BFS_OP_WAIT;
+}
+
+static int f_lock(struct dht_route_op *r)
+{
+    struct bfs_inodelk_req q;
+    r->o.op.state = RT_F_LOCKED;
+    dht__migrate_lock_req(&q, &r->fgfid, F_WRLCK);
+    dht__wind(&r->o, r->n, BFS_FOP_INODELK, r->t, &q, true);
+    return BFS_OP_WAIT;
+}
+
+/* The source's mark names the destination (through the fd when there is
+ * one: the source may be unlinked already). */
+static int f_mark(struct dht_route_op *r)
+{
+    struct bfs_dict *xd = dht__xdata_internal();
+    r->o.op.state = RT_F_MARK;
+    if (r->ffd) {
+        struct bfs_fgetxattr_req q = {.fd = r->ffd, .name = DHT_MIGRATING_KEY, .xdata = xd};
+        dht__wind(&r->o, r->n + 1, BFS_FOP_FGETXATTR, r->s, &q, true);
+    } else {
+        struct bfs_getxattr_req q = {.name = DHT_MIGRATING_KEY, .xdata = xd};
+        q.loc.gfid = r->fgfid;
+        dht__wind(&r->o, r->n + 1, BFS_FOP_GETXATTR, r->s, &q, true);
+    }
+    bfs_dict_unref(xd);
+    return BFS_OP_WAIT;
+}
+
+static int follow_step(struct dht_route_op *r)
+{
+    switch (r->o.op.state) {
+    case RT_F_MARK: {
+        /* bfs_getxattr_rep and bfs_fgetxattr_rep are both {xattrs, xdata} */
+        const struct bfs_getxattr_rep *gr = DHT_REP(&r->o, r->n + 1, bfs_getxattr_rep);
+        r->t = dht__mark_target(r->o.priv, dht__rc(&r->o, r->n + 1) >= 0 && gr ? gr->xattrs
+                                                                                 : NULL);
+        if (r->t == DHT_MARK_NONE || r->t == r->s)
+            return f_answer(r, r->s); /* the user's own mode bits */
+        if (r->t == DHT_MARK_ELSEWHERE) /* this (older) graph cannot follow: say so */
+            return answer_rc(r, -EIO);
+        if (r->t >= 0)
+            return f_lock(r);
+        for (int s = 0; s < r->n; s++) { /* a mark without a name: ask around */
+            if (s == r->s)
+                continue;
+            struct bfs_lookup_req l = {0};
+            l.loc.gfid = r->fgfid;
+            dht__wind(&r->o, s, BFS_FOP_LOOKUP, s, &l, true);
+        }
+        r->o.op.state = RT_F_FIND;
+        return BFS_OP_WAIT;
+    }
+    case RT_F_FIND:
+        r->t = -1;
+        for (int s = 0; s < r->n && r->t < 0; s++) {
+            const struct bfs_lookup_rep *lr = DHT_REP(&r->o, s, bfs_lookup_rep);
+            if (s != r->s && dht__rc(&r->o, s) >= 0 && lr && S_ISREG(lr->attr.mode))
+                r->t = s;
+        }
+        if (r->t < 0)
+            return f_answer(r, r->s);
+        return f_lock(r);
+    case RT_F_LOCKED: {
+        if (dht__rc(&r->o, r->n) < 0)
+            return f_answer(r, r->s);
+        r->flocked = true;
+        struct bfs_lookup_req l = {0};
+        l.loc.gfid = r->fgfid;
+        r->o.op.state = RT_F_CHECKED;
+        dht__wind(&r->o, r->n + 1, BFS_FOP_LOOKUP, r->t, &l, true);
+        return BFS_OP_WAIT;
+    }
+    case RT_F_CHECKED: {
+        const struct bfs_lookup_rep *lr = DHT_REP(&r->o, r->n + 1, bfs_lookup_rep);
+        if (dht__rc(&r->o, r->n + 1) < 0 || !lr || dht__is_suspicious(&lr->attr))
+            return f_unlock(r, r->s); /* not moved (failed, undone): the source is the file */
+        dht__cache_put(r->o.priv, &r->fgfid, DHT_KIND_FILE, r->t);
+        if (r->loc || r->fop == BFS_FOP_OPEN)
+            return f_redo(r);
+        struct bfs_open_req o = {0};
+        o.loc.gfid = r->fgfid;
+        o.fd = r->ffd;
+        o.flags = (uint32_t)r->ffd->flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC);
+        r->o.op.state = RT_F_OPENED;
+        dht__wind(&r->o, r->n + 1, BFS_FOP_OPEN, r->t, &o, false);
+        return BFS_OP_WAIT;
+    }
+    case RT_F_OPENED:
+        if (dht__rc(&r->o, r->n + 1) < 0)
+            return f_unlock(r, r->n + 1); /* its data would be dropped with the source */
+        dht__fd_set_subvol(r->o.priv->xl, r->ffd, r->t);
+        return f_redo(r);
+    case RT_F_REDONE:
+        return f_unlock(r, r->n + 1);
+    default: /* RT_F_UNLOCKED */
+        return f_answer(r, r->fans);
+    }
+}
+
 static int on_file(struct dht_route_op *r)
 {
     int rc = dht__rc(&r->o, r->s);
+    if (rc >= 0 && r->n > 1 && dht__follows(r->fop) &&
+        dht__frozen_reply(r->fop, dht__rep(&r->o, r->s), &r->fgfid)) {
+        atomic_fetch_add(&r->o.priv->n_divert, 1);
+        return f_mark(r);
+    }
     if ((rc == -ENOENT || rc == -ESTALE) && r->from_cache && !r->retried && r->loc) {
         r->retried = true; /* moved since we cached it */
         r->from_cache = false;
@@ -344,7 +508,8 @@ static int route_step(struct bfs_op *op)
         op->state = RT_ALL;
         return r->n > 1 ? BFS_OP_WAIT : BFS_OP_CONTINUE;
     case RT_ALL: return answer_all(r);
-    default: return answer_merge(r); /* RT_MERGE */
+    case RT_MERGE: return answer_merge(r);
+    default: return follow_step(r);
     }
 }
 
@@ -353,7 +518,7 @@ static int route_new(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const 
 {
     struct dht_priv *priv = xl->private;
     struct dht_route_op *r = (struct dht_route_op *)dht__op_new(
-        sizeof(*r), frame, xl, priv->n, route_step, route_cleanup);
+        sizeof(*r), frame, xl, priv->n + 2, route_step, route_cleanup);
     if (!r)
         return -ENOMEM;
     r->fop = fop;
@@ -373,6 +538,9 @@ static int route_new(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const 
     r->fd = fd && fd->is_dir && !loc ? fd : NULL;
     if (fop == BFS_FOP_OPEN)
         r->fd = ((const struct bfs_open_req *)req)->fd; /* where open records its subvolume */
+    struct bfs_fd *own = req_fd(fop, r->req); /* the fd of our copy */
+    if (own && !own->is_dir)
+        r->ffd = own;
     if (r->fd && r->fd->is_dir && !loc)
         r->df = dht__dirfd(xl, r->fd);
     dht__op_start(&r->o);
@@ -391,6 +559,8 @@ int dht__generic(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void
                 return -EBADFD;
             return route_new(frame, xl, fop, req, fd);
         }
+        if (dht__follows(fop))
+            return route_new(frame, xl, fop, req, fd);
         int s = dht__fd_subvol(xl, fd);
         if (s < 0)
             return -EBADFD;

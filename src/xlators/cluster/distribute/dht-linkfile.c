@@ -54,6 +54,9 @@ static void lf_setxattr(struct dht_op *o, struct dht_lf *lf)
     if (xa)
         bfs_dict_set_bin(xa, DHT_LINKTO_KEY, target, strlen(target));
     struct bfs_setxattr_req r = {.loc = lf->loc, .xattrs = xa, .xdata = xd};
+    /* by GFID too: an inode change through replicate needs the inode's
+     * GFID (a name alone is EINVAL there); bricks resolve the GFID first */
+    r.loc.gfid = lf->gfid;
     dht__wind(o, lf->slot, BFS_FOP_SETXATTR, lf->subvol, &r, true);
     bfs_dict_unref(xa);
     bfs_dict_unref(xd);

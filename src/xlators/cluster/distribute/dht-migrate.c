@@ -7,8 +7,11 @@
  * has switched. A write whose reply shows those bits on a regular file
  * landed in a source that is frozen or already unlinked, so:
  *
- *   1 find the file's GFID on the other subvolumes (lookup by GFID);
- *      nowhere else: the bits are the user's own, answer as is;
+ *   1 read the source's mark (xattr trusted.brickfs.dht.migrating =
+ *      "MODE DESTINATION", through the fd: the source may be unlinked):
+ *      none: the bits are the user's own, answer as is; a destination
+ *      this graph lacks: EIO; a mark without a name (older rebalance):
+ *      find the GFID on the other subvolumes;
  *   2 wait for the migration: inodelk dht.migrate there (then unlock);
  *   3 the file there must be a real one now (a failed migration removed
  *      it and unfroze the source: answer as is);
@@ -28,7 +31,6 @@
 
 #include "dht.h"
 
-#define MIG_DOMAIN "dht.migrate"
 #define FROZEN (S_ISVTX | S_ISGID)
 
 struct wcookie {
@@ -39,7 +41,7 @@ struct wcookie {
     int s;
 };
 
-enum { W_FIND = 1, W_NOWHERE, W_LOCKED, W_CHECKED, W_READ, W_OPENED, W_WRITTEN, W_UNLOCKED };
+enum { W_MARK = 1, W_FIND, W_LOCKED, W_CHECKED, W_READ, W_OPENED, W_WRITTEN, W_UNLOCKED };
 
 struct dht_wmig {
     struct dht_op o;
@@ -64,14 +66,20 @@ static void wmig_cleanup(struct dht_op *o)
     bfs_fd_unref(w->c.fd);
 }
 
+void dht__migrate_lock_req(struct bfs_inodelk_req *r, const struct bfs_gfid *g, uint32_t type)
+{
+    memset(r, 0, sizeof(*r));
+    r->domain = DHT_MIGRATE_DOMAIN;
+    r->loc.gfid = *g;
+    r->cmd = type == F_UNLCK ? BFS_LK_SETLK : BFS_LK_SETLKW;
+    r->lock.type = type;
+    r->lock.whence = SEEK_SET;
+}
+
 static void wind_lock(struct dht_wmig *w, uint32_t type)
 {
-    struct bfs_inodelk_req r = {0};
-    r.domain = MIG_DOMAIN;
-    r.loc.gfid = w->c.fd->inode->gfid;
-    r.cmd = type == F_UNLCK ? BFS_LK_SETLK : BFS_LK_SETLKW;
-    r.lock.type = type;
-    r.lock.whence = SEEK_SET;
+    struct bfs_inodelk_req r;
+    dht__migrate_lock_req(&r, &w->c.fd->inode->gfid, type);
     dht__wind(&w->o, 0, BFS_FOP_INODELK, w->t, &r, true);
 }
 
@@ -96,8 +104,34 @@ static int wmig_step(struct bfs_op *op)
     struct dht_op *o = &w->o;
     const struct bfs_gfid *g = &w->c.fd->inode->gfid;
     switch (op->state) {
-    case 0: /* 1: where else is it? */
-        op->state = W_FIND;
+    case 0: { /* 1: where is it going? The source's mark names the destination */
+        /* through the fd: the source may be unlinked already (moved),
+         * and then a GFID no longer resolves on its brick */
+        struct bfs_dict *xd = dht__xdata_internal();
+        struct bfs_fgetxattr_req r = {.fd = w->c.fd, .name = DHT_MIGRATING_KEY, .xdata = xd};
+        op->state = W_MARK;
+        dht__wind(o, 0, BFS_FOP_FGETXATTR, w->c.s, &r, true);
+        bfs_dict_unref(xd);
+        return BFS_OP_WAIT;
+    }
+    case W_MARK: {
+        const struct bfs_fgetxattr_rep *gr = DHT_REP(o, 0, bfs_fgetxattr_rep);
+        w->t = dht__mark_target(o->priv, dht__rc(o, 0) >= 0 && gr ? gr->xattrs : NULL);
+        if (w->t == DHT_MARK_NONE || w->t == w->c.s)
+            return answer(w); /* the user's own mode bits */
+        if (w->t == DHT_MARK_ELSEWHERE) {
+            /* moving to a subvolume this (older) graph does not have: the
+             * write cannot follow; say so rather than lose it silently */
+            struct bfs_write_rep none = {0};
+            bfs_unwind_write(o->caller, -EIO, &none);
+            return BFS_OP_DONE;
+        }
+        if (w->t >= 0) {
+            op->state = W_LOCKED;
+            wind_lock(w, F_WRLCK); /* 2: waits while the rebalance holds it */
+            return BFS_OP_WAIT;
+        }
+        op->state = W_FIND; /* a mark without a name (an older rebalance): ask around */
         for (int s = 0; s < w->n; s++) {
             if (s == w->c.s)
                 continue;
@@ -106,34 +140,17 @@ static int wmig_step(struct bfs_op *op)
             dht__wind(o, 1 + s, BFS_FOP_LOOKUP, s, &r, true);
         }
         return BFS_OP_WAIT;
+    }
     case W_FIND:
         w->t = -1;
         for (int s = 0; s < w->n && w->t < 0; s++)
             if (s != w->c.s && dht__rc(o, 1 + s) >= 0)
                 w->t = s;
-        if (w->t < 0) { /* the user's own mode bits, or moved out of this graph's reach? */
-            struct bfs_dict *xd = dht__xdata_internal();
-            struct bfs_getxattr_req r = {.name = DHT_MIGRATING_KEY, .xdata = xd};
-            r.loc.gfid = *g;
-            op->state = W_NOWHERE;
-            dht__wind(o, 0, BFS_FOP_GETXATTR, w->c.s, &r, true);
-            bfs_dict_unref(xd);
-            return BFS_OP_WAIT;
-        }
+        if (w->t < 0)
+            return answer(w);
         op->state = W_LOCKED;
-        wind_lock(w, F_WRLCK); /* 2: waits while the rebalance holds it */
+        wind_lock(w, F_WRLCK);
         return BFS_OP_WAIT;
-    case W_NOWHERE: {
-        const struct bfs_getxattr_rep *gr = DHT_REP(o, 0, bfs_getxattr_rep);
-        if (dht__rc(o, 0) >= 0 && gr && bfs_dict_has(gr->xattrs, DHT_MIGRATING_KEY)) {
-            /* moving to a subvolume this (older) graph does not have: the
-             * write cannot follow; say so rather than lose it silently */
-            struct bfs_write_rep none = {0};
-            bfs_unwind_write(o->caller, -EIO, &none);
-            return BFS_OP_DONE;
-        }
-        return answer(w);
-    }
     case W_LOCKED: {
         if (dht__rc(o, 0) < 0)
             return answer(w);
@@ -227,6 +244,55 @@ static int wmig_step(struct bfs_op *op)
 static bool frozen(const struct bfs_iatt *ia)
 {
     return S_ISREG(ia->mode) && (ia->mode & FROZEN) == FROZEN;
+}
+
+int dht__mark_target(struct dht_priv *priv, const struct bfs_dict *xattrs)
+{
+    const void *v;
+    size_t len;
+    if (!xattrs || bfs_dict_get_bin(xattrs, DHT_MIGRATING_KEY, &v, &len) < 0)
+        return DHT_MARK_NONE;
+    const char *p = memchr(v, ' ', len);
+    if (!p)
+        return DHT_MARK_UNNAMED;
+    p++;
+    size_t n = len - (size_t)(p - (const char *)v);
+    while (n > 0 && p[n - 1] == 0)
+        n--;
+    int t = dht__subvol_by_name(priv, p, n);
+    return t >= 0 ? t : DHT_MARK_ELSEWHERE;
+}
+
+bool dht__follows(int fop)
+{
+    switch (fop) {
+    case BFS_FOP_OPEN: case BFS_FOP_TRUNCATE: case BFS_FOP_FTRUNCATE: case BFS_FOP_SETATTR:
+    case BFS_FOP_FSETATTR: case BFS_FOP_FALLOCATE: case BFS_FOP_DISCARD: case BFS_FOP_ZEROFILL:
+        return true;
+    }
+    return false;
+}
+
+bool dht__frozen_reply(int fop, const void *rep, struct bfs_gfid *g)
+{
+    const struct bfs_iatt *ia = NULL;
+    if (!rep)
+        return false;
+    switch (fop) {
+    case BFS_FOP_OPEN: ia = &((const struct bfs_open_rep *)rep)->attr; break;
+    case BFS_FOP_TRUNCATE: ia = &((const struct bfs_truncate_rep *)rep)->post; break;
+    case BFS_FOP_FTRUNCATE: ia = &((const struct bfs_ftruncate_rep *)rep)->post; break;
+    case BFS_FOP_SETATTR: ia = &((const struct bfs_setattr_rep *)rep)->post; break;
+    case BFS_FOP_FSETATTR: ia = &((const struct bfs_fsetattr_rep *)rep)->post; break;
+    case BFS_FOP_FALLOCATE: ia = &((const struct bfs_fallocate_rep *)rep)->post; break;
+    case BFS_FOP_DISCARD: ia = &((const struct bfs_discard_rep *)rep)->post; break;
+    case BFS_FOP_ZEROFILL: ia = &((const struct bfs_zerofill_rep *)rep)->post; break;
+    default: return false;
+    }
+    if (!frozen(ia) || bfs_gfid_is_null(&ia->gfid))
+        return false;
+    *g = ia->gfid;
+    return true;
 }
 
 static void write_cbk(struct bfs_frame *frame, void *cookie, int rc, const struct bfs_write_rep *rep)

@@ -36,7 +36,7 @@ struct dht_rename_op {
     struct dht_op o;
     struct bfs_rename_req *req;  /* our copy */
     int n, hs, hd;
-    int sl_src, sl_dst, sl_main, sl_aux, sl_aux2, sl_lf;
+    int sl_src, sl_dst, sl_main, sl_aux, sl_aux2, sl_aux3, sl_lf;
     struct dht_info src, dst;
     int t;                       /* where the data of S is */
     bool dst_on_hd;              /* D has a name (data or link file) on Hd */
@@ -178,6 +178,14 @@ static int on_switched(struct dht_rename_op *r)
     if (cd >= 0 && cd != r->t && cd != r->hd &&
         !bfs_gfid_eq(&r->dst.attr.gfid, &r->src.attr.gfid)) { /* the replaced file's data */
         dht__unlink_wind(&r->o, r->sl_aux2, cd, &q->newloc, true);
+        any = true;
+    }
+    int dl = r->dst.rc >= 0 ? r->dst.link : -1;
+    if (dl >= 0 && dl != r->hd && dl != r->t && dl != cd &&
+        !bfs_gfid_eq(&r->dst.attr.gfid, &r->src.attr.gfid)) {
+        /* the replaced file's link file where the previous table hashed D
+         * (a rebalance pending): it points at the data just replaced */
+        dht__unlink_wind(&r->o, r->sl_aux3, dl, &q->newloc, true);
         any = true;
     }
     r->o.op.state = RN_CLEANED;
@@ -366,7 +374,7 @@ int dht__rename(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_ren
     if (req->flags & ~(uint32_t)RENAME_NOREPLACE)
         return -EINVAL; /* RENAME_EXCHANGE across subvolumes: not supported */
     struct dht_rename_op *r = (struct dht_rename_op *)dht__op_new(
-        sizeof(*r), frame, xl, n + 8, rename_step, rename_cleanup);
+        sizeof(*r), frame, xl, n + 9, rename_step, rename_cleanup);
     if (!r)
         return -ENOMEM;
     r->n = n;
@@ -376,7 +384,8 @@ int dht__rename(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_ren
     r->sl_aux = n + 3;
     r->sl_aux2 = n + 4;
     r->sl_lf = n + 5;
-    r->o.lock_slot = n + 6;
+    r->sl_aux3 = n + 6;
+    r->o.lock_slot = n + 7;
     r->req = bfs_rename_req_dup(req);
     r->present = calloc((size_t)n, 1);
     r->done = calloc((size_t)n, 1);

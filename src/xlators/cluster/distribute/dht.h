@@ -283,6 +283,21 @@ struct dht_dirfd *dht__dirfd(struct bfs_xl *xl, struct bfs_fd *fd);
 
 /* dht-migrate.c: writes that follow a file the rebalance moved */
 int dht__write(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_write_req *req);
+#define DHT_MIGRATE_DOMAIN "dht.migrate" /* the rebalance's inodelk on the destination */
+/* Other fops that change a file's data or attributes (open, truncate,
+ * setattr, fallocate...): true when fop is one of them. dht-inode.c routes
+ * them through an op and repeats them where the file went when their
+ * reply shows the frozen bits (dht__frozen_reply; *g gets the GFID). */
+bool dht__follows(int fop);
+bool dht__frozen_reply(int fop, const void *rep, struct bfs_gfid *g);
+/* The destination named by a source's migrating mark (xattrs of a
+ * getxattr of DHT_MIGRATING_KEY, "MODE SUBVOLUME"): its index, or one of: */
+#define DHT_MARK_NONE (-1)      /* no mark: the mode bits are the user's own */
+#define DHT_MARK_UNNAMED (-2)   /* a mark without a destination: search by GFID */
+#define DHT_MARK_ELSEWHERE (-3) /* a destination this graph does not have */
+int dht__mark_target(struct dht_priv *priv, const struct bfs_dict *xattrs);
+/* The request of the inodelk that waits for a migration of g to end. */
+void dht__migrate_lock_req(struct bfs_inodelk_req *r, const struct bfs_gfid *g, uint32_t type);
 
 /* dht-inode.c */
 int dht__generic(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req);
