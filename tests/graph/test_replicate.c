@@ -714,6 +714,52 @@ static void test_quorum(void)
     vol_close(&v);
 }
 
+/* A write that loses its quorum is not acknowledged, and the copy that took
+ * it anyway must not become the file (tests/integration/212): replica 3,
+ * c0 away; c2 fails the next write (it dies under it), so c1 alone took
+ * it: EROFS. c1 marks its own copy (pending[c1][c1]) and does not blame
+ * c2; while c1's is the only copy here, reads refuse it (ENOTCONN); once
+ * c2 is back, the heal takes c2's copy and the failed write is gone. */
+static void test_quorum_lost_write(void)
+{
+    struct vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *fd;
+    char buf[64];
+    if (vol_open(&v, 3, false, " option cluster.read-policy first-up\n") < 0)
+        return;
+    put(&v, &bfs_gfid_root, "u", "before", &a);
+    down(&v, 0, true);
+    is_int(open_(&v, &a.gfid, O_RDWR, &fd), 0, "open");
+    is_int(write_(&v, fd, 6, "+ok", 3), 3, "2 of 3 up: a write is acknowledged");
+    reconf(&v, 2, "enable", "write");
+    reconf(&v, 2, "failure", "100");
+    is_int(write_(&v, fd, 9, "+LOST", 5), -EROFS, "c2 fails the next one: c1 alone took it");
+    ok(content_is(&v, 1, "u", "before+ok+LOST"), "c1's copy has it");
+    ok(counter(&v, 1, "u", "c1", 0) > 0, "c1 marks its copy: an unacknowledged change");
+    is_int(counter(&v, 1, "u", "c2", 0), 0, "and does not blame c2");
+    ok(counter(&v, 1, "u", "c0", 0) > 0, "c0 is still blamed for what it missed");
+    down(&v, 2, true);
+    reconf(&v, 2, "enable", "all");
+    is_int(read_(&v, fd, buf, sizeof(buf)), -ENOTCONN,
+           "c1's copy alone: not read (the good copy is away)");
+    is_int(flush_close(&v, fd), 0, "close");
+    up(&v, 2, true);
+    is_int(lookup(&v, &bfs_gfid_root, "u", NULL), 0, "c2 back: lookup heals");
+    ok(content_is(&v, 1, "u", "before+ok") && content_is(&v, 2, "u", "before+ok"),
+       "from c2: the failed write is undone on c1");
+    is_int(counter(&v, 1, "u", "c1", 0), 0, "the mark is gone");
+    is_int(open_(&v, &a.gfid, O_RDONLY, &fd), 0, "open");
+    is_int(read_(&v, fd, buf, sizeof(buf)), 9, "read");
+    ok(memcmp(buf, "before+ok", 9) == 0, "what was acknowledged, nothing else");
+    flush_close(&v, fd);
+    up(&v, 0, true);
+    is_int(lookup(&v, &bfs_gfid_root, "u", NULL), 0, "c0 back: lookup heals");
+    ok(same_everywhere(&v, "u", 7, -1) && content_is(&v, 0, "u", "before+ok"), "one copy");
+    ok(clean_soon(&v, "u"), "counters clean");
+    vol_close(&v);
+}
+
 /* Replica 2, quorum none: a write with c0 failing, then one with c1
  * failing. Returns the file's GFID. */
 static void provoke_split(struct vol *v, const char *name, struct bfs_iatt *a)
@@ -1597,7 +1643,7 @@ int main(void)
         {"merge", test_entry_merge},     {"lostunlock", test_unlock_lost_on_down},
         {"healbusy", test_heal_lock_busy}, {"sumheal", test_checksum_heal},
         {"lkorder", test_lock_order},     {"quorumreads", test_quorum_reads},
-        {"hung", test_hung_brick},
+        {"hung", test_hung_brick},       {"unacked", test_quorum_lost_write},
     };
     const char *only = getenv("AFR_TEST"); /* run one scenario by name */
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {

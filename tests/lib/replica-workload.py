@@ -27,9 +27,14 @@ worker's model and written to its journal STATE/journal.k ("op_no op path
 worker records it in STATE/events ("start_us worker op ERRNO"), waits until
 the mount answers again, reads back the state of the names it touched and
 accepts it only if it is the state before or after that operation (or, for
-a create, the empty file its first call made; anything else — a change
-applied in part — is a violation, written to STATE/violations); the model
-takes what it read. So at the end exactly the acknowledged operations, plus
+a create, the empty file its first call made; or, when a write(2) answered
+a short count, the state with exactly the bytes it acknowledged; anything
+else — a change applied in part — is a violation, written to
+STATE/violations); the model takes what it read. A short count is
+followed, as programs do, by a write of the rest, which then fails with
+the fault's errno: the kernel cuts a write into several requests (at the
+first page boundary when it starts mid-page), and the first can be
+acknowledged when a later one fails. So at the end exactly the acknowledged operations, plus
 whichever way each faulted one went, must be visible.
 
 `run` stops when STATE/stop exists (or after --max-ops per worker), then
@@ -85,6 +90,7 @@ class Worker(threading.Thread):
         self.seq = 0
         self.ops = self.failed = self.violations = self.max_ms = 0
         self.journal = open(os.path.join(state, "journal.%d" % k), "a", buffering=1)
+        self.acked = []     # what a short write acknowledged (write_file)
 
     # ---- helpers ----
 
@@ -132,19 +138,31 @@ class Worker(threading.Thread):
 
     def settle(self, start, op, err, names, before, after):
         """A faulted op: names' state must be `before` or `after` (per name),
-        or, for a create, the empty file its first call made."""
+        or, for a create, the empty file its first call made, or what a
+        short write count acknowledged (self.acked)."""
         self.failed += 1
         self.event(start, op, err)
         now = {n: self.read_state(n) for n in names}
         b = {n: before.get(n) for n in names}
         a = {n: after.get(n) for n in names}
         mid = {n: b"" for n in names} if op == "create" else a
-        if now != b and now != a and now != mid:
+        short = a
+        if self.acked:  # a short count acknowledged part of a write
+            off, part = self.acked[0]
+            cur = bytearray(b[names[0]] or b"")
+            if off is None:
+                off = len(cur)
+            cur.extend(b"\0" * max(0, off - len(cur)))
+            cur[off:off + len(part)] = part
+            short = {names[0]: bytes(cur)}
+            self.acked = []
+        if now != b and now != a and now != mid and now != short:
             def show(d):
                 return {n: (v if v in (None, "dir") else "%d bytes %s" % (len(v), sha(v)[:12]))
                         for n, v in d.items()}
-            self.violation("%s failed (%s) and left %s; before %s, after %s" % (
-                op, ename(err), show(now), show(b), show(a)))
+            extra = "; short write acknowledged %s" % show(short) if short is not a else ""
+            self.violation("%s failed (%s) and left %s; before %s, after %s%s" % (
+                op, ename(err), show(now), show(b), show(a), extra))
         for n, v in now.items():
             self.files.pop(n, None)
             self.dirs.discard(n)
@@ -176,17 +194,27 @@ class Worker(threading.Thread):
             raise Faulted(e.errno)
 
     def write_file(self, name, flags, chunks, trunc=None):
+        """Writes chunks ((offset or None for an append, bytes)); what a
+        short count acknowledged is kept in self.acked ((offset, bytes) as
+        far as acknowledged) for settle."""
+        self.acked = []
         fd = self.call(os.open, self.path(name), flags, 0o644)
         try:
             if trunc is not None:
                 self.call(os.ftruncate, fd, trunc)
             for off, b in chunks:
-                if off is None:
-                    n = self.call(os.write, fd, b)
-                else:
-                    n = self.call(os.pwrite, fd, b, off)
-                if n != len(b):
-                    raise Faulted(errno.EIO)
+                done = 0
+                while done < len(b):
+                    if off is None:
+                        n = self.call(os.write, fd, b[done:])
+                    else:
+                        n = self.call(os.pwrite, fd, b[done:], off + done)
+                    if n <= 0:
+                        raise Faulted(errno.EIO)
+                    done += n
+                    if done < len(b):
+                        self.acked = [(off, b[:done])]
+            self.acked = []
             self.call(os.fsync, fd)
         finally:
             try:
