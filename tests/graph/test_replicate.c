@@ -760,6 +760,67 @@ static void test_quorum_lost_write(void)
     vol_close(&v);
 }
 
+/* The attributes of "f" in a readdirplus of the root served by child c
+ * (the other children fail readdir): its size, or -1 if the entry came
+ * without attributes, -2 if it was not listed or the call failed. */
+static long long plus_size_from(struct vol *v, int c)
+{
+    for (int i = 0; i < v->n; i++) {
+        reconf(v, i, "enable", "readdir");
+        reconf(v, i, "failure", i == c ? "0" : "100");
+    }
+    struct bfs_fd *dfd = bfs_fd_new(v->g, NULL, O_RDONLY, 1);
+    struct bfs_opendir_req oreq = {.fd = dfd};
+    oreq.loc.gfid = bfs_gfid_root;
+    long long size = -2;
+    if (bfs_sync_opendir(v->afr, v->st, &oreq, NULL) == 0) {
+        struct bfs_readdir_req rr = {.fd = dfd, .size = 4096, .plus = true};
+        struct bfs_readdir_rep rep;
+        if (bfs_sync_readdir(v->afr, v->st, &rr, &rep) >= 0) {
+            for (uint32_t k = 0; k < rep.entries.count; k++)
+                if (strcmp(rep.entries.v[k].name, "f") == 0)
+                    size = rep.entries.v[k].has_attr ? (long long)rep.entries.v[k].attr.size : -1;
+            bfs_readdir_rep_clear_dup(&rep);
+        }
+    }
+    bfs_fd_unref(dfd);
+    for (int i = 0; i < v->n; i++) {
+        reconf(v, i, "failure", "0");
+        reconf(v, i, "enable", "all");
+    }
+    return size;
+}
+
+/* A readdirplus answered by a copy whose data of a file is not good must
+ * not carry that file's attributes: the kernel caches them (a size 0 from
+ * a brick the heal has not filled yet hid the data of files in
+ * tests/integration/243, replace-brick). */
+static void test_readdirplus_attrs(void)
+{
+    struct vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *fd;
+    if (vol_open(&v, 3, false, " option cluster.data-self-heal off\n") < 0)
+        return;
+    put(&v, &bfs_gfid_root, "f", "hello", &a);
+    is_int(plus_size_from(&v, 2), 5, "c2 never went away: its attributes go up");
+    down(&v, 2, true);
+    is_int(open_(&v, &a.gfid, O_RDWR, &fd), 0, "open");
+    is_int(write_(&v, fd, 0, "hello, world", 12), 12, "a write c2 misses");
+    flush_close(&v, fd);
+    up(&v, 2, true);
+    is_int(lookup(&v, &bfs_gfid_root, "f", NULL), 0, "lookup (data heal off: c2 stays stale)");
+    is_int(plus_size_from(&v, 0), 12, "served by a good copy: attributes kept");
+    is_int(plus_size_from(&v, 2), -1, "served by the stale c2: no attributes (the kernel looks up)");
+    vol_close(&v);
+    if (vol_open(&v, 3, true, NULL) < 0)
+        return;
+    put(&v, &bfs_gfid_root, "f", "hello", &a);
+    is_int(plus_size_from(&v, 2), -1, "served by the arbiter: no file attributes (it has no data)");
+    is_int(plus_size_from(&v, 1), 5, "by a data copy: kept");
+    vol_close(&v);
+}
+
 /* Replica 2, quorum none: a write with c0 failing, then one with c1
  * failing. Returns the file's GFID. */
 static void provoke_split(struct vol *v, const char *name, struct bfs_iatt *a)
@@ -1644,6 +1705,7 @@ int main(void)
         {"healbusy", test_heal_lock_busy}, {"sumheal", test_checksum_heal},
         {"lkorder", test_lock_order},     {"quorumreads", test_quorum_reads},
         {"hung", test_hung_brick},       {"unacked", test_quorum_lost_write},
+        {"plusattrs", test_readdirplus_attrs},
     };
     const char *only = getenv("AFR_TEST"); /* run one scenario by name */
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
