@@ -238,11 +238,12 @@ static void test_quorum_lost_write(void)
 }
 
 /* The attributes of "f" in a readdirplus of the root served by child c
- * (the other children fail readdir): its size, or -1 if the entry came
- * without attributes, -2 if it was not listed or the call failed. */
+ * (the other children fail readdir; c < 0: any child): its size, or -1 if
+ * the entry came without attributes, -2 if it was not listed or the call
+ * failed. */
 static long long plus_size_from(struct cg_vol *v, int c)
 {
-    for (int i = 0; i < v->n; i++) {
+    for (int i = 0; i < v->n && c >= 0; i++) { /* c < 0: every child answers */
         cg_reconf(v, i, "enable", "readdir");
         cg_reconf(v, i, "failure", i == c ? "0" : "100");
     }
@@ -288,6 +289,8 @@ static void test_readdirplus_attrs(void)
     cg_up(&v, 2, true);
     is_int(cg_lookup(&v, &bfs_gfid_root, "f", NULL), 0, "lookup (data heal off: c2 stays stale)");
     is_int(plus_size_from(&v, 0), 12, "served by a good copy: attributes kept");
+    for (int k = 0; k < 3; k++)
+        is_int(plus_size_from(&v, -1), 12, "all answer: the listing starts on a copy never down");
     is_int(plus_size_from(&v, 2), -1, "served by the stale c2: no attributes (the kernel looks up)");
     cg_vol_close(&v);
     if (cg_rep_open(&v, 3, true, NULL) < 0)

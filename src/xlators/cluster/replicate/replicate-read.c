@@ -100,6 +100,17 @@ static int after_refresh(struct afr_read *r)
     return BFS_OP_CONTINUE;
 }
 
+/* A listing starts on a copy whose file attributes can go up as they are
+ * (trust_dirents): a data copy that has never been down, when there is
+ * one among the candidates. */
+static uint32_t prefer_for_listing(struct afr_priv *p, uint32_t cand)
+{
+    uint32_t good = cand & ~__atomic_load_n(&p->been_down, __ATOMIC_ACQUIRE);
+    if (p->arbiter >= 0)
+        good &= ~BFS_BIT(p->arbiter);
+    return good ? good : cand;
+}
+
 /* The children this read may go to now. */
 static uint32_t candidates(struct afr_read *r, int *err)
 {
@@ -129,6 +140,8 @@ static uint32_t candidates(struct afr_read *r, int *err)
         }
         if (r->readdir_offset != 0 && sticky >= 0) /* a listing cannot change copy midway */
             cand &= BFS_BIT(sticky);
+        else
+            cand = prefer_for_listing(p, cand);
     }
     return cand;
 }
