@@ -90,48 +90,58 @@ static void on_event(struct bfs_graph *g, enum bfs_event ev, void *data)
         __atomic_add_fetch(&cg_events_down, 1, __ATOMIC_RELAXED);
 }
 
-int cg_vol_open(struct cg_vol *v, int n, const char *const *layers, const char *top)
+/* The volfile of cg_vol_open into text (cap bytes); its length, or 0. */
+static size_t volfile(struct cg_vol *v, int n, const char *const *layers, const char *top,
+                      char *text, size_t cap)
 {
-    size_t cap = 16384, len = 0;
-    char *text = malloc(cap);
-    memset(v, 0, sizeof(*v));
-    if (!text || n < 1 || n > CG_MAX)
-        return free(text), -1;
-    v->n = n;
-    scenario++;
+    size_t len = 0;
     for (int i = 0; i < n; i++) {
         snprintf(v->brick[i], sizeof(v->brick[i]), "%s/s%d-b%d", root, scenario, i);
         if (mkdir(v->brick[i], 0755) < 0)
-            return free(text), -1;
+            return 0;
         char below[32];
         len += (size_t)snprintf(text + len, cap - len,
                                 "volume b%d\n type storage/posix\n option directory %s\n"
                                 "end-volume\n", i, v->brick[i]);
         snprintf(below, sizeof(below), "b%d", i);
-        for (int k = 0; layers && layers[k]; k++) {
+        for (int k = 0; layers && layers[k] && len < cap; k++) {
             char type[64], prefix[16];
             if (sscanf(layers[k], "%63s %15s", type, prefix) != 2)
-                return free(text), -1;
+                return 0;
             len += (size_t)snprintf(text + len, cap - len,
                                     "volume %s%d\n type %s\n subvolumes %s\nend-volume\n",
                                     prefix, i, type, below);
             snprintf(below, sizeof(below), "%s%d", prefix, i);
         }
-        len += (size_t)snprintf(text + len, cap - len,
-                                "volume c%d\n type debug/error-gen\n option error-no ENOTCONN\n"
-                                " subvolumes %s\nend-volume\n", i, below);
+        if (len < cap)
+            len += (size_t)snprintf(text + len, cap - len,
+                                    "volume c%d\n type debug/error-gen\n"
+                                    " option error-no ENOTCONN\n subvolumes %s\nend-volume\n",
+                                    i, below);
+        if (len >= cap)
+            return 0;
     }
     len += (size_t)snprintf(text + len, cap - len, "volume rep\n%s subvolumes", top);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n && len < cap; i++)
         len += (size_t)snprintf(text + len, cap - len, " c%d", i);
-    len += (size_t)snprintf(text + len, cap - len, "\nend-volume\n");
-    char err[512];
-    int rc = len < cap ? bfs_graph_from_text(text, len, "cluster-graph.vol", proc, &v->g, err,
-                                             sizeof(err))
-                       : -1;
-    free(text);
-    if (rc < 0) {
-        printf("# graph: %s\n", len < cap ? err : "too long");
+    if (len < cap)
+        len += (size_t)snprintf(text + len, cap - len, "\nend-volume\n");
+    return len < cap ? len : 0;
+}
+
+int cg_vol_open(struct cg_vol *v, int n, const char *const *layers, const char *top)
+{
+    static char text[16384];
+    char err[512] = "volfile too long or bad layer";
+    memset(v, 0, sizeof(*v));
+    if (n < 1 || n > CG_MAX)
+        return -1;
+    v->n = n;
+    scenario++;
+    size_t len = volfile(v, n, layers, top, text, sizeof(text));
+    if (!len || bfs_graph_from_text(text, len, "cluster-graph.vol", proc, &v->g, err,
+                                    sizeof(err)) < 0) {
+        printf("# graph: %s\n", err);
         return -1;
     }
     if (bfs_graph_init(v->g) < 0)
