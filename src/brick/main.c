@@ -33,6 +33,7 @@
 
 #include "brick.h"
 
+#include "core/daemon.h"
 #include "core/graph.h"
 #include "core/log.h"
 
@@ -265,7 +266,7 @@ static int run(struct args *a)
     }
     bfs_graph_activate(g);
     bfs_log(PROG, BFS_LOG_INFO, "brick %s started (pid %d)", a->volfile, (int)getpid());
-    bfs_brick_daemon_ready(1);
+    bfs_daemon_ready(1);
 
     int sig = wait_for_stop(sfd, a->log_file);
     bfs_log(PROG, BFS_LOG_INFO, "%s received: stopping", strsignal(sig));
@@ -291,17 +292,17 @@ int main(int argc, char **argv)
         fprintf(stderr, PROG ": cannot read volfile %s: %s\n", a.volfile, strerror(errno));
         return 1;
     }
-    if (!a.foreground && (rc = bfs_brick_daemonize()) < 0) {
+    if (!a.foreground && (rc = bfs_daemonize()) < 0) {
         fprintf(stderr, PROG ": cannot daemonize: %s\n", strerror(-rc));
         return 1;
     }
     if (setup_logging(&a) < 0) {
-        bfs_brick_daemon_ready(0);
+        bfs_daemon_ready(0);
         return 1;
     }
     rc = run(&a);
     if (rc != 0)
-        bfs_brick_daemon_ready(0);
+        bfs_daemon_ready(0);
     bfs_log_close();
     free(a.volfile);
     free(a.log_file);

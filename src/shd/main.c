@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/daemon.h"
 #include "core/log.h"
 #include "shd.h"
 
@@ -290,7 +291,7 @@ static int run_daemon(struct shd *s, const struct args *a)
     shd_write_state(s);
     bfs_log(SHD_PROG, BFS_LOG_INFO, "self-heal daemon of %s started (pid %d, %d replica sets)",
             s->volume, (int)getpid(), s->nsets);
-    shd_daemon_ready(1);
+    bfs_daemon_ready(1);
     shd_wait_children(s, 10000);
     serve(s, sfd, a);
     pthread_mutex_lock(&s->lock);
@@ -332,17 +333,17 @@ int main(int argc, char **argv)
     pthread_mutex_init(&s.lock, NULL);
     pthread_cond_init(&s.cond, NULL);
     bool daemon = !a.info && !a.resolve;
-    if (daemon && !a.foreground && (rc = shd_daemonize()) < 0) {
+    if (daemon && !a.foreground && (rc = bfs_daemonize()) < 0) {
         fprintf(stderr, SHD_PROG ": cannot daemonize: %s\n", strerror(-rc));
         return 1;
     }
     if (setup_logging(&a, daemon) < 0) {
-        shd_daemon_ready(0);
+        bfs_daemon_ready(0);
         return 1;
     }
     rc = daemon ? run_daemon(&s, &a) : run_once(&s, &a);
     if (rc != 0)
-        shd_daemon_ready(0);
+        bfs_daemon_ready(0);
     bfs_log_close();
     pthread_mutex_destroy(&s.lock);
     pthread_cond_destroy(&s.cond);

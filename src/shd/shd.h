@@ -103,8 +103,4 @@ int shd_info(struct shd *s, const char *what, bool json);
 int shd_resolve(struct shd *s, const char *policy, const char *file, const char *source,
                 bool json);
 
-/* ---- daemon.c ---- */
-int shd_daemonize(void);
-void shd_daemon_ready(int ok);
-
 #endif

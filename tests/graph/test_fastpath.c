@@ -567,6 +567,33 @@ static void test_prefetch(struct bfs_xl *top, struct bfs_graph *cg)
     is_int((int)(brick_count(top, "read") - r0), 1, "... read from the brick");
     bfs_fd_unref(fd);
 
+    /* the brick's copy changed by someone else (the self-heal daemon
+     * healing it) after the open: a read carrying "open-prefetch-skip"
+     * (replicate: that copy was not known good at the open) goes to the
+     * brick and sees the new bytes */
+    fd = pf_open(top, cg, &g, NULL);
+    char path[sizeof(brickdir) + 16];
+    snprintf(path, sizeof(path), "%s/small", brickdir);
+    uint8_t nb[6000];
+    for (size_t k = 0; k < sizeof(nb); k++)
+        nb[k] = pattern(k, 10);
+    int bfd = open(path, O_WRONLY);
+    ok(bfd >= 0 && pwrite(bfd, nb, sizeof(nb), 0) == (ssize_t)sizeof(nb), "the brick's copy "
+       "rewritten behind the client's back");
+    if (bfd >= 0)
+        close(bfd);
+    r0 = brick_count(top, "read");
+    struct bfs_read_req sq = {.fd = fd, .size = 65536, .xdata = bfs_dict_new()};
+    bfs_dict_set_int(sq.xdata, "open-prefetch-skip", 1);
+    struct bfs_read_rep sr;
+    int src = bfs_sync_read(top, st, &sq, &sr);
+    ok(src == 6000 && sr.data.len == 6000 && memcmp(sr.data.data, nb, 6000) == 0,
+       "a read with open-prefetch-skip: the brick's new bytes, not those of the open");
+    bfs_read_rep_clear_dup(&sr);
+    bfs_dict_unref(sq.xdata);
+    is_int((int)(brick_count(top, "read") - r0), 1, "... read from the brick");
+    bfs_fd_unref(fd);
+
     /* a file larger than performance.open-prefetch (64 KiB) */
     xd = bfs_dict_new();
     bfs_dict_set_bin(xd, "gfid-req", big.b, sizeof(big.b));

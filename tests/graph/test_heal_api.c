@@ -32,130 +32,63 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "../lib/cluster-graph.h"
 #include "../lib/tap.h"
-#include "core/graph.h"
 
-static struct bfs_proc *proc;
-static char root[256];
-static int scenario;
-
-struct vol {
-    struct bfs_graph *g;
-    struct bfs_xl *afr;
-    int n;
-    char brick[3][512];
-    struct bfs_stack *st;
-};
-
-static int vol_open(struct vol *v, int n, const char *options)
+/* Bricks: posix, features/index (x<i>), features/locks (l<i>), error-gen
+ * (c<i>); replicate without heal on access (the API is what heals). */
+static int vol_open(struct cg_vol *v, int n, const char *options)
 {
-    char text[8192];
-    size_t len = 0;
-    memset(v, 0, sizeof(*v));
-    v->n = n;
-    scenario++;
-    for (int i = 0; i < n; i++) {
-        snprintf(v->brick[i], sizeof(v->brick[i]), "%s/s%d-b%d", root, scenario, i);
-        if (mkdir(v->brick[i], 0755) < 0)
-            return -1;
-        len += (size_t)snprintf(text + len, sizeof(text) - len,
-                                "volume b%d\n type storage/posix\n option directory %s\n"
-                                "end-volume\n"
-                                "volume x%d\n type features/index\n subvolumes b%d\nend-volume\n"
-                                "volume l%d\n type features/locks\n subvolumes x%d\nend-volume\n"
-                                "volume c%d\n type debug/error-gen\n option error-no ENOTCONN\n"
-                                " subvolumes l%d\nend-volume\n",
-                                i, v->brick[i], i, i, i, i, i, i);
-    }
-    len += (size_t)snprintf(text + len, sizeof(text) - len,
-                            "volume rep\n type cluster/replicate\n"
-                            " option cluster.post-op-delay-ms 0\n"
-                            " option cluster.data-self-heal off\n"
-                            " option cluster.metadata-self-heal off\n"
-                            " option cluster.entry-self-heal off\n%s subvolumes",
-                            options ? options : "");
-    for (int i = 0; i < n; i++)
-        len += (size_t)snprintf(text + len, sizeof(text) - len, " c%d", i);
-    len += (size_t)snprintf(text + len, sizeof(text) - len, "\nend-volume\n");
-    char err[512];
-    if (bfs_graph_from_text(text, len, "heal-api.vol", proc, &v->g, err, sizeof(err)) < 0) {
-        printf("# graph: %s\n", err);
-        return -1;
-    }
-    if (bfs_graph_init(v->g) < 0)
-        return -1;
-    bfs_graph_activate(v->g);
-    v->afr = v->g->top;
-    v->st = bfs_stack_new();
-    return 0;
+    static const char *const layers[] = {"features/index x", "features/locks l", NULL};
+    char top[1024];
+    snprintf(top, sizeof(top),
+             " type cluster/replicate\n option cluster.post-op-delay-ms 0\n"
+             " option cluster.data-self-heal off\n option cluster.metadata-self-heal off\n"
+             " option cluster.entry-self-heal off\n%s",
+             options ? options : "");
+    return cg_vol_open(v, n, layers, top);
 }
 
-static void vol_close(struct vol *v)
+/* A child's connection fails (or comes back) and replicate hears of it. */
+static void set_failure(struct cg_vol *v, int i, const char *pct, enum bfs_event ev)
 {
-    bfs_graph_free(v->g);
-    bfs_stack_unref(v->st);
+    cg_reconf(v, i, "failure", pct);
+    bfs_xl_notify_parents(cg_child(v, i), ev, NULL);
 }
 
-static struct bfs_xl *child(struct vol *v, int i)
-{
-    char name[16];
-    snprintf(name, sizeof(name), "c%d", i);
-    return bfs_graph_find(v->g, name);
-}
+static void down(struct cg_vol *v, int i) { set_failure(v, i, "100", BFS_EV_CHILD_DOWN); }
+static void up(struct cg_vol *v, int i) { set_failure(v, i, "0", BFS_EV_CHILD_UP); }
 
-static void set_failure(struct vol *v, int i, const char *pct, enum bfs_event ev)
-{
-    struct bfs_xl *c = child(v, i);
-    struct bfs_dict *d = bfs_dict_new();
-    bfs_dict_set_str(d, "failure", pct);
-    c->mod->reconfigure(c, d);
-    bfs_dict_unref(d);
-    bfs_xl_notify_parents(c, ev, NULL);
-}
-
-static void down(struct vol *v, int i) { set_failure(v, i, "100", BFS_EV_CHILD_DOWN); }
-static void up(struct vol *v, int i) { set_failure(v, i, "0", BFS_EV_CHILD_UP); }
-
-static struct bfs_loc L(const struct bfs_gfid *par, const char *name)
-{
-    struct bfs_loc l = {0};
-    l.pargfid = *par;
-    l.name = name;
-    return l;
-}
-
-static int mkdir_(struct vol *v, const struct bfs_gfid *par, const char *name,
+static int mkdir_(struct cg_vol *v, const struct bfs_gfid *par, const char *name,
                   struct bfs_gfid *g)
 {
-    struct bfs_mkdir_req req = {.loc = L(par, name), .mode = 0755};
-    struct bfs_mkdir_rep rep;
-    int rc = bfs_sync_mkdir(v->afr, v->st, &req, &rep);
-    *g = rep.attr.gfid;
-    bfs_mkdir_rep_clear_dup(&rep);
+    struct bfs_iatt a;
+    int rc = cg_mkdir(v, par, name, &a);
+    *g = a.gfid;
     return rc;
 }
 
-static int write_fd(struct vol *v, struct bfs_fd *fd, const char *s)
+static int write_fd(struct cg_vol *v, struct bfs_fd *fd, const char *s)
 {
     struct bfs_write_req req = {.fd = fd, .offset = 0};
     req.data.data = s;
     req.data.len = strlen(s);
-    int rc = bfs_sync_write(v->afr, v->st, &req, NULL);
+    int rc = bfs_sync_write(v->top, v->st, &req, NULL);
     struct bfs_flush_req freq = {.fd = fd};
-    int frc = bfs_sync_flush(v->afr, v->st, &freq, NULL);
+    int frc = bfs_sync_flush(v->top, v->st, &freq, NULL);
     bfs_fd_unref(fd);
     return rc < 0 ? rc : frc;
 }
 
 /* A new file par/name holding s. */
-static int put(struct vol *v, const struct bfs_gfid *par, const char *name, const char *s,
+static int put(struct cg_vol *v, const struct bfs_gfid *par, const char *name, const char *s,
                struct bfs_gfid *g)
 {
     struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_RDWR, 0);
-    struct bfs_create_req req = {.loc = L(par, name), .fd = fd, .flags = O_RDWR | O_CREAT,
+    struct bfs_create_req req = {.loc = cg_L(par, name), .fd = fd, .flags = O_RDWR | O_CREAT,
                                  .mode = 0644};
     struct bfs_create_rep rep;
-    int rc = bfs_sync_create(v->afr, v->st, &req, &rep);
+    int rc = bfs_sync_create(v->top, v->st, &req, &rep);
     *g = rep.attr.gfid;
     bfs_create_rep_clear_dup(&rep);
     if (rc < 0) {
@@ -166,14 +99,14 @@ static int put(struct vol *v, const struct bfs_gfid *par, const char *name, cons
 }
 
 /* Overwrites the start of file g with s. */
-static int overwrite(struct vol *v, const struct bfs_gfid *g, const char *s)
+static int overwrite(struct cg_vol *v, const struct bfs_gfid *g, const char *s)
 {
     struct bfs_inode *inode = bfs_inode_get(v->g->itable, g, S_IFREG);
     struct bfs_fd *fd = bfs_fd_new(v->g, inode, O_RDWR, 0);
     bfs_inode_unref(inode);
     struct bfs_open_req req = {.fd = fd, .flags = O_RDWR};
     req.loc.gfid = *g;
-    int rc = bfs_sync_open(v->afr, v->st, &req, NULL);
+    int rc = bfs_sync_open(v->top, v->st, &req, NULL);
     if (rc < 0) {
         bfs_fd_unref(fd);
         return rc;
@@ -196,14 +129,14 @@ static void copy(const struct bfs_dict *d, const char *key, char *out, size_t le
         snprintf(out, len, "%s", s);
 }
 
-static struct status vx(struct vol *v, const struct bfs_gfid *g, const char *name,
+static struct status vx(struct cg_vol *v, const struct bfs_gfid *g, const char *name,
                         struct bfs_stack *st)
 {
     struct bfs_getxattr_req req = {.name = name};
     struct bfs_getxattr_rep rep;
     struct status s;
     req.loc.gfid = *g;
-    s.rc = bfs_sync_getxattr(v->afr, st ? st : v->st, &req, &rep);
+    s.rc = bfs_sync_getxattr(v->top, st ? st : v->st, &req, &rep);
     copy(rep.xattrs, "brickfs.heal.pending", s.pending, sizeof(s.pending));
     copy(rep.xattrs, "brickfs.heal.split-brain", s.split, sizeof(s.split));
     copy(rep.xattrs, "brickfs.heal.missing", s.missing, sizeof(s.missing));
@@ -214,25 +147,25 @@ static struct status vx(struct vol *v, const struct bfs_gfid *g, const char *nam
     return s;
 }
 
-static int resolve(struct vol *v, const struct bfs_gfid *g, const char *policy,
+static int resolve(struct cg_vol *v, const struct bfs_gfid *g, const char *policy,
                    struct bfs_stack *st)
 {
     struct bfs_setxattr_req req = {.xattrs = bfs_dict_new()};
     req.loc.gfid = *g;
     bfs_dict_set_str(req.xattrs, "brickfs.heal.resolve", policy);
-    int rc = bfs_sync_setxattr(v->afr, st ? st : v->st, &req, NULL);
+    int rc = bfs_sync_setxattr(v->top, st ? st : v->st, &req, NULL);
     bfs_dict_unref(req.xattrs);
     return rc;
 }
 
 /* Is g on child i's index (listed through the child, as the daemon does)? */
-static int listed(struct vol *v, int i, const struct bfs_gfid *g)
+static int listed(struct cg_vol *v, int i, const struct bfs_gfid *g)
 {
     struct bfs_getxattr_req req = {.name = "brickfs.index.pending", .xdata = bfs_dict_new()};
     struct bfs_getxattr_rep rep;
     bfs_dict_set_int(req.xdata, "index-count", 1000);
     req.loc.gfid = bfs_gfid_root;
-    int rc = bfs_sync_getxattr(child(v, i), v->st, &req, &rep);
+    int rc = bfs_sync_getxattr(cg_child(v, i), v->st, &req, &rep);
     bfs_dict_unref(req.xdata);
     int found = rc < 0 ? rc : 0;
     const void *raw;
@@ -244,7 +177,7 @@ static int listed(struct vol *v, int i, const struct bfs_gfid *g)
     return found;
 }
 
-static int index_size(struct vol *v, int i)
+static int index_size(struct cg_vol *v, int i)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/.brickfs/indices/pending", v->brick[i]);
@@ -260,7 +193,7 @@ static int index_size(struct vol *v, int i)
 /* Waits (at most 10 s) until child i's index holds n entries: entry
  * transactions run their post-op behind their answer, so the last dirty
  * mark may still be on its way out. Returns the last count seen. */
-static int index_settles(struct vol *v, int i, int n)
+static int index_settles(struct cg_vol *v, int i, int n)
 {
     int got = index_size(v, i);
     for (int k = 0; k < 1000 && got != n; k++) {
@@ -270,21 +203,8 @@ static int index_settles(struct vol *v, int i, int n)
     return got;
 }
 
-static bool content_is(struct vol *v, int i, const char *rel, const char *want)
-{
-    char path[PATH_MAX], buf[256];
-    snprintf(path, sizeof(path), "%s/%s", v->brick[i], rel);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    return strcmp(buf, want) == 0;
-}
-
 /* Takes or drops replicate's data lock (domain: its name) on f, on brick i. */
-static int lock_data(struct vol *v, int i, const struct bfs_gfid *f, struct bfs_stack *st,
+static int lock_data(struct cg_vol *v, int i, const struct bfs_gfid *f, struct bfs_stack *st,
                      bool lock)
 {
     struct bfs_inodelk_req req = {.domain = "rep", .cmd = BFS_LK_SETLK};
@@ -292,14 +212,14 @@ static int lock_data(struct vol *v, int i, const struct bfs_gfid *f, struct bfs_
     req.lock.type = lock ? F_WRLCK : F_UNLCK;
     req.lock.whence = SEEK_SET;
     req.lock.owner = st->lk_owner;
-    return bfs_sync_inodelk(child(v, i), st, &req, NULL);
+    return bfs_sync_inodelk(cg_child(v, i), st, &req, NULL);
 }
 
 /* ---- scenarios ---- */
 
 static void test_heal_now(void)
 {
-    struct vol v;
+    struct cg_vol v;
     struct bfs_gfid d, f;
     if (vol_open(&v, 3, NULL) < 0)
         return;
@@ -322,12 +242,12 @@ static void test_heal_now(void)
     struct bfs_getxattr_rep prep;
     const char *path = NULL;
     preq.loc.gfid = d;
-    if (bfs_sync_getxattr(v.afr, v.st, &preq, &prep) > 0)
+    if (bfs_sync_getxattr(v.top, v.st, &preq, &prep) > 0)
         bfs_dict_get_str(prep.xattrs, "brickfs.path", &path);
     is_str(path, "/d", "brickfs.path of d is /d");
     bfs_getxattr_rep_clear_dup(&prep);
     preq.loc.gfid = f;
-    is_int(bfs_sync_getxattr(v.afr, v.st, &preq, &prep), -ENODATA,
+    is_int(bfs_sync_getxattr(v.top, v.st, &preq, &prep), -ENODATA,
            "brickfs.path of a file: ENODATA (names of files are not recorded)");
     bfs_getxattr_rep_clear_dup(&prep);
 
@@ -349,7 +269,7 @@ static void test_heal_now(void)
     s = vx(&v, &f, "brickfs.heal.now", NULL);
     is_str(s.pending, "", "now d/f heals");
     is_str(s.missing, "", "and is on every brick");
-    ok(content_is(&v, 2, "d/f", "hello"), "c2 holds the data");
+    ok(cg_content_is(&v, 2, "d/f", "hello"), "c2 holds the data");
     for (int i = 0; i < 3; i++)
         is_int(index_settles(&v, i, 0), 0, "index of c%d empty", i);
     is_int(resolve(&v, &f, "bigger-file", NULL), -EALREADY, "resolve when healthy: EALREADY");
@@ -367,20 +287,20 @@ static void test_heal_now(void)
     is_int(held, 3, "another owner holds the data lock of d/f on every brick");
     s = vx(&v, &f, "brickfs.heal.now", NULL);
     is_str(s.pending, "data", "heal.now gives up on the busy file: still pending");
-    ok(content_is(&v, 2, "d/f", "hello"), "c2 untouched");
+    ok(cg_content_is(&v, 2, "d/f", "hello"), "c2 untouched");
     for (int i = 0; i < 3; i++)
         lock_data(&v, i, &f, other, false);
     bfs_stack_unref(other);
     s = vx(&v, &f, "brickfs.heal.now", NULL);
     is_str(s.pending, "", "lock released: healed");
-    ok(content_is(&v, 2, "d/f", "HELLO"), "c2 has the new data");
-    vol_close(&v);
+    ok(cg_content_is(&v, 2, "d/f", "HELLO"), "c2 has the new data");
+    cg_vol_close(&v);
 }
 
 /* f: "0123456789" everywhere, then c1 writes 20 B while c0 is down, then
  * c0 writes 3 B over the start while c1 is down: data split-brain with
  * c1 bigger and c0 later. */
-static void provoke_split(struct vol *v, const char *name, struct bfs_gfid *f, const char *a,
+static void provoke_split(struct cg_vol *v, const char *name, struct bfs_gfid *f, const char *a,
                           const char *b)
 {
     put(v, &bfs_gfid_root, name, "0123456789", f);
@@ -395,7 +315,7 @@ static void provoke_split(struct vol *v, const char *name, struct bfs_gfid *f, c
 
 static void test_resolve(void)
 {
-    struct vol v;
+    struct cg_vol v;
     struct bfs_gfid f;
     if (vol_open(&v, 2, " option cluster.quorum-type none\n") < 0)
         return;
@@ -404,51 +324,40 @@ static void test_resolve(void)
     is_str(s.split, "data", "data split-brain reported");
     s = vx(&v, &f, "brickfs.heal.now", NULL);
     is_str(s.split, "data", "heal.now does not resolve it");
-    ok(content_is(&v, 0, "sb", "AAA3456789") && content_is(&v, 1, "sb", "BBBBBBBBBBBBBBBBBBBB"),
+    ok(cg_content_is(&v, 0, "sb", "AAA3456789") && cg_content_is(&v, 1, "sb", "BBBBBBBBBBBBBBBBBBBB"),
        "both copies untouched");
     is_int(resolve(&v, &f, "source-brick:nope", NULL), -EINVAL, "unknown brick: EINVAL");
     is_int(resolve(&v, &f, "biggest", NULL), -EINVAL, "unknown policy: EINVAL");
     is_int(resolve(&v, &f, "source-brick:c0", NULL), 0, "resolve by source-brick c0");
-    ok(content_is(&v, 1, "sb", "AAA3456789"), "c1 now holds c0's copy");
+    ok(cg_content_is(&v, 1, "sb", "AAA3456789"), "c1 now holds c0's copy");
     s = vx(&v, &f, "brickfs.heal.status", NULL);
     ok(!s.split[0] && !s.pending[0], "healthy after resolution");
 
     provoke_split(&v, "sb2", &f, "AAA", "BBBBBBBBBBBBBBBBBBBB");
     is_int(resolve(&v, &f, "bigger-file", NULL), 0, "resolve by bigger-file");
-    ok(content_is(&v, 0, "sb2", "BBBBBBBBBBBBBBBBBBBB"), "the bigger copy (c1) won");
+    ok(cg_content_is(&v, 0, "sb2", "BBBBBBBBBBBBBBBBBBBB"), "the bigger copy (c1) won");
 
     provoke_split(&v, "sb3", &f, "AAA", "BBBBBBBBBBBBBBBBBBBB");
     is_int(resolve(&v, &f, "latest-mtime", NULL), 0, "resolve by latest-mtime");
-    ok(content_is(&v, 1, "sb3", "AAA3456789"), "the later copy (c0) won");
+    ok(cg_content_is(&v, 1, "sb3", "AAA3456789"), "the later copy (c0) won");
 
     provoke_split(&v, "sb4", &f, "AA", "BB"); /* same size on both */
     is_int(resolve(&v, &f, "bigger-file", NULL), -ENOTUNIQ, "equal sizes: ENOTUNIQ");
     is_str(vx(&v, &f, "brickfs.heal.status", NULL).split, "data", "still in split-brain");
     for (int i = 0; i < 2; i++)
         is_int(index_settles(&v, i, 1), 1, "only sb4 left on the index of c%d", i);
-    vol_close(&v);
+    cg_vol_close(&v);
 }
 
 int main(void)
 {
     plan_lazy();
-    if (geteuid() != 0) {
-        printf("1..0 # SKIP needs root (trusted xattrs)\n");
+    if (!cg_can_run())
         return 0;
-    }
     alarm(180);
-    bfs_log_set_level(BFS_LOG_ERROR);
-    snprintf(root, sizeof(root), "/tmp/bfs-healapi-XXXXXX");
-    if (!mkdtemp(root))
-        return 1;
-    proc = bfs_proc_new("test_heal_api", 2);
-    ok(proc != NULL, "process resources");
+    ok(cg_init("healapi") == 0, "process resources");
     test_heal_now();
     test_resolve();
-    bfs_proc_free(proc);
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-    if (system(cmd) != 0)
-        printf("# could not remove %s\n", root);
+    cg_fini();
     return done_testing();
 }

@@ -11,9 +11,9 @@
 #     crawl of the mount: every name looked up, every file read, repeated
 #     until it converges) gives the new brick every name; every file reads
 #     back intact through the mount;
-#   - same contents on the new brick, and the workload's verdict: skipped
-#     by default, see the end (replicate's limits, not replace-brick's).
-# The self-heal daemon (h/shd) would do the crawl by itself.
+#   - same contents on the new brick, and the workload's verdict (reads
+#     through long-lived fds across the replacement).
+# The self-heal daemon brickfsd runs heals at the same time.
 
 # shellcheck disable=SC2046
 . "$(dirname "$0")/../lib/test.sh"
@@ -64,36 +64,23 @@ echo "# after one crawl: $(dht_check counts "$T/bricks/r/new") of $want data fil
 tree() { (cd "$1" && find . -path ./.brickfs -prune -o -path ./work -prune -o -print | sort); }
 names_same() { crawl; [ "$(tree "$T/bricks/r/b0")" = "$(tree "$T/bricks/r/new")" ] && echo same; }
 EXPECT_WITHIN 180 same names_same
-# KNOWN BUG (replicate, not replace-brick): reading the files while the
-# new brick is being healed returned wrong content in about 1 run of 4
-# ("d3/f4: wrong content"; the bricks agree once the heal ends), so a read
-# reached a copy that was not healed yet. Until it is found, these reads
-# run with BFS_TEST_REPLACE_HEAL=1 only.
-if [ "${BFS_TEST_REPLACE_HEAL:-0}" = 1 ]; then
-    EXPECT "ok" dht_check verify "$M" 4 50
-    TEST big_check "$M/big"
-else
-    SKIP "contents read while the new brick heals (known bug; BFS_TEST_REPLACE_HEAL=1)"
-    SKIP "big files read while the new brick heals (known bug; BFS_TEST_REPLACE_HEAL=1)"
-fi
+# the files read back intact while the new brick is being healed (a
+# readdirplus served by the new brick once gave the kernel its empty
+# copies' sizes: replicate now passes a file's attributes up only from a
+# copy known good for it, and reads never use what a copy's client fetched
+# with the open before that copy was healed)
+EXPECT "ok" dht_check verify "$M" 4 50
+TEST big_check "$M/big"
 
 touch "$T/stop-io"
 TEST bfs_wait_gone "$(bfs_pid_of io)" 60
 cat "$T/io-report" | bfs__diag
-# Known limits of replicate (not of replace-brick), so skipped by default
-# (BFS_TEST_REPLACE_HEAL=1 runs them): under load the data heal of some
-# entry-healed files does not happen on access within minutes, and a
-# long-lived fd whose brick was replaced ("cannot re-open fd ... Stale file
-# handle; it is lost") has once read back wrong data at the end. The
-# self-heal daemon (h/shd) and replicate's fd handling (h/afr) are where
-# these belong.
-if [ "${BFS_TEST_REPLACE_HEAL:-0}" = 1 ]; then
-    same() { crawl; diff -r -q -x .brickfs -x work "$T/bricks/r/b0" "$T/bricks/r/new" >/dev/null && echo same; }
-    EXPECT_WITHIN 300 same same
-    TEST diff -r -x .brickfs -x work "$T/bricks/r/b0" "$T/bricks/r/new"
-    EXPECT OK eval "cut -d' ' -f1 '$T/io-report'"
-else
-    SKIP "data of the new brick equal to the others' by heal on access (BFS_TEST_REPLACE_HEAL=1)"
-    SKIP "the workload's long-lived fds across the replacement (BFS_TEST_REPLACE_HEAL=1)"
-fi
+# the new brick ends equal to the others by heal on access, and the
+# workload's long-lived fds read back what they wrote across the
+# replacement (the listing of their folder had shrunk the kernel's size of
+# a file to the new brick's partial copy)
+same() { crawl; diff -r -q -x .brickfs -x work "$T/bricks/r/b0" "$T/bricks/r/new" >/dev/null && echo same; }
+EXPECT_WITHIN 300 same same
+TEST diff -r -x .brickfs -x work "$T/bricks/r/b0" "$T/bricks/r/new"
+EXPECT OK eval "cut -d' ' -f1 '$T/io-report'"
 done_testing

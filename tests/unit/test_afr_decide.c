@@ -100,10 +100,67 @@ static void test_blame(void)
     afr_decide(&s, AFR_DATA, AFR_FAV_NONE, -1, &d);
     ok(!d.needs_heal, "blame from a child that did not answer is not counted");
 
+}
+
+/* pending[i][i]: i's copy holds a change that lost its quorum (EROFS). */
+static void test_unacked(void)
+{
+    struct afr_state s;
+    struct afr_decision d;
     state(&s, 3, -1);
-    s.pending[C][C][AFR_DATA] = 1; /* self-blame reads as a dirty mark */
+    s.pending[C][C][AFR_DATA] = 1;
+    s.attr[C].size = 300;
     afr_decide(&s, AFR_DATA, AFR_FAV_NONE, -1, &d);
-    ok(d.needs_heal && d.readable == BITS(A, B, C), "self-blame is a dirty mark");
+    is_int(d.sources, BITS(A, B), "a copy marked unacknowledged is not a source");
+    is_int(d.sinks, BITS(C), "it is healed from the others, though it is the largest");
+    is_int(d.readable, BITS(A, B), "nor read");
+
+    /* c0 missed acknowledged writes (blamed by c1), c1 alone took a write
+     * that lost its quorum, c2 failed it and is away */
+    state(&s, 3, -1);
+    blame(&s, B, A, AFR_DATA);
+    s.pending[B][B][AFR_DATA] = 1;
+    s.valid = BITS(B);
+    afr_decide(&s, AFR_DATA, AFR_FAV_NONE, -1, &d);
+    ok(d.unreachable && !d.readable && !d.sources && !d.split_brain,
+       "only the marked copy here, an unblamed one away: wait for it");
+    s.valid = BITS(A, B);
+    afr_decide(&s, AFR_DATA, AFR_FAV_NONE, -1, &d);
+    ok(d.unreachable && !d.readable, "a stale copy does not help");
+    s.valid = BITS(B, C);
+    s.dirty[C][AFR_DATA] = 1;
+    afr_decide(&s, AFR_DATA, AFR_FAV_NONE, -1, &d);
+    is_int(d.sources, BITS(C), "the copy without the change back: it is the source");
+    is_int(d.sinks, BITS(B), "the change is undone on the marked copy");
+    ok(d.needs_heal && !d.split_brain, "a heal");
+    blame(&s, B, C, AFR_DATA);
+    s.valid = BITS(B);
+    afr_decide(&s, AFR_DATA, AFR_FAV_NONE, -1, &d);
+    ok(!d.unreachable && d.sources == BITS(B),
+       "every copy away is blamed: the marked copy is the best there is");
+
+    state(&s, 2, -1);
+    s.pending[A][A][AFR_DATA] = 1;
+    s.pending[B][B][AFR_DATA] = 1;
+    s.attr[B].size = 300;
+    afr_decide(&s, AFR_DATA, AFR_FAV_NONE, -1, &d);
+    ok(d.sources == BITS(B) && d.sinks == BITS(A) && !d.split_brain,
+       "every copy here and marked: they all took part, the largest wins");
+
+    state(&s, 3, -1);
+    blame(&s, B, A, AFR_DATA);
+    s.pending[B][B][AFR_DATA] = 1;
+    s.valid = BITS(A, B);
+    is_int(afr_check_stale(&s, BITS(A, B), AFR_DATA), -ENOTCONN,
+           "a write to a marked copy and a stale one, the third away: refused");
+    s.valid = BITS(A, B, C);
+    is_int(afr_check_stale(&s, BITS(A, B, C), AFR_DATA), 0, "with the third: fine");
+    s.valid = BITS(B, C);
+    is_int(afr_check_stale(&s, BITS(B, C), AFR_DATA), 0, "marked and unmarked: fine");
+    state(&s, 2, -1);
+    s.pending[A][A][AFR_DATA] = 1;
+    s.pending[B][B][AFR_DATA] = 1;
+    is_int(afr_check_stale(&s, BITS(A, B), AFR_DATA), 0, "all marked, all here: fine");
 }
 
 static void test_split_brain(void)
@@ -331,6 +388,7 @@ int main(void)
     plan_lazy();
     test_clean_and_dirty();
     test_blame();
+    test_unacked();
     test_split_brain();
     test_arbiter();
     test_check_stale();

@@ -61,6 +61,17 @@ struct bfs_changelog_ops {
      * always 0 with every child of set. */
     int (*check)(void *arg, struct bfs_txn_lock *lk, int type, uint32_t set,
                  struct bfs_dict *const *rows, uint32_t *good);
+    /* Optional: for the types of unacked_types (bit per BFS_TXN_*), a
+     * change that did not reach a quorum (answered EROFS, never
+     * acknowledged) yet was made on some children: the xattrs of one
+     * xattrop on each such child i that mark its copy as holding that
+     * change, so that it is never taken over a copy without it
+     * (replicate: pending[i][i]); the children that failed it are not
+     * blamed (they may hold the right copy). NULL on ENOMEM. Without the
+     * hook, or for other types, the children that failed are blamed as
+     * after a change that had its quorum. */
+    uint32_t unacked_types;
+    struct bfs_dict *(*build_unacked)(void *arg, int type, int i);
 };
 
 struct bfs_loop;

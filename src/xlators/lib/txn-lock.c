@@ -307,8 +307,26 @@ void bfs_txn_lock_fini(struct bfs_txn_lock *lk)
 
 /* ---- stage helpers: changelog xattrops ---- */
 
-void bfs__txn_wind_changelog(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask,
-                           int64_t dirty, uint32_t blame, int64_t by, bool read_row)
+/* What one changelog stage sends to child i about object o. */
+struct cl_stage {
+    int64_t dirty, by;
+    uint32_t blame;
+    bool read_row;
+    bool unacked; /* build_unacked instead of build */
+};
+
+static struct bfs_dict *stage_xattrs(const struct bfs_txn_lock *lk, const struct cl_stage *g,
+                                     int o, int i)
+{
+    struct bfs_cluster *cl = lk->cl;
+    if (g->unacked)
+        return cl->cl->build_unacked(cl->cl_arg, lk->type, i);
+    return cl->cl->build(cl->cl_arg, lk->type, i, g->dirty, g->blame, g->by,
+                         g->read_row && o == 0);
+}
+
+static void wind_stage(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask,
+                       const struct cl_stage *g)
 {
     struct bfs_cluster *cl = lk->cl;
     struct bfs_dict *x[2][BFS_CLUSTER_MAX] = {{0}};
@@ -318,7 +336,7 @@ void bfs__txn_wind_changelog(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_
         for (int i = 0; i < cl->n; i++) {
             if (!bfs_mask_has(mask, i))
                 continue;
-            x[o][i] = cl->cl->build(cl->cl_arg, lk->type, i, dirty, blame, by, read_row && o == 0);
+            x[o][i] = stage_xattrs(lk, g, o, i);
             if (x[o][i]) {
                 count++;
             } else {
@@ -347,6 +365,25 @@ void bfs__txn_wind_changelog(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_
             bfs_dict_unref(x[o][i]);
         }
     }
+}
+
+void bfs__txn_wind_changelog(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask,
+                           int64_t dirty, uint32_t blame, int64_t by, bool read_row)
+{
+    struct cl_stage g = {.dirty = dirty, .by = by, .blame = blame, .read_row = read_row};
+    wind_stage(lk, op, mask, &g);
+}
+
+bool bfs__txn_marks_unacked(const struct bfs_txn_lock *lk)
+{
+    const struct bfs_changelog_ops *ops = lk->cl->cl;
+    return ops->build_unacked && (ops->unacked_types & BFS_BIT(lk->type));
+}
+
+void bfs__txn_wind_unacked(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask)
+{
+    struct cl_stage g = {.unacked = true};
+    wind_stage(lk, op, mask, &g);
 }
 
 /* Children of mask whose xattrop succeeded on every object. */

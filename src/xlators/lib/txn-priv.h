@@ -52,6 +52,12 @@ void bfs__txn_start_release(struct bfs_txn_lock *lk);
  * by `dirty`, +`by` on the children of `blame`, whole row with read_row. */
 void bfs__txn_wind_changelog(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask,
                              int64_t dirty, uint32_t blame, int64_t by, bool read_row);
+/* Does the cluster mark the copies that took a change without quorum
+ * (struct bfs_changelog_ops.build_unacked) for lk's type? */
+bool bfs__txn_marks_unacked(const struct bfs_txn_lock *lk);
+/* A stage of one xattrop per (child of mask, object) marking that child's
+ * copy as holding a change that was not acknowledged. */
+void bfs__txn_wind_unacked(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask);
 /* Children of mask whose xattrop succeeded on every object. */
 uint32_t bfs__txn_changelog_ok(const struct bfs_txn_lock *lk, const struct bfs_op *op,
                                uint32_t mask);

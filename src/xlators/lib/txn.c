@@ -364,9 +364,15 @@ static int fop_done(struct bfs_txn *t)
         return BFS_OP_CONTINUE;
     }
     t->rc = t->fop->combine(t);
-    if (t->rc >= 0 && !bfs_cluster_quorum(t->cl, t->ok))
+    /* Made on too few copies to be acknowledged: with build_unacked, the
+     * copies that took it mark themselves instead of blaming the others
+     * (which may well hold the right copy: the change never happened as
+     * far as the caller knows). */
+    bool unacked = !bfs_cluster_quorum(t->cl, t->ok);
+    if (unacked && t->rc >= 0)
         t->rc = -EROFS;
-    if (t->failed) {
+    unacked = unacked && bfs__txn_marks_unacked(t->lk);
+    if (t->failed || unacked) {
         t->blame = t->failed;
         t->after_blame = T_ANSWER;
         op->frame = t->lk->top;
@@ -378,7 +384,10 @@ static int fop_done(struct bfs_txn *t)
             t->kept = op->replies;
             op->replies = fresh;
         }
-        bfs__txn_wind_changelog(t->lk, op, t->ok, 0, t->failed, 1, false);
+        if (unacked)
+            bfs__txn_wind_unacked(t->lk, op, t->ok);
+        else
+            bfs__txn_wind_changelog(t->lk, op, t->ok, 0, t->failed, 1, false);
         return BFS_OP_WAIT;
     }
     op->state = T_ANSWER;

@@ -51,6 +51,23 @@ static struct bfs_dict *cl_build(void *arg, int type, int i, int64_t dirty, uint
     return d;
 }
 
+/* struct bfs_changelog_ops.build_unacked: child i took a change that did
+ * not reach a quorum; pending[i][i] += 1 says "my copy holds a change
+ * nobody acknowledged" (afr_decide never takes it over an unmarked copy).
+ * The arbiter holds no file data: for data, +0 (nothing to mark). */
+static struct bfs_dict *cl_build_unacked(void *arg, int type, int i)
+{
+    const struct afr_priv *p = arg;
+    struct bfs_dict *d = bfs_dict_new();
+    int64_t row[AFR_NTYPES] = {0};
+    row[type] = type == AFR_DATA && i == p->arbiter ? 0 : 1;
+    if (d && afr_dict_add_row(p, d, i, row) < 0) {
+        bfs_dict_unref(d);
+        d = NULL;
+    }
+    return d;
+}
+
 void afr_state_add_row(const struct afr_priv *p, struct afr_state *s, int i,
                        const struct bfs_dict *x)
 {
@@ -96,7 +113,12 @@ static int cl_check(void *arg, struct bfs_txn_lock *lk, int type, uint32_t set,
     return rc;
 }
 
-const struct bfs_changelog_ops afr_changelog_ops = {.build = cl_build, .check = cl_check};
+const struct bfs_changelog_ops afr_changelog_ops = {
+    .build = cl_build,
+    .check = cl_check,
+    .unacked_types = BFS_BIT(BFS_TXN_DATA) | BFS_BIT(BFS_TXN_METADATA),
+    .build_unacked = cl_build_unacked,
+};
 
 struct bfs_dict *afr_lookup_xdata(const struct afr_priv *p, const struct bfs_dict *xdata)
 {

@@ -78,6 +78,34 @@ static uint32_t data_children(const struct afr_state *s, int t)
     return m;
 }
 
+/* Children of `among` that marked their own copy (pending[i][i]): it holds
+ * a change that did not reach a quorum and was never acknowledged. Such a
+ * copy is never taken over one without the mark. */
+static uint32_t unacked(const struct afr_state *s, int t, uint32_t among)
+{
+    uint32_t m = 0;
+    for (int i = 0; i < s->n; i++)
+        if ((among & BIT(i)) && s->pending[i][i][t] > 0)
+            m |= BIT(i);
+    return m;
+}
+
+/* May the good copy be one that did not answer: a data child away that no
+ * child here blames? */
+static bool good_copy_away(const struct afr_state *s, int t)
+{
+    for (int j = 0; j < s->n; j++) {
+        if ((s->valid & BIT(j)) || (t == AFR_DATA && j == s->arbiter))
+            continue;
+        bool blamed = false;
+        for (int i = 0; i < s->n && !blamed; i++)
+            blamed = (s->valid & BIT(i)) && s->pending[i][j][t] > 0;
+        if (!blamed)
+            return true;
+    }
+    return false;
+}
+
 /* ---- comparing copies ---- */
 
 static int cmp_time(int64_t as, uint32_t ans, int64_t bs, uint32_t bns)
@@ -226,16 +254,29 @@ void afr_decide(const struct afr_state *s, int t, int policy, int force,
         return;
     }
     uint32_t accused = accused_by(s, t, s->valid);
-    if (!(accused & cand) && !(t == AFR_DATA && (accused & ~cand))) {
+    uint32_t marked = unacked(s, t, cand);
+    if (!marked && !(accused & cand) && !(t == AFR_DATA && (accused & ~cand))) {
         decide_no_blame(s, t, cand, d);
         return;
     }
-    uint32_t sources = cand & ~accused;
+    uint32_t sources = cand & ~accused & ~marked;
     if (!sources && t == AFR_DATA && s->arbiter >= 0 && (s->valid & BIT(s->arbiter))) {
         /* the arbiter breaks the tie if it blames some data copies only */
         uint32_t blamed = accused_by(s, t, BIT(s->arbiter)) & cand;
         if (blamed && blamed != cand)
-            sources = cand & ~blamed;
+            sources = cand & ~blamed & ~marked;
+    }
+    if (!sources && (marked & ~accused)) {
+        /* The copies here that nobody blames hold a change that was never
+         * acknowledged. The copy without it may be one that did not
+         * answer: wait for it (reads and writes ENOTCONN) rather than let
+         * that change become the file. Everyone here: they all took part,
+         * any of them will do. */
+        if (good_copy_away(s, t)) {
+            d->unreachable = true;
+            return;
+        }
+        sources = marked & ~accused;
     }
     if (!sources && t == AFR_DATA && s->arbiter >= 0 && (s->valid & BIT(s->arbiter))) {
         /* Every data copy here is blamed, yet not by each other: the copy
@@ -274,7 +315,17 @@ int afr_check_stale(const struct afr_state *s, uint32_t set, int t)
     if (!copies)
         return t == AFR_DATA ? -ENOTCONN : 0;
     uint32_t acc = accused_by(s, t, set & s->valid);
-    return (copies & ~acc) ? 0 : -ENOTCONN;
+    if (copies & ~acc & ~unacked(s, t, copies))
+        return 0;
+    /* Only copies holding an unacknowledged change: fine if every copy is
+     * in the set (they all took part), else the copy without it may be
+     * one of those away (the pre-op blamed them just now, so their blame
+     * cannot tell) and a change made here would be acknowledged on top of
+     * a change that was not. */
+    uint32_t all = (s->n >= 32 ? ~0u : BIT(s->n) - 1);
+    if (t == AFR_DATA && s->arbiter >= 0)
+        all &= ~BIT(s->arbiter);
+    return (copies & ~acc) && (copies & all) == all ? 0 : -ENOTCONN;
 }
 
 bool afr_mutual_blame(const struct afr_state *s, uint32_t set, int t)

@@ -9,7 +9,11 @@
  * The pending matrix (docs/design/replicate.md): pending[i][j][t] > 0 means
  * child i blames child j for changes of type t (data, metadata, entry) it
  * may have missed; dirty[i][t] != 0 means a change of type t on i was never
- * confirmed. A child that did not answer has no row and is never counted.
+ * confirmed; pending[i][i][t] > 0 (a child "blaming itself") means i's copy
+ * holds a change of type t that did not reach a quorum and was never
+ * acknowledged: it is never a source while a copy without the mark is
+ * here or may be away. A child that did not answer has no row and is
+ * never counted.
  */
 #ifndef BFS_XL_REPLICATE_DECIDE_H
 #define BFS_XL_REPLICATE_DECIDE_H
@@ -52,8 +56,9 @@ struct afr_decision {
     bool split_brain;    /* no source, and the policy did not pick one */
     bool unreachable;    /* no source among the copies that answered, but the
                           * good copy may be one that did not (arbiter volumes:
-                          * the arbiter blames every data copy here): wait for
-                          * it, this is not a split-brain */
+                          * the arbiter blames every data copy here; or the
+                          * copies here hold an unacknowledged change): wait
+                          * for it, this is not a split-brain */
     bool by_policy;      /* the favorite-child policy picked the source */
     bool needs_heal;     /* sinks, dirty marks, or a split-brain */
 };
@@ -70,7 +75,9 @@ void afr_decide(const struct afr_state *s, int t, int policy, int force,
 
 /* After a pre-op: -ENOTCONN when every data child of `set` (metadata: every
  * child) is blamed by a child of `set` — the change would reach only stale
- * copies (with an arbiter: the second write of a split-brain). Else 0. */
+ * copies (with an arbiter: the second write of a split-brain) — or when
+ * the ones not blamed all hold an unacknowledged change (pending[i][i])
+ * while some copy is not in `set`. Else 0. */
 int afr_check_stale(const struct afr_state *s, uint32_t set, int t);
 
 /* Does every data child of `set` blame, and is it blamed by, another child

@@ -55,6 +55,7 @@ struct afr_fan {
     uint32_t todo;           /* FAN_LK, serial: children still to lock */
     bfs_task_fn then;        /* FAN_REOPEN: continuation */
     void *then_arg;
+    uint32_t prefetch_ok;    /* open: copies known good when it was sent */
 };
 
 static void fan_destroy(struct bfs_op *op)
@@ -346,6 +347,7 @@ static int fan_done(struct afr_fan *f)
         afr_fd_set_opened(f->p->xl, f->fd, ok, opened_gfid(f, ok),
                           f->fop == BFS_FOP_OPEN ? ((const struct bfs_open_req *)f->req)->flags
                                                  : 0);
+        afr_fd_set_prefetch_ok(f->p->xl, f->fd, f->prefetch_ok & ok);
         if (f->trunc) {
             int c = first_ok(f, ok);
             int rc = afr_open_trunc(f->op.frame, f->p->xl, f->fd, f->op.replies[c].rep);
@@ -457,6 +459,28 @@ static int fan(struct bfs_frame *frame, struct bfs_xl *xl, int fop, int kind, co
     return 0;
 }
 
+/* The data copies of the file known good now (readable in a context no
+ * child event has made stale), for struct afr_fd.prefetch_ok: a copy a
+ * lookup found good stays so (close-to-open), one that was not may be
+ * healed by another process between this open and a read, after its
+ * client fetched the old bytes with the open. */
+static uint32_t good_copies(struct bfs_xl *xl, const struct bfs_loc *loc)
+{
+    struct afr_priv *p = afr_priv(xl);
+    struct bfs_inode *inode = afr_inode_of_loc(xl, loc);
+    struct afr_inode *c = inode ? afr_ictx(xl, inode) : NULL;
+    uint32_t good = 0;
+    bool split = false;
+    if (c && afr_ictx_fresh(p, c)) {
+        good = afr_ictx_readable(c, AFR_DATA, &split, NULL);
+        if (split)
+            good = 0;
+    }
+    if (inode)
+        bfs_inode_unref(inode);
+    return good;
+}
+
 int afr_open(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_open_req *req)
 {
     struct afr_fan *f = fan_new(frame, xl, BFS_FOP_OPEN, FAN_OPEN, req, req->fd);
@@ -464,6 +488,7 @@ int afr_open(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_open_r
         return -ENOMEM;
     struct bfs_open_req *q = f->req;
     f->new_fd = true;
+    f->prefetch_ok = good_copies(xl, &q->loc);
     if ((q->flags & O_TRUNC) && (q->flags & O_ACCMODE) != O_RDONLY) {
         f->trunc = true; /* a change of data: done as a transaction after the open */
         q->flags &= ~(uint32_t)O_TRUNC;

@@ -204,6 +204,27 @@ void afr_fd_set_opened(struct bfs_xl *xl, struct bfs_fd *fd, uint32_t opened,
     pthread_mutex_unlock(&f->lock);
 }
 
+void afr_fd_set_prefetch_ok(struct bfs_xl *xl, struct bfs_fd *fd, uint32_t ok)
+{
+    struct afr_fd *f = afr_fdctx(xl, fd, true);
+    if (!f)
+        return;
+    pthread_mutex_lock(&f->lock);
+    f->prefetch_ok = ok;
+    pthread_mutex_unlock(&f->lock);
+}
+
+uint32_t afr_fd_prefetch_ok(struct bfs_xl *xl, struct bfs_fd *fd)
+{
+    struct afr_fd *f = afr_fdctx(xl, fd, false);
+    if (!f)
+        return 0;
+    pthread_mutex_lock(&f->lock);
+    uint32_t m = f->prefetch_ok;
+    pthread_mutex_unlock(&f->lock);
+    return m;
+}
+
 void afr_release(struct bfs_xl *xl, struct bfs_fd *fd)
 {
     uint64_t v;

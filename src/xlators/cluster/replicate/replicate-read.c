@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/graph.h"
 #include "replicate.h"
 
 enum { RD_START = 1, RD_REFRESHED, RD_PICK, RD_ANSWERED };
@@ -99,6 +100,17 @@ static int after_refresh(struct afr_read *r)
     return BFS_OP_CONTINUE;
 }
 
+/* A listing starts on a copy whose file attributes can go up as they are
+ * (trust_dirents): a data copy that has never been down, when there is
+ * one among the candidates. */
+static uint32_t prefer_for_listing(struct afr_priv *p, uint32_t cand)
+{
+    uint32_t good = cand & ~__atomic_load_n(&p->been_down, __ATOMIC_ACQUIRE);
+    if (p->arbiter >= 0)
+        good &= ~BFS_BIT(p->arbiter);
+    return good ? good : cand;
+}
+
 /* The children this read may go to now. */
 static uint32_t candidates(struct afr_read *r, int *err)
 {
@@ -128,8 +140,27 @@ static uint32_t candidates(struct afr_read *r, int *err)
         }
         if (r->readdir_offset != 0 && sticky >= 0) /* a listing cannot change copy midway */
             cand &= BFS_BIT(sticky);
+        else
+            cand = prefer_for_listing(p, cand);
     }
     return cand;
+}
+
+/* The read must reach the brick (struct afr_fd.prefetch_ok): our copy of
+ * the request gets AFR_PREFETCH_SKIP, in an xdata of its own. */
+static int skip_prefetch(struct afr_read *r)
+{
+    struct bfs_read_req *q = r->req;
+    if (bfs_dict_has(q->xdata, AFR_PREFETCH_SKIP))
+        return 0;
+    struct bfs_dict *x = q->xdata ? bfs_dict_copy(q->xdata) : bfs_dict_new();
+    if (!x || bfs_dict_set_int(x, AFR_PREFETCH_SKIP, 1) < 0) {
+        bfs_dict_unref(x);
+        return -ENOMEM;
+    }
+    bfs_dict_unref(q->xdata);
+    q->xdata = x;
+    return 0;
 }
 
 static int pick(struct afr_read *r)
@@ -148,12 +179,57 @@ static int pick(struct afr_read *r)
     }
     if (r->child < 0)
         return answer(r, r->last_rc ? r->last_rc : -ENOTCONN, NULL);
+    if (r->fop == BFS_FOP_READ && r->fd &&
+        !bfs_mask_has(afr_fd_prefetch_ok(p->xl, r->fd), r->child) &&
+        skip_prefetch(r) < 0)
+        return answer(r, -ENOMEM, NULL);
     __atomic_add_fetch(&p->load[r->child], 1, __ATOMIC_RELAXED);
     bfs_op_reset_replies(&r->op);
     bfs_op_expect(&r->op, 1);
     r->op.state = RD_ANSWERED;
     bfs_op_wind(&r->op, r->child, r->fop, p->xl->children[r->child], r->req);
     return BFS_OP_WAIT;
+}
+
+/* May the attributes child c gave for a regular file in a readdirplus
+ * answer go up (to the kernel, which caches them: a size of 0 from a copy
+ * not healed yet would hide the file's data)? Yes if the file's context
+ * is fresh and says c's data is good; if it knows nothing, yes unless c
+ * has been down since we started (a copy that may have missed changes:
+ * a restarted or replaced brick whose files are being healed). Never from
+ * the arbiter (no data). Stripped entries make the kernel look the name
+ * up, which finds a good copy. */
+static bool dirent_attr_ok(struct afr_priv *p, int c, const struct bfs_dirent *e)
+{
+    if (!e->has_attr || !S_ISREG(e->attr.mode))
+        return true;
+    if ((e->attr.mode & ~(uint32_t)S_IFMT) == S_ISVTX)
+        return true; /* distribute's link file: it reads the mode, there are no data */
+    if (c == p->arbiter)
+        return false;
+    struct bfs_xl *xl = p->xl;
+    struct bfs_inode *inode = xl->graph && xl->graph->itable
+                                  ? bfs_inode_find(xl->graph->itable, &e->attr.gfid) : NULL;
+    uint64_t v;
+    int known = -1; /* -1: no fresh context */
+    if (inode && bfs_inode_ctx_get(inode, xl, &v) == 0 && v) {
+        struct afr_inode *ic = (struct afr_inode *)(uintptr_t)v;
+        bool split = false;
+        if (afr_ictx_fresh(p, ic))
+            known = bfs_mask_has(afr_ictx_readable(ic, AFR_DATA, &split, NULL), c) && !split;
+    }
+    if (inode)
+        bfs_inode_unref(inode);
+    if (known >= 0)
+        return known;
+    return !bfs_mask_has(__atomic_load_n(&p->been_down, __ATOMIC_ACQUIRE), c);
+}
+
+static void trust_dirents(struct afr_priv *p, int c, struct bfs_readdir_rep *rep)
+{
+    for (uint32_t k = 0; k < rep->entries.count; k++)
+        if (!dirent_attr_ok(p, c, &rep->entries.v[k]))
+            rep->entries.v[k].has_attr = false;
 }
 
 static int answered(struct afr_read *r)
@@ -169,6 +245,8 @@ static int answered(struct afr_read *r)
         r->op.state = RD_PICK;
         return BFS_OP_CONTINUE;
     }
+    if (rc >= 0 && r->fop == BFS_FOP_READDIR && rep->rep)
+        trust_dirents(p, r->child, (struct bfs_readdir_rep *)rep->rep);
     if (rc >= 0 && r->fop == BFS_FOP_READDIR && r->readdir_offset == 0) {
         struct afr_fd *f = afr_fdctx(p->xl, r->fd, true);
         if (f) {

@@ -113,13 +113,19 @@ const struct bfs_txn_fop afr_txn_fop = {.usable = tx_usable, .wind = tx_wind,
                                         .combine = tx_combine, .answer = tx_answer,
                                         .destroy = tx_destroy};
 
-/* Children that failed a change of the inode are no longer readable. */
+/* Children that failed a change of the inode are no longer readable; nor
+ * are those that made a change without quorum (it was not acknowledged:
+ * their copy is marked, replicate-changelog.c, and only a read after a
+ * refresh decides what may serve). */
 static void inode_done(struct afr_txn *a, int rc)
 {
     (void)rc;
     uint64_t v;
+    uint32_t out = a->t.failed;
+    if (!bfs_cluster_quorum(a->t.cl, a->t.ok))
+        out |= a->t.ok;
     if (a->inode && bfs_inode_ctx_get(a->inode, a->p->xl, &v) == 0 && v)
-        afr_ictx_failed((struct afr_inode *)(uintptr_t)v, a->t.type, a->t.failed);
+        afr_ictx_failed((struct afr_inode *)(uintptr_t)v, a->t.type, out);
 }
 
 /* ---- starting data and metadata transactions ---- */

@@ -298,6 +298,8 @@ static int afr_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
     mask = up ? mask | BFS_BIT(i) : mask & ~BFS_BIT(i);
     __atomic_store_n(&p->cl.up, mask, __ATOMIC_RELEASE);
     __atomic_add_fetch(&p->gen, 1, __ATOMIC_ACQ_REL);
+    if (!up)
+        __atomic_or_fetch(&p->been_down, BFS_BIT(i), __ATOMIC_ACQ_REL);
     p->reported |= BFS_BIT(i);
     bool ready = bfs_cluster_quorum(&p->cl, mask) ||
                  (p->reported == afr_all(p) && mask != 0);

@@ -36,6 +36,10 @@
 #define AFR_DIRTY_KEY AFR_KEY_PREFIX "dirty"
 #define AFR_XATTR_REQ "xattr-req" /* lookup xdata: comma-separated xattr names */
 #define AFR_GFID_REQ "gfid-req"   /* xdata BIN[16]: GFID of a new entry */
+/* read xdata (INT 1): protocol/client must not answer this read from the
+ * data it fetched with the open (client-prefetch.c): that copy was not
+ * known good when the open was sent (replicate-read.c) */
+#define AFR_PREFETCH_SKIP "open-prefetch-skip"
 
 
 struct afr_priv {
@@ -58,6 +62,8 @@ struct afr_priv {
     uint32_t reported;           /* children that sent an event */
     bool announced_up;
     uint64_t gen;                /* atomic: bumped by every child event */
+    uint32_t been_down;          /* atomic: children that went down since init: their
+                                  * copies may miss changes (replicate-read.c, readdir) */
     uint64_t load[AFR_MAX];      /* atomic: read calls in flight per child */
     struct bfs_healq *healq;     /* heal jobs and their thread (lib/healq.c) */
     bool heal_try;               /* heal thread only: heals take their locks without
@@ -86,6 +92,12 @@ struct afr_fd {
     uint32_t flags;              /* open flags, for re-opening on a child */
     uint64_t reopen_gen;         /* priv->gen at the last open or re-open attempt */
     bool reopening;
+    /* Children whose data copy was known good (readable, fresh context)
+     * when the open was sent: only their protocol/client may answer a
+     * read from the bytes it fetched with the open. Another copy's bytes
+     * may predate a heal made since by another process (the self-heal
+     * daemon) and become readable after it. */
+    uint32_t prefetch_ok;
 };
 
 /* ---- replicate.c ---- */
@@ -137,6 +149,9 @@ struct afr_fd *afr_fdctx(struct bfs_xl *xl, struct bfs_fd *fd, bool create);
 uint32_t afr_fd_opened(struct bfs_xl *xl, struct bfs_fd *fd);
 void afr_fd_set_opened(struct bfs_xl *xl, struct bfs_fd *fd, uint32_t opened,
                        const struct bfs_gfid *gfid, uint32_t flags);
+/* struct afr_fd.prefetch_ok: set by open; read before each read. */
+void afr_fd_set_prefetch_ok(struct bfs_xl *xl, struct bfs_fd *fd, uint32_t ok);
+uint32_t afr_fd_prefetch_ok(struct bfs_xl *xl, struct bfs_fd *fd);
 void afr_release(struct bfs_xl *xl, struct bfs_fd *fd);
 
 /* ---- replicate-lookup.c ---- */

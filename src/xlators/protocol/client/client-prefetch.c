@@ -23,6 +23,12 @@
  * prefetch. Changes by other clients are not seen, as with any read that
  * follows an open: close-to-open consistency.
  *
+ * A translator above that cannot vouch for the brick's copy as of the open
+ * puts "open-prefetch-skip" in the read's xdata: the bytes are dropped and
+ * the read goes to the brick (replicate: a copy that was being healed by
+ * another process when the open was sent may be good by the time of the
+ * read, and its prefetched bytes would be the old ones).
+ *
  * The data lives until the fd's last read reaches its end, or the fd goes
  * (cli_fd_free). Per brick, per fd: replicate and distribute above get from
  * each brick exactly what that brick would have read.
@@ -35,6 +41,7 @@
 #include "client.h"
 
 #define CLI_PREFETCH_KEY "open-prefetch"
+#define CLI_PREFETCH_SKIP_KEY "open-prefetch-skip" /* read xdata: go to the brick */
 
 bool cli_pf_changes_data(int fop)
 {
@@ -104,8 +111,11 @@ bool cli_pf_read(struct cli_priv *priv, struct cli_fd *cf, struct bfs_frame *fra
     struct bfs_read_rep rep = {0};
     bool served = false;
     pthread_mutex_lock(&priv->lock);
-    if (cf->pf_data && (cf->pf_gen != priv->pf_gen || q->flags)) {
-        /* changed since (or a read with flags we do not interpret) */
+    if (cf->pf_data && (cf->pf_gen != priv->pf_gen || q->flags ||
+                        bfs_dict_has(q->xdata, CLI_PREFETCH_SKIP_KEY))) {
+        /* changed since, a read with flags we do not interpret, or the
+         * translator above does not trust what this brick had at the open
+         * (replicate: the copy may have been healed since) */
         drop = cf->pf_data;
         cf->pf_data = NULL;
     } else if (cf->pf_data) {

@@ -1,24 +1,16 @@
 /*
- * daemon.c — turning brickfs-shd into a daemon (the same double fork as
- * brickfs-brick's src/brick/daemon.c; programs share no object files here).
- *
- * The classic double fork, with a pipe from the daemon back to the process
- * that was started: that process waits until the daemon has built its
- * graph and listens (or failed to), and exits with the matching status, so
- * `brickfs-shd --volfile X && next-step` is reliable. Startup errors are
- * still printed on the terminal because the daemon keeps stderr until it
- * reports ready.
+ * daemon.c — bfs_daemonize / bfs_daemon_ready (daemon.h): the double fork
+ * of brickfs-brick and brickfs-shd, and the pipe through which the daemon
+ * tells the process that was started whether it came up. The pipe's write
+ * end (ready_fd) lives from bfs_daemonize to bfs_daemon_ready.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "shd.h"
+#include "core/daemon.h"
 
 static int ready_fd = -1;
 
@@ -32,7 +24,7 @@ static void to_devnull(int target)
     }
 }
 
-int shd_daemonize(void)
+int bfs_daemonize(void)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
@@ -71,7 +63,7 @@ int shd_daemonize(void)
     return 0;
 }
 
-void shd_daemon_ready(int ok)
+void bfs_daemon_ready(int ok)
 {
     if (ready_fd < 0)
         return;

@@ -1,0 +1,332 @@
+/*
+ * test_replicate_heal.c — self-heal of cluster/replicate in one process over
+ * real bricks (tests/lib/cluster-graph.[ch], the same graph as
+ * test_replicate.c): heals that find their lock held elsewhere (they wait
+ * a bounded time, lookups never hang), the order of blocking locks from
+ * above, the data heal by checksums (only the differing block crosses),
+ * renames and symlinks healed, and the conservative merge of an entry
+ * split-brain. Needs root (trusted xattrs); skips otherwise.
+ */
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../lib/cluster-graph.h"
+#include "../lib/tap.h"
+
+/* ---- scenarios ---- */
+
+static void test_entry_merge(void)
+{
+    struct cg_vol v;
+    if (cg_rep_open(&v, 2, false, " option cluster.quorum-type none\n") < 0)
+        return;
+    cg_mkdir(&v, &bfs_gfid_root, "dir", NULL);
+    struct bfs_iatt d;
+    cg_lookup(&v, &bfs_gfid_root, "dir", &d);
+    cg_down(&v, 1, false);
+    is_int(cg_put(&v, &d.gfid, "only-on-c0", "zero", NULL), 0, "create with c1 failing");
+    cg_up(&v, 1, false);
+    cg_down(&v, 0, false);
+    is_int(cg_put(&v, &d.gfid, "only-on-c1", "one", NULL), 0, "create with c0 failing");
+    cg_up(&v, 0, false);
+    ok(cg_counter(&v, 0, "dir", "c1", 2) > 0 && cg_counter(&v, 1, "dir", "c0", 2) > 0,
+       "the directory's entry counters blame each other");
+    is_int(cg_lookup(&v, &bfs_gfid_root, "dir", NULL), 0, "lookup of the directory");
+    ok(cg_exists(&v, 0, "dir/only-on-c1") && cg_exists(&v, 1, "dir/only-on-c0"),
+       "entry split-brain merged: every name on every copy");
+    ok(cg_clean_soon(&v, "dir"), "and the counters clean");
+    is_int(cg_lookup(&v, &d.gfid, "only-on-c1", NULL), 0, "lookup of a merged name");
+    ok(cg_same_everywhere(&v, "dir/only-on-c1", 3, -1), "its data healed too");
+    cg_vol_close(&v);
+}
+
+static void test_rename_symlink_heal(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    if (cg_rep_open(&v, 3, false, NULL) < 0)
+        return;
+    cg_put(&v, &bfs_gfid_root, "old", "renamed content", &a);
+    cg_down(&v, 1, true);
+    struct bfs_rename_req rr = {.oldloc = cg_L(&bfs_gfid_root, "old"),
+                                .newloc = cg_L(&bfs_gfid_root, "new")};
+    is_int(bfs_sync_rename(v.top, v.st, &rr, NULL), 0, "rename with c1 down");
+    struct bfs_symlink_req sr = {.target = "new", .loc = cg_L(&bfs_gfid_root, "ln")};
+    is_int(bfs_sync_symlink(v.top, v.st, &sr, NULL), 0, "symlink with c1 down");
+    struct bfs_setxattr_req xr = {.xattrs = bfs_dict_new()};
+    xr.loc.gfid = a.gfid;
+    bfs_dict_set_bin(xr.xattrs, "user.tag", "t1", 2);
+    is_int(bfs_sync_setxattr(v.top, v.st, &xr, NULL), 0, "setxattr with c1 down");
+    bfs_dict_unref(xr.xattrs);
+    cg_up(&v, 1, true);
+    is_int(cg_lookup(&v, &bfs_gfid_root, NULL, NULL), 0, "root lookup after c1 returns");
+    ok(!cg_exists(&v, 1, "old") && cg_exists(&v, 1, "new"), "the rename reached c1");
+    ok(cg_same_gfid(&v, "new", 7), "as the same file (same GFID)");
+    char t[16] = "";
+    ok(readlink(cg_on(&v, 1, "ln"), t, sizeof(t)) == 3 && memcmp(t, "new", 3) == 0,
+       "the symlink was made on c1 with its target");
+    ok(cg_same_gfid(&v, "ln", 7), "with its GFID");
+    is_int(cg_lookup(&v, &bfs_gfid_root, "new", NULL), 0, "lookup new: metadata heal");
+    ok(cg_same_everywhere(&v, "new", 7, -1), "copies identical: content, mode, owner, xattrs");
+    ok(cg_clean_soon(&v, "new") && cg_clean_soon(&v, ""), "counters clean");
+    cg_vol_close(&v);
+}
+
+
+/* Heals take their locks without waiting for ever: a lock held elsewhere
+ * (another client that stopped while holding it) delays a foreground heal
+ * by cluster.heal-lock-timeout at most; the lookup answers from a good
+ * copy and the heal happens on a later access. */
+static void test_heal_lock_busy(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    if (cg_rep_open(&v, 3, false, " option cluster.heal-lock-timeout 1\n") < 0)
+        return;
+    cg_down(&v, 2, true);
+    is_int(cg_mkdir(&v, &bfs_gfid_root, "d", &a), 0, "mkdir with c2 down");
+    cg_up(&v, 2, true);
+    is_int(cg_entrylk_on(&v, 1, &bfs_gfid_root, "x", true, 99), 0, "another client locks a name");
+    is_int(cg_lookup_within(&v, &bfs_gfid_root, NULL, 20000, "root lookup"), 0,
+           "root lookup answers although the heal cannot lock");
+    ok(!cg_exists(&v, 2, "d"), "c2 not healed while the lock is held");
+    is_int(cg_entrylk_on(&v, 1, &bfs_gfid_root, "x", false, 99), 0, "the other client unlocks");
+    is_int(cg_lookup_within(&v, &bfs_gfid_root, NULL, 20000, "root lookup"), 0, "root lookup");
+    ok(cg_exists(&v, 2, "d") && cg_same_gfid(&v, "d", 7), "now the heal made d on c2");
+    ok(cg_clean_soon(&v, ""), "counters clean");
+    cg_vol_close(&v);
+}
+
+
+/* Data heal by checksums: a 4 MiB file whose copy on c2 missed one small
+ * write heals by writing that one 128 KiB block to c2 and reading nothing
+ * of c2's copy (rchecksum compares); a sink that cannot answer rchecksum
+ * is compared by reads and still gets only the block that differs. */
+static void heal_one_block(struct cg_vol *v, const char *name, bool sink_sums)
+{
+    struct bfs_iatt a;
+    struct bfs_fd *fd;
+    enum { SIZE = 4 << 20, CHUNK = 1 << 20 };
+    char *buf = malloc(CHUNK);
+    unsigned seed = 12345;
+    cg_create(v, &bfs_gfid_root, name, &fd, &a);
+    for (int off = 0; off < SIZE; off += CHUNK) {
+        for (int i = 0; i < CHUNK; i++)
+            buf[i] = (char)(rand_r(&seed) & 0xff);
+        cg_write(v, fd, (uint64_t)off, buf, CHUNK);
+    }
+    cg_flush_close(v, fd);
+    free(buf);
+    cg_down(v, 2, true);
+    cg_open(v, &a.gfid, O_RDWR, &fd);
+    is_int(cg_write(v, fd, (1 << 20) + 5, "a change in block 8", 19), 19, "write with c2 down");
+    cg_flush_close(v, fd);
+    cg_up(v, 2, true);
+    if (!sink_sums) { /* c2 an older brick: rchecksum unknown */
+        cg_reconf(v, 2, "enable", "rchecksum");
+        cg_reconf(v, 2, "error-no", "ENOSYS");
+        cg_reconf(v, 2, "failure", "100");
+    }
+    ok(!cg_same_bytes(v, 0, 2, name), "c2's copy differs");
+    uint64_t w0 = cg_brick_stat(v, 2, "bytes_written"), r0 = cg_brick_stat(v, 2, "bytes_read");
+    is_int(cg_lookup(v, &bfs_gfid_root, name, NULL), 0, "lookup: data heal");
+    uint64_t written = cg_brick_stat(v, 2, "bytes_written") - w0;
+    uint64_t read = cg_brick_stat(v, 2, "bytes_read") - r0;
+    ok(cg_same_bytes(v, 0, 2, name) && cg_same_bytes(v, 1, 2, name), "c2's copy healed");
+    ok(cg_all_clean(v, name), "counters clean");
+    is_int((long long)written, 128 << 10, "only the block that differs was written to c2");
+    if (sink_sums)
+        is_int((long long)read, 0, "c2's copy was compared by checksums, not read");
+    else
+        is_int((long long)read, SIZE, "without rchecksum c2's copy was read to compare");
+    if (!sink_sums) {
+        cg_reconf(v, 2, "failure", "0");
+        cg_reconf(v, 2, "error-no", "ENOTCONN");
+        cg_reconf(v, 2, "enable", "all");
+    }
+}
+
+static void test_checksum_heal(void)
+{
+    struct cg_vol v;
+    if (cg_rep_open(&v, 3, false, NULL) < 0)
+        return;
+    heal_one_block(&v, "big", true);
+    heal_one_block(&v, "big-old-sink", false);
+    /* rchecksum itself, on one brick */
+    struct bfs_iatt a;
+    cg_lookup(&v, &bfs_gfid_root, "big", &a);
+    struct bfs_fd *fd;
+    cg_open(&v, &a.gfid, O_RDONLY, &fd);
+    struct bfs_rchecksum_req rq = {.fd = fd, .offset = 0, .len = 300 << 10, .block = 128 << 10};
+    struct bfs_rchecksum_rep rp;
+    is_int(bfs_sync_rchecksum(cg_child(&v, 0), v.st, &rq, &rp), 3, "rchecksum: 3 blocks");
+    ok(rp.size == 4 << 20 && rp.sums.len == 96, "32 bytes each, and the file's size");
+    bfs_rchecksum_rep_clear_dup(&rp);
+    rq.offset = (4 << 20) - 1000;
+    is_int(bfs_sync_rchecksum(cg_child(&v, 0), v.st, &rq, &rp), 1, "a range across EOF: 1 block");
+    bfs_rchecksum_rep_clear_dup(&rp);
+    rq.block = 100;
+    is_int(bfs_sync_rchecksum(cg_child(&v, 0), v.st, &rq, &rp), -EINVAL, "a tiny block: EINVAL");
+    bfs_rchecksum_rep_clear_dup(&rp);
+    cg_flush_close(&v, fd);
+    cg_vol_close(&v);
+}
+
+
+/* Blocking locks from above (inodelk SETLKW, as a translator over
+ * replicate or an application's fcntl(F_SETLKW) sends them) must be taken
+ * in child order, never all at once: two lockers racing may each win a
+ * different copy first, and then each waits for the other for ever. The
+ * invariant that rules it out: a request waiting for copy i holds no copy
+ * after i. Here c1 is held elsewhere (owner D): A's request, while it
+ * waits for c1, must not hold c2. */
+struct lk_call {
+    struct cg_vol *v;
+    struct bfs_gfid g;
+    uint64_t owner;
+    bool lock;
+    int rc;
+    bool done;
+    pthread_mutex_t m;
+    pthread_cond_t c;
+};
+
+static void *lk_call_main(void *arg)
+{
+    struct lk_call *k = arg;
+    struct bfs_stack *st = bfs_stack_new();
+    st->lk_owner = k->owner;
+    struct bfs_inodelk_req req = {.domain = "app", .cmd = k->lock ? BFS_LK_SETLKW : BFS_LK_SETLK};
+    req.loc.gfid = k->g;
+    req.lock.type = k->lock ? F_WRLCK : F_UNLCK;
+    req.lock.whence = SEEK_SET;
+    req.lock.owner = k->owner;
+    int rc = bfs_sync_inodelk(k->v->top, st, &req, NULL);
+    bfs_stack_unref(st);
+    pthread_mutex_lock(&k->m);
+    k->rc = rc;
+    k->done = true;
+    pthread_cond_signal(&k->c);
+    pthread_mutex_unlock(&k->m);
+    return NULL;
+}
+
+static void lk_start(struct lk_call *k, pthread_t *th, struct cg_vol *v, const struct bfs_gfid *g,
+                     uint64_t owner, bool lock)
+{
+    memset(k, 0, sizeof(*k));
+    k->v = v;
+    k->g = *g;
+    k->owner = owner;
+    k->lock = lock;
+    pthread_mutex_init(&k->m, NULL);
+    pthread_cond_init(&k->c, NULL);
+    pthread_create(th, NULL, lk_call_main, k);
+}
+
+/* Waits up to ms for the call; bails out (the test cannot go on) if it hangs. */
+static int lk_wait(struct lk_call *k, pthread_t th, int ms, const char *what)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    pthread_mutex_lock(&k->m);
+    while (!k->done && pthread_cond_timedwait(&k->c, &k->m, &ts) == 0)
+        ;
+    bool done = k->done;
+    pthread_mutex_unlock(&k->m);
+    if (!done) {
+        printf("not ok %d - %s: no answer within %d ms (deadlock)\n", ++tap_n, what, ms);
+        printf("Bail out! a lock request hangs\n");
+        fflush(stdout);
+        _exit(1);
+    }
+    pthread_join(th, NULL);
+    return k->rc;
+}
+
+static int inodelk_on(struct cg_vol *v, int i, const struct bfs_gfid *g, uint64_t owner, bool lock)
+{
+    struct bfs_stack *st = bfs_stack_new();
+    st->lk_owner = owner;
+    struct bfs_inodelk_req req = {.domain = "app", .cmd = BFS_LK_SETLK};
+    req.loc.gfid = *g;
+    req.lock.type = lock ? F_WRLCK : F_UNLCK;
+    req.lock.whence = SEEK_SET;
+    req.lock.owner = owner;
+    int rc = bfs_sync_inodelk(cg_child(v, i), st, &req, NULL);
+    bfs_stack_unref(st);
+    return rc;
+}
+
+static void test_lock_order(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    if (cg_rep_open(&v, 3, false, NULL) < 0)
+        return;
+    cg_put(&v, &bfs_gfid_root, "lk", "x", &a);
+    enum { A = 0xa1, D = 0xd4, E = 0xe5 };
+    is_int(inodelk_on(&v, 1, &a.gfid, D, true), 0, "another owner holds c1");
+    struct lk_call ka, ku;
+    pthread_t ta, tu;
+    lk_start(&ka, &ta, &v, &a.gfid, A, true);
+    bool c0_held = false; /* A has reached c0 (and waits for c1) */
+    for (int i = 0; i < 500 && !c0_held; i++) {
+        c0_held = inodelk_on(&v, 0, &a.gfid, E, true) == -EAGAIN;
+        if (!c0_held) {
+            inodelk_on(&v, 0, &a.gfid, E, false);
+            usleep(10000);
+        }
+    }
+    ok(c0_held, "A holds c0 and waits for c1");
+    int rc2 = inodelk_on(&v, 2, &a.gfid, E, true);
+    is_int(rc2, 0, "while it waits for c1, A holds nothing on c2");
+    if (rc2 == 0)
+        inodelk_on(&v, 2, &a.gfid, E, false);
+    ok(!ka.done, "A still waits");
+    is_int(inodelk_on(&v, 1, &a.gfid, D, false), 0, "the other owner lets go of c1");
+    is_int(lk_wait(&ka, ta, 20000, "A's lock"), 0, "A gets the lock");
+    is_int(inodelk_on(&v, 2, &a.gfid, E, true), -EAGAIN, "on every copy");
+    lk_start(&ku, &tu, &v, &a.gfid, A, false);
+    is_int(lk_wait(&ku, tu, 20000, "A's unlock"), 0, "A unlocks");
+    for (int i = 0; i < 3; i++) {
+        is_int(inodelk_on(&v, i, &a.gfid, E, true), 0, "nothing left held");
+        inodelk_on(&v, i, &a.gfid, E, false);
+    }
+    /* uncontended: one parallel round, granted everywhere */
+    lk_start(&ka, &ta, &v, &a.gfid, A, true);
+    is_int(lk_wait(&ka, ta, 20000, "A's lock"), 0, "an uncontended blocking lock");
+    lk_start(&ku, &tu, &v, &a.gfid, A, false);
+    is_int(lk_wait(&ku, tu, 20000, "A's unlock"), 0, "and its unlock");
+    cg_vol_close(&v);
+}
+
+int main(void)
+{
+    plan_lazy();
+    if (!cg_can_run())
+        return 0;
+    alarm(300);
+    ok(cg_init("afrheal") == 0, "process resources");
+    static const struct cg_test tests[] = {
+        {"merge", test_entry_merge},     {"rename", test_rename_symlink_heal},
+        {"healbusy", test_heal_lock_busy}, {"sumheal", test_checksum_heal},
+        {"lkorder", test_lock_order},
+    };
+    cg_run(tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST"); /* AFR_TEST=name: one */
+    cg_fini();
+    return done_testing();
+}

@@ -1,0 +1,126 @@
+/*
+ * cluster-graph.h — graph tests of a cluster translator (replicate) over
+ * real bricks in one process (cluster-graph.c). Link: every C file of tests/lib
+ * is linked into every test program (Makefile, TESTLIB_OBJS).
+ *
+ * Needs root for the trusted xattrs the helpers read on the bricks.
+ */
+#ifndef BFS_TESTS_CLUSTER_GRAPH_H
+#define BFS_TESTS_CLUSTER_GRAPH_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/graph.h"
+
+#define CG_MAX 3
+
+struct cg_vol {
+    struct bfs_graph *g;
+    struct bfs_xl *top;            /* the cluster translator, volume "rep" */
+    int n;
+    char brick[CG_MAX][PATH_MAX];  /* brick folders */
+    struct bfs_stack *st;          /* the stack calls go out on */
+};
+
+/* The graph's CHILD_UP / CHILD_DOWN events to the program, counted. */
+extern int cg_events_up, cg_events_down;
+
+/* Not root: prints the TAP plan that skips the program ("1..0 # SKIP")
+ * and returns false. */
+bool cg_can_run(void);
+/* Runs the scenarios of tests, or only the one named by environment
+ * variable `only_env` when it is set. */
+struct cg_test {
+    const char *name;
+    void (*fn)(void);
+};
+void cg_run(const struct cg_test *tests, size_t n, const char *only_env);
+
+/* Once per program: the process (2 threads) and a scratch root
+ * /tmp/bfs-NAME-XXXXXX; logs at error level. 0 or -errno. */
+int cg_init(const char *name);
+/* Frees the process and removes the scratch root. */
+void cg_fini(void);
+struct bfs_proc *cg_proc(void);
+
+/*
+ * n bricks (at most CG_MAX): b<i> storage/posix on a new folder, then each
+ * layer of `layers` (NULL-terminated, "TYPE PREFIX", bottom-up: volume
+ * PREFIX<i>), then c<i> debug/error-gen (error-no ENOTCONN); over them
+ * volume "rep" whose lines are `top` (" type ...\n option ...\n"). 0 / -1.
+ */
+int cg_vol_open(struct cg_vol *v, int n, const char *const *layers, const char *top);
+/* replicate over posix, features/locks (l<i>), debug/io-stats (s<i>):
+ * foreground heal and a 100 ms post-op delay unless `options` sets them,
+ * `arbiter`: arbiter-count 1. */
+int cg_rep_open(struct cg_vol *v, int n, bool arbiter, const char *options);
+void cg_vol_close(struct cg_vol *v);
+
+/* ---- the graph ---- */
+struct bfs_xl *cg_child(struct cg_vol *v, int i);                         /* c<i> */
+void cg_reconf(struct cg_vol *v, int i, const char *key, const char *val); /* of c<i> */
+/* Child i's connection is gone: every call fails with ENOTCONN and the
+ * brick drops our locks (l<i> hears CLIENT_GONE), as protocol/server does
+ * when a connection closes. `tell`: the cluster hears CHILD_DOWN. */
+void cg_down(struct cg_vol *v, int i, bool tell);
+void cg_up(struct cg_vol *v, int i, bool tell);
+void cg_top_set(struct cg_vol *v, const char *key, const char *val);       /* reconfigure */
+
+/* ---- calls through the cluster translator ---- */
+struct bfs_loc cg_L(const struct bfs_gfid *par, const char *name);
+/* name NULL: by GFID (par). */
+int cg_lookup(struct cg_vol *v, const struct bfs_gfid *par, const char *name,
+              struct bfs_iatt *attr);
+int cg_create(struct cg_vol *v, const struct bfs_gfid *par, const char *name,
+              struct bfs_fd **fdp, struct bfs_iatt *attr);
+/* An fd on the inode (as FUSE and protocol/server make them). */
+int cg_open(struct cg_vol *v, const struct bfs_gfid *g, int flags, struct bfs_fd **fdp);
+int cg_write(struct cg_vol *v, struct bfs_fd *fd, uint64_t off, const char *s, size_t len);
+/* Reads from offset 0; the bytes read, or -errno. */
+int cg_read(struct cg_vol *v, struct bfs_fd *fd, char *buf, size_t size);
+int cg_flush_close(struct cg_vol *v, struct bfs_fd *fd);
+int cg_mkdir(struct cg_vol *v, const struct bfs_gfid *par, const char *name,
+             struct bfs_iatt *attr);
+int cg_unlink(struct cg_vol *v, const struct bfs_gfid *par, const char *name);
+int cg_rmdir(struct cg_vol *v, const struct bfs_gfid *par, const char *name);
+/* Writes whole content to a new file and closes it. */
+int cg_put(struct cg_vol *v, const struct bfs_gfid *par, const char *name, const char *s,
+           struct bfs_iatt *attr);
+/* A lookup that must answer within ms; one that does not bails the whole
+ * test out (TAP "Bail out!"), since a hang would stop it anyway. */
+int cg_lookup_within(struct cg_vol *v, const struct bfs_gfid *par, const char *name, int ms,
+                     const char *what);
+/* Takes (lock) or drops an entry lock on (dir, name) directly on child i,
+ * as another client would (its own lock owner), in replicate's domain. */
+int cg_entrylk_on(struct cg_vol *v, int i, const struct bfs_gfid *dir, const char *name,
+                  bool lock, uint64_t owner);
+
+/* ---- the bricks underneath ---- */
+/* Brick i's path of rel (one of 8 rotating buffers). */
+const char *cg_on(struct cg_vol *v, int i, const char *rel);
+/* Counter of type t in trusted.brickfs.afr.<key> on brick i (0 if absent). */
+long long cg_counter(struct cg_vol *v, int i, const char *rel, const char *key, int t);
+/* Every pending and dirty counter of rel on every brick is 0 (now / within
+ * 2 s: post-op and unlock of entry and metadata changes run behind the
+ * answer). */
+bool cg_all_clean(struct cg_vol *v, const char *rel);
+bool cg_clean_soon(struct cg_vol *v, const char *rel);
+ssize_t cg_slurp(const char *path, char *buf, size_t size);
+/* Content of rel on brick i equals s. */
+bool cg_content_is(struct cg_vol *v, int i, const char *rel, const char *s);
+bool cg_same_gfid(struct cg_vol *v, const char *rel, uint32_t mask);
+/* rel is the same on every brick of mask: type, mode, owner, GFID, user
+ * xattrs and (regular files; not on the arbiter) content. */
+bool cg_same_everywhere(struct cg_vol *v, const char *rel, uint32_t mask, int arbiter);
+bool cg_exists(struct cg_vol *v, int i, const char *rel);
+/* Calls that reached child i (its error-gen's dump). */
+uint64_t cg_calls_of(struct cg_vol *v, int i);
+/* A counter of brick i's io-stats dump ("bytes_written", "bytes_read"). */
+uint64_t cg_brick_stat(struct cg_vol *v, int i, const char *key);
+/* Brick files rel on i and j have the same bytes (any size). */
+bool cg_same_bytes(struct cg_vol *v, int i, int j, const char *rel);
+
+#endif
