@@ -75,6 +75,8 @@
 #   BENCH_RUNS [3 for 1brick, 1 for the others]
 #   BENCH_MD_CACHE [60]  1brick: md-cache-timeout of the client (0: no
 #                        features/upcall nor performance/md-cache)
+#   BENCH_MD_CACHE_COLD [0]  1: empty that md-cache with the page cache
+#                        before every step (cold on the client side too)
 #   BENCH_SEQ_MB [1024] BENCH_FILES [5000] BENCH_DIRS [50] BENCH_FILE_SIZE [4096]
 #   BENCH_LS_SMALL [10000] BENCH_LS_BIG [50000] BENCH_META [2000]
 #   BENCH_FIO_MB [512] BENCH_FIO_SECS [20] BENCH_FIO_JOBS [4]
@@ -125,6 +127,7 @@ HEAL_TIMEOUT_S=${BENCH_HEAL_TIMEOUT:-$([ "$QUICK" = 1 ] && echo 120 || echo 1800
 HEAL_STALL_S=${BENCH_HEAL_STALL:-$([ "$QUICK" = 1 ] && echo 20 || echo 90)}
 RUNS_SET=${BENCH_RUNS:-}
 MD_CACHE=${BENCH_MD_CACHE:-60}
+MD_CACHE_COLD=${BENCH_MD_CACHE_COLD:-0}
 [ "$QUICK" = 1 ] && RUNS_SET=${RUNS_SET:-1}
 ONLY=${BENCH_ONLY:-1brick,dist3,rep3,disp}
 TARGETS=${BENCH_TARGETS:-disk passthrough brickfs gluster}
@@ -227,6 +230,11 @@ drop_caches()
     if [ "$DROPPED" = yes ] && ! { echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null; then
         DROPPED=no
         note "page cache not dropped (needs root): read figures come from memory"
+    fi
+    if [ "$MD_CACHE_COLD" = 1 ] && [ "$SECTION" = 1brick ] && [ "$MD_CACHE" != 0 ] &&
+        [ -n "${DIR[brickfs]:-}" ]; then
+        setfattr -n brickfs.md-cache.flush -v 1 "${DIR[brickfs]}" 2>/dev/null ||
+            note "brickfs: could not empty md-cache"
     fi
 }
 
@@ -436,7 +444,11 @@ setup_brickfs()
         local mdc=
         if [ "$MD_CACHE" != 0 ]; then
             mdc=$MD_CACHE
-            note "brickfs: features/upcall on the brick, performance/md-cache (md-cache-timeout $MD_CACHE) on the client: its cache outlives drop_caches"
+            if [ "$MD_CACHE_COLD" = 1 ]; then
+                note "brickfs: features/upcall on the brick, performance/md-cache (md-cache-timeout $MD_CACHE) on the client, emptied with the page cache before every step"
+            else
+                note "brickfs: features/upcall on the brick, performance/md-cache (md-cache-timeout $MD_CACHE) on the client: its cache outlives drop_caches"
+            fi
         fi
         BFS_MD_CACHE=$mdc write_volfiles b1 "$S/brickfs-bricks/b1" && start_brick b1 ||
             { note "brickfs: the brick did not start"; return 1; }

@@ -46,6 +46,7 @@ static void flush_inodes(struct mdc_priv *p)
     for (size_t i = 0; i < p->nbuckets; i++) {
         for (struct mdc_inode *in = p->ih[i], *nx; in; in = nx) {
             nx = in->next;
+            free(in->nname);
             free(in);
         }
         p->ih[i] = NULL;
@@ -205,6 +206,15 @@ void bfs__mdc_entry_set(struct mdc_priv *p, const struct bfs_gfid *par, const ch
         p->nentries++;
     }
     e->child = *child;
+    struct mdc_inode *cin = bfs__mdc_inode_get(p, child);
+    if (cin && (!cin->nname || strcmp(cin->nname, name) != 0 || !bfs_gfid_eq(&cin->npar, par))) {
+        char *n = strdup(name);
+        if (n) {
+            free(cin->nname);
+            cin->nname = n;
+            cin->npar = *par;
+        }
+    }
     e->pgen = pin->gen;
     e->until = until;
     e->uid = uid;

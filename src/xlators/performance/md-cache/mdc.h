@@ -28,6 +28,9 @@ struct mdc_inode {
     bool complete;          /* a directory whose every name we know */
     uint64_t complete_until;
     uint32_t cuid, cgid;    /* whose request made it complete */
+    /* the last name it was learned under (an open's hint), or NULL */
+    struct bfs_gfid npar;
+    char *nname;
 };
 
 struct mdc_entry {
