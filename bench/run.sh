@@ -15,8 +15,12 @@
 #   passthrough  that folder through bench/passthrough.c, a minimal FUSE file
 #                system: the ceiling any FUSE client can reach here
 #   brickfs      1brick: brickfs-brick (storage/posix -> features/index -> features/locks ->
-#                debug/io-stats -> protocol/server) + brickfs-mount --volfile,
-#                as issue 2 defines it; the other sections: a volume made by
+#                [features/upcall ->] debug/io-stats -> protocol/server) +
+#                brickfs-mount --volfile [with performance/md-cache on top],
+#                as issue 2 defines it (the bracketed translators only with
+#                BENCH_MD_CACHE=SECONDS: docs/design/cache-invalidation.md;
+#                volgen does not add them yet, so the default measures what a
+#                user mounts); the other sections: a volume made by
 #                brickfsd (tests/lib/mgmt.sh) with brick folders on the same
 #                file system, mounted with brickfs-mount, default options
 #   gluster      the same layout with GlusterFS 10.3, default options, its
@@ -55,7 +59,11 @@
 # (echo 3 >/proc/sys/vm/drop_caches), so reads and lookups start cold on
 # all targets; bricks' own caches are not.
 #
-# Fairness: one file system for everything; FUSE mounts with 1 s attribute
+# Fairness: with BENCH_MD_CACHE=SECONDS (default 0: off) the 1brick brickfs client keeps
+# attributes and names in its own memory (kept valid by the brick's
+# invalidations), which drop_caches does not empty: its stat, read and delete
+# steps then start warm on the client side, unlike the passthrough's (run with
+# BENCH_MD_CACHE=0 for the cold figures). One file system for everything; FUSE mounts with 1 s attribute
 # and entry timeouts (gluster's defaults; the passthrough and brickfs-mount
 # are set so); no writeback cache on any; targets interleaved step by step,
 # the first target rotating each round; figures are medians over the rounds
@@ -66,6 +74,10 @@
 # explicitly wins):
 #   BENCH_ONLY [1brick,dist3,rep3,disp]   BENCH_TARGETS [disk passthrough brickfs gluster]
 #   BENCH_RUNS [3 for 1brick, 1 for the others]
+#   BENCH_MD_CACHE [0]   1brick: md-cache-timeout of the client (0: no
+#                        features/upcall nor performance/md-cache)
+#   BENCH_MD_CACHE_COLD [0]  1: empty that md-cache with the page cache
+#                        before every step (cold on the client side too)
 #   BENCH_SEQ_MB [1024] BENCH_FILES [5000] BENCH_DIRS [50] BENCH_FILE_SIZE [4096]
 #   BENCH_LS_SMALL [10000] BENCH_LS_BIG [50000] BENCH_META [2000]
 #   BENCH_FIO_MB [512] BENCH_FIO_SECS [20] BENCH_FIO_JOBS [4]
@@ -115,6 +127,8 @@ HEAL_SIZE=${BENCH_HEAL_SIZE:-16384}
 HEAL_TIMEOUT_S=${BENCH_HEAL_TIMEOUT:-$([ "$QUICK" = 1 ] && echo 120 || echo 1800)}
 HEAL_STALL_S=${BENCH_HEAL_STALL:-$([ "$QUICK" = 1 ] && echo 20 || echo 90)}
 RUNS_SET=${BENCH_RUNS:-}
+MD_CACHE=${BENCH_MD_CACHE:-0}
+MD_CACHE_COLD=${BENCH_MD_CACHE_COLD:-0}
 [ "$QUICK" = 1 ] && RUNS_SET=${RUNS_SET:-1}
 ONLY=${BENCH_ONLY:-1brick,dist3,rep3,disp}
 TARGETS=${BENCH_TARGETS:-disk passthrough brickfs gluster}
@@ -217,6 +231,11 @@ drop_caches()
     if [ "$DROPPED" = yes ] && ! { echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null; then
         DROPPED=no
         note "page cache not dropped (needs root): read figures come from memory"
+    fi
+    if [ "$MD_CACHE_COLD" = 1 ] && [ "$SECTION" = 1brick ] && [ "$MD_CACHE" != 0 ] &&
+        [ -n "${DIR[brickfs]:-}" ]; then
+        setfattr -n brickfs.md-cache.flush -v 1 "${DIR[brickfs]}" 2>/dev/null ||
+            note "brickfs: could not empty md-cache"
     fi
 }
 
@@ -423,7 +442,16 @@ setup_brickfs()
     fuse_usable || { note "brickfs: skipped, FUSE is not usable"; return 1; }
     if [ "$SECTION" = 1brick ]; then
         # issue 2's setup: a hand-written one-brick graph, no management
-        write_volfiles b1 "$S/brickfs-bricks/b1" && start_brick b1 ||
+        local mdc=
+        if [ "$MD_CACHE" != 0 ]; then
+            mdc=$MD_CACHE
+            if [ "$MD_CACHE_COLD" = 1 ]; then
+                note "brickfs: features/upcall on the brick, performance/md-cache (md-cache-timeout $MD_CACHE) on the client, emptied with the page cache before every step"
+            else
+                note "brickfs: features/upcall on the brick, performance/md-cache (md-cache-timeout $MD_CACHE) on the client: its cache outlives drop_caches"
+            fi
+        fi
+        BFS_MD_CACHE=$mdc write_volfiles b1 "$S/brickfs-bricks/b1" && start_brick b1 ||
             { note "brickfs: the brick did not start"; return 1; }
         mount_brickfs "$(client_volfile b1)" "$S/bfs-mnt-$SECTION" || { note "brickfs: the mount failed"; return 1; }
         DIR[brickfs]=$S/bfs-mnt-$SECTION

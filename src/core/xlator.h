@@ -100,7 +100,14 @@ struct bfs_upcall {
     struct bfs_gfid gfid;
     struct bfs_gfid pargfid;
     const char *name;
+    /* Not on the wire: the stack->client of the change that caused it;
+     * protocol/server sends the upcall to every client but that one. */
+    void *except;
 };
+
+/* xdata key features/upcall adds to replies: the brick that answered sends
+ * invalidations, so performance/md-cache may keep what the reply says. */
+#define BFS_XDATA_UPCALL "brickfs.upcall"
 
 /* What a translator's .so exports as `bfs_xl_module`. */
 struct bfs_xl_module {

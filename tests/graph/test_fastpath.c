@@ -10,7 +10,8 @@
  *     the cache (dump: hits), a file whose last name went is ESTALE, not a
  *     cached ghost; a file that keeps another name still resolves; the
  *     number of fds it keeps is bounded by gfid-cache-fds; gfid-cache-size 0
- *     turns it off and everything still works;
+ *     turns it off and everything still works; a location with both a GFID
+ *     and a name uses the name only when it leads to that GFID;
  *   - protocol/client answers a flush itself when no lock was ever taken on
  *     the file through it (the brick's io-stats sees no flush), and sends it
  *     once one was: close(2) on another fd of a locked file still drops the
@@ -274,6 +275,44 @@ static void test_inline(struct bfs_proc *proc)
 
 /* ---- the GFID cache ---- */
 
+static int stat_loc(struct bfs_xl *xl, struct bfs_loc loc, struct bfs_gfid *got)
+{
+    struct bfs_stat_req q = {.loc = loc};
+    struct bfs_stat_rep r;
+    int rc = bfs_sync_stat(xl, st, &q, &r);
+    *got = rc == 0 ? r.attr.gfid : bfs_gfid_null;
+    bfs_stat_rep_clear_dup(&r);
+    return rc;
+}
+
+/* A loc with a GFID and a (parent, name) (what md-cache sends with an open):
+ * the name is used only if it leads to that GFID (a, named "three", in
+ * brick folder dir); the handle decides otherwise. With a's handle gone
+ * behind brickfs's back, only the name can find it: proof that it is used. */
+static void test_named_gfid(struct bfs_xl *xl, const char *dir, const struct bfs_iatt *a)
+{
+    struct bfs_iatt other;
+    struct bfs_gfid got;
+    is_int(mknod_(xl, "four", &other), 0, "mknod four");
+    struct bfs_loc l = {.gfid = a->gfid, .pargfid = bfs_gfid_root, .name = "four"};
+    ok(stat_loc(xl, l, &got) == 0 && bfs_gfid_eq(&got, &a->gfid),
+       "GFID + a name that leads to another file: the GFID's file");
+    l.name = "missing";
+    ok(stat_loc(xl, l, &got) == 0 && bfs_gfid_eq(&got, &a->gfid),
+       "GFID + a missing name: the GFID's file");
+    char s[BFS_GFID_STRLEN], handle[512];
+    bfs_gfid_fmt(&a->gfid, s);
+    snprintf(handle, sizeof(handle), "%s/.brickfs/%.2s/%.2s/%s", dir, s, s + 2, s);
+    is_int(unlink(handle), 0, "remove three's handle behind brickfs's back");
+    l.name = "three";
+    ok(stat_loc(xl, l, &got) == 0 && bfs_gfid_eq(&got, &a->gfid),
+       "GFID + its name: found through the name");
+    l.name = "four";
+    is_int(stat_loc(xl, l, &got), -ESTALE, "GFID + another file's name, no handle: ESTALE");
+    is_int(lookup(xl, L(&bfs_gfid_root, "three"), NULL), 0, "a lookup by name repairs the handle");
+    is_int(stat_gfid(xl, &a->gfid), 0, "then the GFID alone resolves again");
+}
+
 static void test_cache(struct bfs_proc *proc)
 {
     char dir[160];
@@ -324,6 +363,7 @@ static void test_cache(struct bfs_proc *proc)
     is_int(lookup(xl, L(&bfs_gfid_root, "three"), NULL), 0, "lookup three");
     is_int(stat_gfid(xl, &a.gfid), 0, "stat by GFID");
     ok(dump_num(xl, "entries") == 0 && dump_num(xl, "hits") == 0, "dump: nothing cached");
+    test_named_gfid(xl, dir, &a);
     stop_graph(g);
 }
 

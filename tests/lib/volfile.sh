@@ -12,6 +12,11 @@
 # The brick's io-stats volume carries the brick's own name: that is the
 # subvolume protocol/server exports and the client asks for with
 # remote-subvolume.
+#
+# BFS_MD_CACHE=SECONDS (environment, unset by default) adds cache
+# invalidation to both graphs (docs/design/cache-invalidation.md):
+# features/upcall between features/locks and the brick's io-stats, and
+# performance/md-cache with md-cache-timeout SECONDS on top of the client.
 
 # bfs_port_listening PORT: true when something listens on TCP PORT.
 # Asks the kernel (ss) instead of connecting, so the brick does not see a
@@ -81,10 +86,10 @@ volume $name-locks
     type features/locks
     subvolumes $name-index
 end-volume
-
+$(bfs__upcall_volume "$name")
 volume $name
     type debug/io-stats
-    subvolumes $name-locks
+    subvolumes $name-$([ -n "${BFS_MD_CACHE:-}" ] && echo upcall || echo locks)
 end-volume
 
 volume $name-server
@@ -125,7 +130,23 @@ bfs_write_client_volfile()
         echo "    type debug/io-stats"
         echo "    subvolumes $vol-client-0"
         echo "end-volume"
+        if [ -n "${BFS_MD_CACHE:-}" ]; then
+            echo
+            echo "volume $vol-md-cache"
+            echo "    type performance/md-cache"
+            echo "    option md-cache-timeout $BFS_MD_CACHE"
+            echo "    subvolumes $vol"
+            echo "end-volume"
+        fi
     } >"$out"
+}
+
+# bfs__upcall_volume NAME: brick NAME's features/upcall volume when
+# BFS_MD_CACHE is set, else nothing.
+bfs__upcall_volume()
+{
+    [ -n "${BFS_MD_CACHE:-}" ] || return 0
+    printf '\nvolume %s-upcall\n    type features/upcall\n    subvolumes %s-locks\nend-volume\n' "$1" "$1"
 }
 
 # bfs_volfile_port FILE: the transport.listen-port of a brick volfile.

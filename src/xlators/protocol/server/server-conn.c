@@ -215,10 +215,18 @@ void srv_broadcast_upcall(struct srv_priv *priv, const struct bfs_upcall *up)
     pthread_mutex_lock(&priv->lock);
     for (struct srv_conn *sc = priv->conns; sc; sc = sc->next) {
         pthread_mutex_lock(&sc->lock);
-        bool to = sc->handshaken && !sc->closed;
+        bool to = sc->handshaken && !sc->closed && (void *)sc != up->except;
         pthread_mutex_unlock(&sc->lock);
-        if (to)
-            (void)bfs_conn_send(sc->conn, &h, &iov, 1); /* never calls back */
+        if (!to)
+            continue;
+        int rc = bfs_conn_send(sc->conn, &h, &iov, 1); /* never calls back */
+        if (rc < 0 && rc != -ENOTCONN) {
+            /* A lost invalidation could leave that client's cache stale:
+             * dropping the connection makes it empty its cache. */
+            XL_WARN(priv->xl, "peer %s: cannot send an upcall (%s): closing", sc->peer,
+                    strerror(-rc));
+            bfs_conn_close(sc->conn, rc);
+        }
     }
     pthread_mutex_unlock(&priv->lock);
     bfs_wbuf_free(&w);

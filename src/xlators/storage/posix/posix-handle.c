@@ -430,10 +430,38 @@ int bfs__px_resolve_parent(struct px_priv *p, const struct bfs_loc *loc, bool cr
     return 0;
 }
 
+/* A loc with both a GFID and a (parent, name) whose GFID the cache does
+ * not hold: the name, if it still leads to that GFID, costs reads of the
+ * parent's folder (warm: shared with its siblings) where the handle would
+ * cost a read of its own handle folder (cold: one per file). Any failure or
+ * another GFID there: -ESTALE, and the handle decides. Not cached: only
+ * handles checked good go into the cache. */
+static int resolve_named(struct px_priv *p, const struct bfs_loc *loc, struct px_obj *o)
+{
+    if (!loc->name || bfs_gfid_is_null(&loc->pargfid))
+        return -ESTALE;
+    if (bfs__px_cache_get(p->cache, &loc->gfid, o) == 0)
+        return 0;
+    struct px_obj par = PX_OBJ_INIT;
+    int rc = bfs__px_resolve_parent(p, loc, false, &par);
+    if (rc == 0) {
+        rc = bfs__px_resolve_entry(p, &par, loc->name, o);
+        bfs__px_obj_close(&par);
+    }
+    if (rc == 0 && !bfs_gfid_eq(&o->gfid, &loc->gfid)) {
+        bfs__px_obj_close(o);
+        rc = -ESTALE;
+    }
+    return rc < 0 ? -ESTALE : 0;
+}
+
 int bfs__px_resolve_loc(struct px_priv *p, const struct bfs_loc *loc, struct px_obj *o)
 {
-    if (!bfs_gfid_is_null(&loc->gfid))
+    if (!bfs_gfid_is_null(&loc->gfid)) {
+        if (resolve_named(p, loc, o) == 0)
+            return 0;
         return bfs__px_resolve_gfid(p, &loc->gfid, o);
+    }
     struct px_obj par = PX_OBJ_INIT;
     int rc = bfs__px_resolve_parent(p, loc, false, &par);
     if (rc < 0)

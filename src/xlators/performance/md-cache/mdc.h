@@ -1,0 +1,83 @@
+/*
+ * mdc.h — performance/md-cache, shared between its two files:
+ *   mdc-table.c  the two tables (inode records by GFID, entries by parent
+ *                GFID and name) and what changes them;
+ *   md-cache.c   the fops: answers from the tables, learning from replies,
+ *                invalidation by upcalls; the module.
+ * docs/design/cache-invalidation.md explains the rules.
+ *
+ * Every table function is called with mdc_priv.lock held. Records live
+ * until dropped (invalidation, unlink, a flush of everything, fini).
+ */
+#ifndef BFS_MDC_H
+#define BFS_MDC_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/xlator.h"
+
+struct mdc_inode {
+    struct mdc_inode *next;
+    struct bfs_gfid gfid;
+    struct bfs_iatt attr;
+    bool attr_ok;
+    uint64_t attr_until;    /* monotonic ns */
+    uint64_t gen;           /* bumped when the attributes are dropped */
+    bool complete;          /* a directory whose every name we know */
+    uint64_t complete_until;
+    uint32_t cuid, cgid;    /* whose request made it complete */
+    /* the last name it was learned under (an open's hint), or NULL */
+    struct bfs_gfid npar;
+    char *nname;
+};
+
+struct mdc_entry {
+    struct mdc_entry *next;
+    struct bfs_gfid par;
+    char *name;
+    struct bfs_gfid child;
+    uint64_t pgen;  /* the parent's gen when learned */
+    uint64_t until;
+    uint32_t uid, gid;
+};
+
+struct mdc_priv {
+    pthread_mutex_t lock;
+    uint64_t timeout_ns; /* 0: off */
+    size_t max;          /* records per table */
+    struct mdc_inode **ih;
+    struct mdc_entry **eh;
+    size_t nbuckets, ninodes, nentries;
+    /* Moves on every change sent and every invalidation received: a reply
+     * is learned only if it did not move while the call was out. */
+    uint64_t seq;
+    uint64_t changing; /* changes of this client in flight */
+    /* counters for the dump and the tests */
+    uint64_t hits, neg_hits, misses, invalidations, flushes;
+};
+
+int bfs__mdc_table_init(struct mdc_priv *p);
+void bfs__mdc_table_fini(struct mdc_priv *p);
+void bfs__mdc_flush(struct mdc_priv *p); /* forget everything */
+
+struct mdc_inode *bfs__mdc_inode_get(struct mdc_priv *p, const struct bfs_gfid *g);
+/* Found or made (NULL: no memory, or g is null). */
+struct mdc_inode *bfs__mdc_inode_make(struct mdc_priv *p, const struct bfs_gfid *g);
+/* Attributes usable at now. */
+bool bfs__mdc_attr_valid(const struct mdc_inode *in, uint64_t now);
+void bfs__mdc_attr_set(struct mdc_priv *p, const struct bfs_iatt *a, uint64_t until);
+void bfs__mdc_attr_drop(struct mdc_priv *p, const struct bfs_gfid *g);
+/* Only the attributes (an atime moved): names under it and completeness stay. */
+void bfs__mdc_attr_stale(struct mdc_priv *p, const struct bfs_gfid *g);
+
+struct mdc_entry *bfs__mdc_entry_get(struct mdc_priv *p, const struct bfs_gfid *par,
+                                     const char *name);
+void bfs__mdc_entry_set(struct mdc_priv *p, const struct bfs_gfid *par, const char *name,
+                        const struct bfs_gfid *child, uint64_t until, uint32_t uid,
+                        uint32_t gid);
+void bfs__mdc_entry_drop(struct mdc_priv *p, const struct bfs_gfid *par, const char *name);
+void bfs__mdc_complete_drop(struct mdc_priv *p, const struct bfs_gfid *dir);
+
+#endif
