@@ -15,6 +15,8 @@
 #   TEST ns_start_brickfsd 1 3      # brickfsd h1, store: the 3 members
 #   ns_cli 1 volume list            # brickfs --server 10.99.0.1:24100 ...
 #   TEST link_down 2 / link_up 2    # cut host 2 off from every other one
+#   TEST ns_pool_start 3            # all of the above: hosts, an etcd member
+#                                   # and a brickfsd on each (not probed)
 #
 # Names: bfs<PID>-hub, bfs<PID>-h1, ..., bfs<PID>-c, so tests in parallel
 # never meet. Teardown (after the usual one has stopped every process)
@@ -149,6 +151,19 @@ ns_kill_brickfsd()
     local pid
     pid=$(bfs_pid_of "brickfsd-h$1") || return 1
     bfs_kill "$pid" "${2:-TERM}" && bfs_wait_gone "$pid" "$PROCESS_DOWN_TIMEOUT"
+}
+
+# ns_pool_start N: N hosts and the client, a member of an N-member etcd on
+# each host, then a brickfsd on each (brick start timeout 3 s unless
+# BRICKFSD_START_TIMEOUT says otherwise); the nodes are not probed.
+ns_pool_start()
+{
+    local n=$1 i
+    export BRICKFSD_START_TIMEOUT=${BRICKFSD_START_TIMEOUT:-3}
+    netns_setup "$n" || return 1
+    for ((i = 1; i <= n; i++)); do ns_start_etcd "$i" "$n" || return 1; done
+    ns_wait_etcd || return 1
+    for ((i = 1; i <= n; i++)); do ns_start_brickfsd "$i" || return 1; done
 }
 
 netns_teardown()
