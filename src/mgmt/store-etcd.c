@@ -12,6 +12,10 @@
  *
  * Watches: a thread per watch holds a /v3/watch stream and calls back for
  * each event; after a break it reconnects from the last revision seen + 1.
+ * When etcd cancels the watch (that revision was compacted away), the
+ * stream stays open but silent, so the thread drops it, tells the caller
+ * to re-read everything (key NULL) and watches again from the compaction
+ * revision.
  * Leases: the first put_lease grants a lease (TTL ttl s) and starts a
  * keep-alive thread; if the lease is lost (etcd down longer than the TTL)
  * it grants a new one and writes the lease keys again.
@@ -714,6 +718,8 @@ struct ewatch {
     uint64_t next_rev;       /* first revision not yet delivered */
     pthread_t thr;
     volatile int stop;
+    bool canceled;           /* etcd canceled the watch: drop the stream */
+    unsigned resyncs;        /* compactions seen (for tests) */
     struct buf line;         /* partial stream message */
 };
 
@@ -723,8 +729,12 @@ static void deliver(struct ewatch *w, struct json_object *msg)
     if (!res)
         return;
     uint64_t compact = jnum(res, "compact_revision");
+    struct json_object *cancel = jget(res, "canceled");
+    if (cancel && json_object_get_boolean(cancel))
+        w->canceled = true; /* no event comes on this stream any more */
     if (compact) { /* we asked for history etcd no longer has */
-        w->next_rev = compact;
+        w->next_rev = compact > w->next_rev ? compact : w->next_rev;
+        w->resyncs++;
         w->fn(NULL, NULL, 0, compact, w->arg);
         return;
     }
@@ -759,6 +769,8 @@ static size_t on_stream(char *d, size_t sz, size_t nm, void *arg)
         if (j)
             deliver(w, j);
         json_object_put(j);
+        if (w->canceled)
+            return 0; /* curl ends the transfer; the thread watches again */
         size_t rest = w->line.n - (size_t)(nl + 1 - w->line.p);
         memmove(w->line.p, nl + 1, rest);
         w->line.n = rest;
@@ -807,6 +819,7 @@ static void *watch_thread(void *arg)
         curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
         curl_easy_setopt(c, CURLOPT_XFERINFODATA, w);
         uint64_t before = w->next_rev;
+        w->canceled = false;
         curl_easy_perform(c);
         curl_slist_free_all(h);
         curl_easy_cleanup(c);
@@ -814,6 +827,10 @@ static void *watch_thread(void *arg)
         w->line.n = 0;
         if (w->stop)
             break;
+        if (w->canceled && w->next_rev != before) { /* resync: at once, same endpoint */
+            delay_ms = 100;
+            continue;
+        }
         /* the stream broke: next endpoint, after a pause growing to 2 s */
         if (w->next_rev != before)
             delay_ms = 100;
@@ -825,9 +842,32 @@ static void *watch_thread(void *arg)
     return NULL;
 }
 
-static int etcd_watch(void *be, const char *prefix,
-                      void (*fn)(const char *, const char *, size_t, uint64_t, void *), void *arg,
+typedef void (*watch_fn)(const char *, const char *, size_t, uint64_t, void *);
+
+/* A watch of prefix from revision rev on. */
+static int watch_from(struct etcd *e, const char *prefix, uint64_t rev, watch_fn fn, void *arg,
                       void **handle)
+{
+    struct ewatch *w = calloc(1, sizeof(*w));
+    if (!w || !(w->key = full_key(e, prefix))) {
+        free(w);
+        return -ENOMEM;
+    }
+    w->e = e;
+    w->fn = fn;
+    w->arg = arg;
+    w->next_rev = rev;
+    int rc = -pthread_create(&w->thr, NULL, watch_thread, w);
+    if (rc < 0) {
+        free(w->key);
+        free(w);
+        return rc;
+    }
+    *handle = w;
+    return 0;
+}
+
+static int etcd_watch(void *be, const char *prefix, watch_fn fn, void *arg, void **handle)
 {
     struct etcd *e = be;
     /* Changes after this call must be seen: start right after the current
@@ -841,23 +881,7 @@ static int etcd_watch(void *be, const char *prefix,
         return rc;
     uint64_t rev = header_rev(ans);
     json_object_put(ans);
-    struct ewatch *w = calloc(1, sizeof(*w));
-    if (!w || !(w->key = full_key(e, prefix))) {
-        free(w);
-        return -ENOMEM;
-    }
-    w->e = e;
-    w->fn = fn;
-    w->arg = arg;
-    w->next_rev = rev + 1;
-    rc = -pthread_create(&w->thr, NULL, watch_thread, w);
-    if (rc < 0) {
-        free(w->key);
-        free(w);
-        return rc;
-    }
-    *handle = w;
-    return 0;
+    return watch_from(e, prefix, rev + 1, fn, arg, handle);
 }
 
 static void etcd_unwatch(void *be, void *handle)
