@@ -648,6 +648,11 @@ static int detach_locked(struct bfs_mgmt *m, const char *host, bool force,
         if (node_matches(&nodes[i], host))
             d = &nodes[i];
     char vol[BFS_VOLNAME_MAX + 1] = "";
+    /* The node is removed only if no volume changed since its bricks were
+     * counted (one txn below): a volume given a brick on it meanwhile, from
+     * any node, makes the detach fail instead of leaving that brick to a
+     * node outside the pool. */
+    uint64_t since = d ? bfs_store_revision(m->store) : 0;
     if (!d) {
         rc = bfs_fail(e, 404, "%s is not a node of this pool (brickfs pool list)", host);
     } else if (strcmp(d->uuid, m->node_uuid) == 0) {
@@ -659,13 +664,18 @@ static int detach_locked(struct bfs_mgmt *m, const char *host, bool force,
     } else if (!d->alive && !force) {
         rc = bfs_fail(e, 409, "%s (%s) is disconnected; 'peer detach %s force' removes it "
                       "anyway", host, d->name, host);
+    } else if (since == 0) {
+        rc = bfs_pool_store_fail(e, -EHOSTUNREACH, "cannot read the store's revision");
     } else {
         char key[64];
+        struct bfs_store_cond unchanged = {.key = "volumes/", .prefix = true, .max_rev = since};
         snprintf(key, sizeof(key), "nodes/%s", d->uuid);
-        int w = bfs_store_delete(m->store, key, d->rev, NULL);
+        bfs__test_pause("detach");
+        int w = bfs_store_write_if(m->store, key, NULL, 0, d->rev, &unchanged, 1, NULL);
         if (w < 0)
             rc = w == -ESTALE || w == -ENOENT
-                     ? bfs_fail(e, 409, "%s changed meanwhile; try again", host)
+                     ? bfs_fail(e, 409, "%s or the volumes changed meanwhile (a brick on it "
+                                "may have been added); try again", host)
                      : bfs_pool_store_fail(e, w, "cannot remove the node");
         else {
             *out = json_object_new_object();

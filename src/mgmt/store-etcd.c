@@ -484,8 +484,38 @@ static struct json_object *put_req(const char *k, const void *val, size_t len, i
     return p;
 }
 
-static int etcd_write(void *be, const char *key, const void *val, size_t len, uint64_t expect,
-                      uint64_t *rev)
+/* One txn compare per condition: a key that must exist (its version is
+ * above 0), or keys (a prefix: a range) last written at or before a
+ * revision (mod_revision below it + 1). */
+static int add_conds(struct etcd *e, struct json_object *arr, const struct bfs_store_cond *c,
+                     size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *k = full_key(e, c[i].key);
+        if (!k)
+            return -ENOMEM;
+        struct json_object *cmp = json_object_new_object();
+        if (c[i].prefix)
+            add_prefix_range(cmp, k);
+        else
+            add_b64(cmp, "key", k, strlen(k));
+        free(k);
+        bool exists = c[i].max_rev == BFS_STORE_ANY;
+        json_object_object_add(cmp, "target", json_object_new_string(exists ? "VERSION" : "MOD"));
+        json_object_object_add(cmp, "result", json_object_new_string(exists ? "GREATER" : "LESS"));
+        if (exists)
+            json_object_object_add(cmp, "version", json_object_new_int64(0));
+        else
+            json_object_object_add(cmp, "mod_revision",
+                                   json_object_new_int64((int64_t)c[i].max_rev + 1));
+        json_object_array_add(arr, cmp);
+    }
+    return 0;
+}
+
+static int etcd_write_if(void *be, const char *key, const void *val, size_t len,
+                         uint64_t expect, const struct bfs_store_cond *conds, size_t nconds,
+                         uint64_t *rev)
 {
     struct etcd *e = be;
     char *k = full_key(e, key);
@@ -500,15 +530,26 @@ static int etcd_write(void *be, const char *key, const void *val, size_t len, ui
     }
     /* Always a txn: a delete needs the deleted count, a CAS its compare. */
     req = json_object_new_object();
+    struct json_object *arr = json_object_new_array();
     if (expect != BFS_STORE_ANY) {
-        struct json_object *cmp = json_object_new_object(), *arr = json_object_new_array();
+        struct json_object *cmp = json_object_new_object();
         add_b64(cmp, "key", k, strlen(k));
         json_object_object_add(cmp, "target", json_object_new_string("MOD"));
         json_object_object_add(cmp, "result", json_object_new_string("EQUAL"));
         json_object_object_add(cmp, "mod_revision", json_object_new_int64((int64_t)expect));
         json_object_array_add(arr, cmp);
-        json_object_object_add(req, "compare", arr);
     }
+    if (add_conds(e, arr, conds, nconds) < 0) {
+        json_object_put(arr);
+        json_object_put(req);
+        json_object_put(op);
+        free(k);
+        return -ENOMEM;
+    }
+    if (json_object_array_length(arr) > 0)
+        json_object_object_add(req, "compare", arr);
+    else
+        json_object_put(arr);
     struct json_object *succ = json_object_new_array(), *wrap = json_object_new_object();
     json_object_object_add(wrap, val ? "request_put" : "request_delete_range", op);
     json_object_array_add(succ, wrap);
@@ -552,6 +593,12 @@ static int etcd_write(void *be, const char *key, const void *val, size_t len, ui
         bfs_store_kv_clear(&kv);
     }
     return rc;
+}
+
+static int etcd_write(void *be, const char *key, const void *val, size_t len, uint64_t expect,
+                      uint64_t *rev)
+{
+    return etcd_write_if(be, key, val, len, expect, NULL, 0, rev);
 }
 
 static int etcd_put_all(void *be, const struct bfs_store_kv *kvs, size_t n, const char *guard,
@@ -901,6 +948,7 @@ const struct bfs_store_ops bfs_store_etcd_ops = {
     .close = etcd_close,
     .get = etcd_get,
     .write = etcd_write,
+    .write_if = etcd_write_if,
     .list = etcd_list,
     .revision = etcd_revision,
     .watch = etcd_watch,
