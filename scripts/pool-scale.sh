@@ -23,7 +23,8 @@
 #              events sent, kilobytes sent to clients
 #
 # The commands: `volume create` of a distribute volume with a brick on each
-# of POOL_SCALE_BRICKS (4) nodes, `volume set`, `volume start` (returns once
+# of POOL_SCALE_BRICKS (4) nodes (after POOL_SCALE_VOLUMES - 1 other
+# volumes were created, default none: how the pool's volume count weighs), `volume set`, `volume start` (returns once
 # every brick is online), `volume status`, `pool list`, `volume stop`.
 # Prints Markdown tables. Needs root (brick markers) and a build. Runs on
 # the harness of the integration tests, so everything it starts is stopped
@@ -37,6 +38,7 @@
 NS=("$@")
 [ ${#NS[@]} -eq 0 ] && NS=(10 50 100 200)
 NB=${POOL_SCALE_BRICKS:-4}
+NV=${POOL_SCALE_VOLUMES:-1}
 IDLE=${POOL_SCALE_IDLE:-10}
 BRICK_PORT_SPAN=4          # one brick per node at most: save ports
 
@@ -89,8 +91,8 @@ op()
     t1=$(now_ms)
     st=$(settle "$e" "$t0")
     m1=$(metrics "$e")
-    echo "$m0 $m1" | awk -v n="$n" -v l="$label" -v lat=$((t1 - t0)) -v st="$st" '
-        { printf "| %d | %s | %d | %d | %d | %d | %d | %.1f |\n", n, l, lat, st < lat ? lat : st,
+    echo "$m0 $m1" | awk -v n="$n" -v nv="$NV" -v l="$label" -v lat=$((t1 - t0)) -v st="$st" '
+        { printf "| %d | %d | %s | %d | %d | %d | %d | %d | %.1f |\n", n, nv, l, lat, st < lat ? lat : st,
                  $8 - $2, $9 - $3, $10 - $4, ($11 - $5) / 1024 }'
 }
 
@@ -100,8 +102,8 @@ SUMMARY=$T/summary.md
 OPS=$T/ops.md
 echo "| nodes | start s | brickfsd RSS MiB | etcd RSS MiB | probe ms (mean / last) | idle requests/s | idle bytes/s | keys | load |" >"$SUMMARY"
 echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" >>"$SUMMARY"
-echo "| nodes | command | ms | settle ms | etcd reads | etcd writes | watch events | KiB sent |" >"$OPS"
-echo "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |" >>"$OPS"
+echo "| nodes | volumes | command | ms | settle ms | etcd reads | etcd writes | watch events | KiB sent |" >"$OPS"
+echo "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |" >>"$OPS"
 
 for n in "${NS[@]}"; do
     e=e$n
@@ -132,6 +134,11 @@ for n in "${NS[@]}"; do
     printf "| %d | %.1f | %.1f | %.1f | %d / %d | %s | %s | %s |\n" "$n" "$(((t1 - t0) / 100))e-1" \
         "$((sum / n / 102))e-1" "$((erss / 102))e-1" "$probe" "$last" "$idle" "$keys" "$load" >>"$SUMMARY"
 
+    for ((i = 1; i < NV; i++)); do
+        cli volume create "x$n-$i" "s$n-$(((i - 1) % n + 1)):$T/bricks/x$n-$i" force >/dev/null ||
+            echo "# cannot create volume x$n-$i" >&2
+    done
+    [ "$NV" -gt 1 ] && settle "$e" "$(now_ms)" >/dev/null
     bricks=()
     for ((i = 0; i < NB && i < n; i++)); do bricks+=("s$n-$((n - i)):$T/bricks/$n-$i"); done
     op "$e" "$n" "volume create ($NB bricks)" cli volume create "v$n" "${bricks[@]}" force >>"$OPS"
