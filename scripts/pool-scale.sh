@@ -40,7 +40,7 @@ NS=("$@")
 NB=${POOL_SCALE_BRICKS:-4}
 NV=${POOL_SCALE_VOLUMES:-1}
 IDLE=${POOL_SCALE_IDLE:-10}
-BRICK_PORT_SPAN=4          # one brick per node at most: save ports
+BRICK_PORT_SPAN=$((NV + NB + 4))  # the creating node assigns every brick port from its range
 
 now_ms() { echo $(($(bfs_now_us) / 1000)); }
 ms() { local t0 t1; t0=$(now_ms); "$@" >/dev/null 2>&1 || echo "# failed: $*" >&2; t1=$(now_ms); echo $((t1 - t0)); }

@@ -126,8 +126,8 @@ ns_wait_etcd()
 ns_cli() { local i=$1; shift; in_ns "$i" "$BRICKFS_BIN" --server "$(ns_addr "$i"):24100" "$@"; }
 
 # ns_start_brickfsd I: brickfsd hI on host I (10.99.0.I:24100, bricks
-# 24200-24299, state in $T/mgmt/hI like start_brickfsd's), store: every
-# etcd member; waits until its API answers.
+# $NS_BRICK_PORTS, default 24200-24299, state in $T/mgmt/hI like
+# start_brickfsd's), store: every etcd member; waits until its API answers.
 ns_start_brickfsd()
 {
     local i=$1 d=$T/mgmt/h$1
@@ -136,7 +136,7 @@ ns_start_brickfsd()
     bfs_spawn "brickfsd-h$i" nsenter --net="/run/netns/$(ns_name "$i")" -- env \
         BRICKFSD_STORE="etcd:$(ns_etcd_endpoints);timeout=1500" BRICKFSD_NODE_NAME="h$i" \
         "$BRICKFSD_BIN" --foreground --state-dir "$d/state" --log-dir "$d/log" --run-dir "$d/run" \
-        --listen "$(ns_addr "$i"):24100" --brick-ports 24200-24299
+        --listen "$(ns_addr "$i"):24100" --brick-ports "${NS_BRICK_PORTS:-24200-24299}"
     local pid=$BFS_PID
     if ! bfs_wait_until "$PROCESS_UP_TIMEOUT" eval "ns_cli $i volume list || ! bfs_pid_alive $pid"; then
         echo "ns_start_brickfsd: h$i does not answer" >&2
