@@ -394,16 +394,17 @@ int bfs_pool_owners(struct bfs_mgmt *m, const char **bricks, int n, char ***spec
                     char ***nodes, struct bfs_err *e)
 {
     char **s = calloc((size_t)n + 1, sizeof(*s)), **d = calloc((size_t)n + 1, sizeof(*d));
+    struct bfs_pool_nodes *ns = NULL;
     int rc = s && d ? 0 : bfs_fail(e, 500, "out of memory");
+    /* one read of the members for every brick (it is O(nodes) bytes) */
+    int r = rc == 0 ? bfs_pool_nodes_get(m, &ns) : 0;
+    if (r < 0)
+        rc = bfs_pool_store_fail(e, r, "cannot read the pool's nodes");
     for (int i = 0; rc == 0 && i < n; i++) {
         const char *b = bricks[i] ? bricks[i] : "", *colon = strchr(b, ':');
         char host[256], uuid[40], addr[300];
         snprintf(host, sizeof(host), "%.*s", colon ? (int)(colon - b) : 0, b);
-        int r = colon ? bfs_pool_resolve_host(m, host, uuid, addr, sizeof(addr)) : -ENOENT;
-        if (r < 0 && r != -ENOENT) {
-            rc = bfs_pool_store_fail(e, r, "cannot read the pool's nodes");
-            break;
-        }
+        r = colon ? bfs_pool_resolve_in(ns, host, uuid, addr, sizeof(addr)) : -ENOENT;
         if (r == 0) {
             size_t l = strlen(addr) + strlen(colon) + 1;
             if ((s[i] = malloc(l)))
@@ -416,6 +417,7 @@ int bfs_pool_owners(struct bfs_mgmt *m, const char **bricks, int n, char ***spec
         if (!s[i] || !d[i])
             rc = bfs_fail(e, 500, "out of memory");
     }
+    bfs_pool_nodes_free(ns);
     if (rc < 0) {
         bfs_pool_owners_free(s, d, n);
         return rc;

@@ -370,24 +370,42 @@ bool bfs_pool_owns_bricks(const struct bfs_mgmt *m, const struct bfs_volume *v)
     return false;
 }
 
-int bfs_pool_resolve_host(struct bfs_mgmt *m, const char *host, char uuid[40], char *addr,
-                          size_t addrlen)
+struct bfs_pool_nodes {
+    struct node *v;
+    int n;
+};
+
+int bfs_pool_nodes_get(struct bfs_mgmt *m, struct bfs_pool_nodes **out)
 {
-    if (!bfs_pool_enabled(m))
-        return -ENOENT;
-    struct node *nodes;
-    int n, rc = list_nodes(m, &nodes, &n);
-    if (rc < 0)
+    struct bfs_pool_nodes *ns = calloc(1, sizeof(*ns));
+    if (!ns)
+        return -ENOMEM;
+    int rc = bfs_pool_enabled(m) ? list_nodes(m, &ns->v, &ns->n) : 0;
+    if (rc < 0) {
+        free(ns);
         return rc;
-    rc = -ENOENT;
-    for (int i = 0; i < n && rc == -ENOENT; i++)
-        if (strcmp(nodes[i].name, host) == 0 || strcmp(nodes[i].uuid, host) == 0) {
-            snprintf(uuid, 40, "%s", nodes[i].uuid);
-            host_of(nodes[i].address, addr, addrlen);
-            rc = 0;
+    }
+    *out = ns;
+    return 0;
+}
+
+void bfs_pool_nodes_free(struct bfs_pool_nodes *ns)
+{
+    if (ns)
+        free(ns->v);
+    free(ns);
+}
+
+int bfs_pool_resolve_in(const struct bfs_pool_nodes *ns, const char *host, char uuid[40],
+                        char *addr, size_t addrlen)
+{
+    for (int i = 0; i < ns->n; i++)
+        if (strcmp(ns->v[i].name, host) == 0 || strcmp(ns->v[i].uuid, host) == 0) {
+            snprintf(uuid, 40, "%s", ns->v[i].uuid);
+            host_of(ns->v[i].address, addr, addrlen);
+            return 0;
         }
-    free(nodes);
-    return rc;
+    return -ENOENT;
 }
 
 bool bfs_pool_known_host(const char *host)
