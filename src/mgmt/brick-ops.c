@@ -34,7 +34,8 @@ static int save(struct bfs_mgmt *m, struct bfs_volume *v, struct bfs_err *e)
 {
     int rc = bfs_volume_save(m, v);
     if (rc < 0)
-        return bfs_fail(e, 500, "cannot save volume %s: %s", v->name, strerror(-rc));
+        return bfs_fail(e, rc == -ENXIO ? 409 : 500, "cannot save volume %s: %s", v->name,
+                        bfs_volume_save_strerror(rc));
     struct bfs_err ve;
     if (bfs_volgen_write(m, v, &ve) < 0)
         bfs_log(MGMT_LOG, BFS_LOG_WARNING, "volume %s: %s", v->name, ve.msg);

@@ -135,6 +135,9 @@ int bfs_volume_from_json(struct json_object *j, struct bfs_volume **out);
  * (0 = must not exist) and updates v->rev. */
 int bfs_volume_load(struct bfs_mgmt *m, const char *name, struct bfs_volume **out);
 int bfs_volume_save(struct bfs_mgmt *m, struct bfs_volume *v);
+/* The reason of a bfs_volume_save failure, for people: -ENXIO is a brick
+ * owner that left the pool meanwhile. */
+const char *bfs_volume_save_strerror(int rc);
 int bfs_volume_remove(struct bfs_mgmt *m, struct bfs_volume *v);
 int bfs_volume_list(struct bfs_mgmt *m, struct bfs_volume ***out, int *n);
 void bfs_volume_list_free(struct bfs_volume **v, int n);
@@ -374,6 +377,9 @@ int bfs_mkdir_p(const char *path, int mode);
 /* Reads a small text file (NUL-terminated, malloc'd). */
 int bfs_read_small(const char *path, char **out);
 void bfs_uuid_generate(char out[40]);
+/* Tests of races: sleeps MS when BRICKFSD_TEST_PAUSE names point as
+ * "POINT=MS[,POINT=MS...]" (brickfsd(8), ENVIRONMENT); nothing otherwise. */
+void bfs__test_pause(const char *point);
 
 #define MGMT_LOG "brickfsd"
 

@@ -1,8 +1,10 @@
 /*
  * pool-sync.c — how each brickfsd acts on the shared store
  * (docs/design/pool.md, "Each brickfsd's loop"): a thread that
- *   - on every change under volumes/ (an etcd watch), starts this node's
- *     bricks of started volumes and stops those of other volumes, as
+ *   - on every change under volumes/ (an etcd watch), re-reads the volumes
+ *     that changed (every volume at start, after a failure and when the
+ *     watch lost changes) and, for each, starts this node's bricks of
+ *     started volumes and stops those of other volumes, as
  *     startup reconciliation does, stops those the volume no longer gives
  *     it (remove-brick, replace-brick), and makes its self-heal daemon and
  *     rebalance process of each volume match the document;
@@ -37,9 +39,14 @@ struct pub {
     struct pub *next;
 };
 
+#define MAX_CHANGED 32 /* more distinct volumes changed at once: re-read all */
+
 static struct {
     pthread_t thr;
     bool running, quit, dirty;
+    bool full;                            /* re-read every volume */
+    char changed[MAX_CHANGED][BFS_VOLNAME_MAX + 1]; /* else these */
+    int nchanged;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     struct bfs_store_watch *watch;
@@ -50,18 +57,64 @@ static struct {
     int nvols;
 } sync_ = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
+/* The watch: which volumes changed (key NULL: changes were lost). Only
+ * the names are kept; the thread reads the documents, so it always acts
+ * on the latest one. */
 static void on_volumes(const char *key, const char *val, size_t len, uint64_t rev, void *arg)
 {
-    (void)key, (void)val, (void)len, (void)rev, (void)arg;
+    (void)val, (void)len, (void)rev, (void)arg;
+    const char *name = key ? key + strlen("volumes/") : NULL;
     pthread_mutex_lock(&sync_.lock);
     sync_.dirty = true;
+    if (!name || strlen(name) > BFS_VOLNAME_MAX) {
+        sync_.full = true;
+    } else if (!sync_.full) {
+        int i = 0;
+        while (i < sync_.nchanged && strcmp(sync_.changed[i], name) != 0)
+            i++;
+        if (i == MAX_CHANGED)
+            sync_.full = true;
+        else if (i == sync_.nchanged)
+            snprintf(sync_.changed[sync_.nchanged++], BFS_VOLNAME_MAX + 1, "%s", name);
+    }
     pthread_cond_signal(&sync_.cond);
     pthread_mutex_unlock(&sync_.lock);
 }
 
-/* This node's bricks to match every volume's desired state. False when
- * the store could not be read (the caller retries a second later). */
-static bool reconcile(struct bfs_mgmt *m)
+/* This node's bricks, self-heal daemon and rebalance to match v's desired
+ * state (m->oplock and m->lock held). */
+static void act_on(struct bfs_mgmt *m, struct bfs_volume *v)
+{
+    bool want = v->status == BFS_VOL_STARTED, act = false;
+    bfs_sup_stop_unowned(m, v); /* removed, replaced or moved away */
+    bfs_rebal_sync(m, v);
+    if (!bfs_pool_owns_bricks(m, v)) {
+        bfs_sup_shd_sync(m, v); /* none here: stops one left from before */
+        return;
+    }
+    for (int b = 0; b < v->nbricks && !act; b++) {
+        struct bfs_brick_state st;
+        if (!bfs_pool_brick_is_mine(m, v, b))
+            continue;
+        bfs_sup_brick_state(m, v, b, &st);
+        act = want ? st.pid == 0 : st.pid != 0;
+    }
+    if (!act) {
+        bfs_sup_shd_sync(m, v);
+        return;
+    }
+    struct bfs_err e = {0};
+    bfs_log(MGMT_LOG, BFS_LOG_INFO, "pool: volume %s is %s: %s this node's bricks", v->name,
+            bfs_vol_status_name(v->status), want ? "starting" : "stopping");
+    int rc = want ? bfs_sup_start_volume(m, v, &e) : bfs_sup_stop_volume(m, v, &e);
+    if (rc < 0)
+        bfs_log(MGMT_LOG, BFS_LOG_ERROR, "pool: volume %s: %s", v->name, e.msg);
+    bfs_sup_shd_sync(m, v); /* after the bricks: it connects to them */
+}
+
+/* Every volume read and acted on; the cache replaced. False when the
+ * store could not be read (the caller retries a second later). */
+static bool reconcile_all(struct bfs_mgmt *m)
 {
     struct bfs_volume **vols;
     int n;
@@ -74,40 +127,68 @@ static bool reconcile(struct bfs_mgmt *m)
                 bfs_store_errmsg());
         return false;
     }
-    for (int i = 0; i < n; i++) {
-        struct bfs_volume *v = vols[i];
-        bool want = v->status == BFS_VOL_STARTED, act = false;
-        bfs_sup_stop_unowned(m, v); /* removed, replaced or moved away */
-        bfs_rebal_sync(m, v);
-        if (!bfs_pool_owns_bricks(m, v)) {
-            bfs_sup_shd_sync(m, v); /* none here: stops one left from before */
-            continue;
-        }
-        for (int b = 0; b < v->nbricks && !act; b++) {
-            struct bfs_brick_state st;
-            if (!bfs_pool_brick_is_mine(m, v, b))
-                continue;
-            bfs_sup_brick_state(m, v, b, &st);
-            act = want ? st.pid == 0 : st.pid != 0;
-        }
-        if (!act) {
-            bfs_sup_shd_sync(m, v);
-            continue;
-        }
-        struct bfs_err e = {0};
-        bfs_log(MGMT_LOG, BFS_LOG_INFO, "pool: volume %s is %s: %s this node's bricks", v->name,
-                bfs_vol_status_name(v->status), want ? "starting" : "stopping");
-        int rc = want ? bfs_sup_start_volume(m, v, &e) : bfs_sup_stop_volume(m, v, &e);
-        if (rc < 0)
-            bfs_log(MGMT_LOG, BFS_LOG_ERROR, "pool: volume %s: %s", v->name, e.msg);
-        bfs_sup_shd_sync(m, v); /* after the bricks: it connects to them */
-    }
+    for (int i = 0; i < n; i++)
+        act_on(m, vols[i]);
     pthread_mutex_unlock(&m->lock);
     pthread_mutex_unlock(&m->oplock);
     bfs_volume_list_free(sync_.vols, sync_.nvols);
     sync_.vols = vols;
     sync_.nvols = n;
     return true;
+}
+
+/* The cache entry of volume name replaced by v (NULL: removed); v is the
+ * cache's from now on. */
+static void cache_set(const char *name, struct bfs_volume *v)
+{
+    int i = 0;
+    while (i < sync_.nvols && strcmp(sync_.vols[i]->name, name) != 0)
+        i++;
+    if (i < sync_.nvols) {
+        bfs_volume_free(sync_.vols[i]);
+        if (v) {
+            sync_.vols[i] = v;
+        } else {
+            sync_.vols[i] = sync_.vols[sync_.nvols - 1];
+            sync_.nvols--;
+        }
+        return;
+    }
+    if (!v)
+        return;
+    struct bfs_volume **nv = realloc(sync_.vols, (size_t)(sync_.nvols + 1) * sizeof(*nv));
+    if (!nv) {
+        bfs_volume_free(v);
+        return;
+    }
+    sync_.vols = nv;
+    sync_.vols[sync_.nvols++] = v;
+}
+
+/* Only the volumes named changed: one read of one document each, rather
+ * than every node listing every volume on every change (what grew with
+ * nodes x volumes; docs/PERFORMANCE.md, "Pool scale (issue 8)"). */
+static bool reconcile_some(struct bfs_mgmt *m, char (*names)[BFS_VOLNAME_MAX + 1], int n)
+{
+    bool ok = true;
+    pthread_mutex_lock(&m->oplock);
+    pthread_mutex_lock(&m->lock);
+    for (int i = 0; i < n && ok; i++) {
+        struct bfs_volume *v = NULL;
+        int rc = bfs_volume_load(m, names[i], &v);
+        if (rc == 0)
+            act_on(m, v);
+        if (rc == 0 || rc == -ENOENT) { /* deleted: it was stopped first */
+            cache_set(names[i], v);
+            continue;
+        }
+        bfs_log(MGMT_LOG, BFS_LOG_WARNING, "pool: cannot read volume %s (%s); will retry",
+                names[i], bfs_store_errmsg());
+        ok = false;
+    }
+    pthread_mutex_unlock(&m->lock);
+    pthread_mutex_unlock(&m->oplock);
+    return ok;
 }
 
 static struct pub *pub_find(const char *key)
@@ -164,14 +245,19 @@ static void publish(struct bfs_mgmt *m)
 static void *sync_thread(void *arg)
 {
     struct bfs_mgmt *m = arg;
-    bool pending = false; /* a reconcile failed: again after the pause */
+    bool pending = false; /* a reconcile failed: all again after the pause */
+    char (*names)[BFS_VOLNAME_MAX + 1] = calloc(MAX_CHANGED, sizeof(*names));
     pthread_mutex_lock(&sync_.lock);
     while (!sync_.quit) {
-        bool dirty = sync_.dirty || pending;
-        sync_.dirty = false;
+        bool dirty = sync_.dirty || pending, full = sync_.full || pending || !names;
+        int n = sync_.nchanged;
+        if (names)
+            memcpy(names, sync_.changed, (size_t)n * sizeof(*names));
+        sync_.dirty = sync_.full = false;
+        sync_.nchanged = 0;
         pthread_mutex_unlock(&sync_.lock);
         if (dirty)
-            pending = !reconcile(m);
+            pending = full ? !reconcile_all(m) : !reconcile_some(m, names, n);
         publish(m);
         pthread_mutex_lock(&sync_.lock);
         if (sync_.quit || sync_.dirty)
@@ -182,6 +268,7 @@ static void *sync_thread(void *arg)
         pthread_cond_timedwait(&sync_.cond, &sync_.lock, &ts);
     }
     pthread_mutex_unlock(&sync_.lock);
+    free(names);
     return NULL;
 }
 
@@ -192,7 +279,7 @@ int bfs_pool_sync_start(struct bfs_mgmt *m)
     int rc = bfs_store_watch(m->store, "volumes/", on_volumes, m, &sync_.watch);
     if (rc < 0)
         return rc;
-    sync_.dirty = true; /* catch up once at start */
+    sync_.dirty = sync_.full = true; /* catch up once at start */
     rc = -pthread_create(&sync_.thr, NULL, sync_thread, m);
     sync_.running = rc == 0;
     return rc;
@@ -307,16 +394,17 @@ int bfs_pool_owners(struct bfs_mgmt *m, const char **bricks, int n, char ***spec
                     char ***nodes, struct bfs_err *e)
 {
     char **s = calloc((size_t)n + 1, sizeof(*s)), **d = calloc((size_t)n + 1, sizeof(*d));
+    struct bfs_pool_nodes *ns = NULL;
     int rc = s && d ? 0 : bfs_fail(e, 500, "out of memory");
+    /* one read of the members for every brick (it is O(nodes) bytes) */
+    int r = rc == 0 ? bfs_pool_nodes_get(m, &ns) : 0;
+    if (r < 0)
+        rc = bfs_pool_store_fail(e, r, "cannot read the pool's nodes");
     for (int i = 0; rc == 0 && i < n; i++) {
         const char *b = bricks[i] ? bricks[i] : "", *colon = strchr(b, ':');
         char host[256], uuid[40], addr[300];
         snprintf(host, sizeof(host), "%.*s", colon ? (int)(colon - b) : 0, b);
-        int r = colon ? bfs_pool_resolve_host(m, host, uuid, addr, sizeof(addr)) : -ENOENT;
-        if (r < 0 && r != -ENOENT) {
-            rc = bfs_pool_store_fail(e, r, "cannot read the pool's nodes");
-            break;
-        }
+        r = colon ? bfs_pool_resolve_in(ns, host, uuid, addr, sizeof(addr)) : -ENOENT;
         if (r == 0) {
             size_t l = strlen(addr) + strlen(colon) + 1;
             if ((s[i] = malloc(l)))
@@ -329,6 +417,7 @@ int bfs_pool_owners(struct bfs_mgmt *m, const char **bricks, int n, char ***spec
         if (!s[i] || !d[i])
             rc = bfs_fail(e, 500, "out of memory");
     }
+    bfs_pool_nodes_free(ns);
     if (rc < 0) {
         bfs_pool_owners_free(s, d, n);
         return rc;

@@ -370,24 +370,42 @@ bool bfs_pool_owns_bricks(const struct bfs_mgmt *m, const struct bfs_volume *v)
     return false;
 }
 
-int bfs_pool_resolve_host(struct bfs_mgmt *m, const char *host, char uuid[40], char *addr,
-                          size_t addrlen)
+struct bfs_pool_nodes {
+    struct node *v;
+    int n;
+};
+
+int bfs_pool_nodes_get(struct bfs_mgmt *m, struct bfs_pool_nodes **out)
 {
-    if (!bfs_pool_enabled(m))
-        return -ENOENT;
-    struct node *nodes;
-    int n, rc = list_nodes(m, &nodes, &n);
-    if (rc < 0)
+    struct bfs_pool_nodes *ns = calloc(1, sizeof(*ns));
+    if (!ns)
+        return -ENOMEM;
+    int rc = bfs_pool_enabled(m) ? list_nodes(m, &ns->v, &ns->n) : 0;
+    if (rc < 0) {
+        free(ns);
         return rc;
-    rc = -ENOENT;
-    for (int i = 0; i < n && rc == -ENOENT; i++)
-        if (strcmp(nodes[i].name, host) == 0 || strcmp(nodes[i].uuid, host) == 0) {
-            snprintf(uuid, 40, "%s", nodes[i].uuid);
-            host_of(nodes[i].address, addr, addrlen);
-            rc = 0;
+    }
+    *out = ns;
+    return 0;
+}
+
+void bfs_pool_nodes_free(struct bfs_pool_nodes *ns)
+{
+    if (ns)
+        free(ns->v);
+    free(ns);
+}
+
+int bfs_pool_resolve_in(const struct bfs_pool_nodes *ns, const char *host, char uuid[40],
+                        char *addr, size_t addrlen)
+{
+    for (int i = 0; i < ns->n; i++)
+        if (strcmp(ns->v[i].name, host) == 0 || strcmp(ns->v[i].uuid, host) == 0) {
+            snprintf(uuid, 40, "%s", ns->v[i].uuid);
+            host_of(ns->v[i].address, addr, addrlen);
+            return 0;
         }
-    free(nodes);
-    return rc;
+    return -ENOENT;
 }
 
 bool bfs_pool_known_host(const char *host)
@@ -648,6 +666,11 @@ static int detach_locked(struct bfs_mgmt *m, const char *host, bool force,
         if (node_matches(&nodes[i], host))
             d = &nodes[i];
     char vol[BFS_VOLNAME_MAX + 1] = "";
+    /* The node is removed only if no volume changed since its bricks were
+     * counted (one txn below): a volume given a brick on it meanwhile, from
+     * any node, makes the detach fail instead of leaving that brick to a
+     * node outside the pool. */
+    uint64_t since = d ? bfs_store_revision(m->store) : 0;
     if (!d) {
         rc = bfs_fail(e, 404, "%s is not a node of this pool (brickfs pool list)", host);
     } else if (strcmp(d->uuid, m->node_uuid) == 0) {
@@ -659,13 +682,18 @@ static int detach_locked(struct bfs_mgmt *m, const char *host, bool force,
     } else if (!d->alive && !force) {
         rc = bfs_fail(e, 409, "%s (%s) is disconnected; 'peer detach %s force' removes it "
                       "anyway", host, d->name, host);
+    } else if (since == 0) {
+        rc = bfs_pool_store_fail(e, -EHOSTUNREACH, "cannot read the store's revision");
     } else {
         char key[64];
+        struct bfs_store_cond unchanged = {.key = "volumes/", .prefix = true, .max_rev = since};
         snprintf(key, sizeof(key), "nodes/%s", d->uuid);
-        int w = bfs_store_delete(m->store, key, d->rev, NULL);
+        bfs__test_pause("detach");
+        int w = bfs_store_write_if(m->store, key, NULL, 0, d->rev, &unchanged, 1, NULL);
         if (w < 0)
             rc = w == -ESTALE || w == -ENOENT
-                     ? bfs_fail(e, 409, "%s changed meanwhile; try again", host)
+                     ? bfs_fail(e, 409, "%s or the volumes changed meanwhile (a brick on it "
+                                "may have been added); try again", host)
                      : bfs_pool_store_fail(e, w, "cannot remove the node");
         else {
             *out = json_object_new_object();

@@ -34,10 +34,15 @@ bool bfs_pool_brick_is_mine(const struct bfs_mgmt *m, const struct bfs_volume *v
 /* True when this node runs some brick of v (always on a single node). */
 bool bfs_pool_owns_bricks(const struct bfs_mgmt *m, const struct bfs_volume *v);
 /* HOST of a brick spec -> owner node UUID and the address host the brick
- * listens on. 0, or -ENOENT when HOST names no member (then the brick must
- * be local: bricks.c checks that). */
-int bfs_pool_resolve_host(struct bfs_mgmt *m, const char *host, char uuid[40], char *addr,
-                          size_t addrlen);
+ * listens on, against a snapshot of the members (one read of the nodes for
+ * all the bricks of a command; no members without a pool). 0, or -ENOENT
+ * when HOST names no member (then the brick must be local: bricks.c
+ * checks that). */
+struct bfs_pool_nodes;
+int bfs_pool_nodes_get(struct bfs_mgmt *m, struct bfs_pool_nodes **out);
+int bfs_pool_resolve_in(const struct bfs_pool_nodes *ns, const char *host, char uuid[40],
+                        char *addr, size_t addrlen);
+void bfs_pool_nodes_free(struct bfs_pool_nodes *ns);
 
 /* ---- pool-sync.c: each node acting on the shared store ---- */
 /* Starts the thread that watches volumes/ and starts or stops this node's

@@ -12,6 +12,10 @@
  *
  * Watches: a thread per watch holds a /v3/watch stream and calls back for
  * each event; after a break it reconnects from the last revision seen + 1.
+ * When etcd cancels the watch (that revision was compacted away), the
+ * stream stays open but silent, so the thread drops it, tells the caller
+ * to re-read everything (key NULL) and watches again from the compaction
+ * revision.
  * Leases: the first put_lease grants a lease (TTL ttl s) and starts a
  * keep-alive thread; if the lease is lost (etcd down longer than the TTL)
  * it grants a new one and writes the lease keys again.
@@ -480,8 +484,38 @@ static struct json_object *put_req(const char *k, const void *val, size_t len, i
     return p;
 }
 
-static int etcd_write(void *be, const char *key, const void *val, size_t len, uint64_t expect,
-                      uint64_t *rev)
+/* One txn compare per condition: a key that must exist (its version is
+ * above 0), or keys (a prefix: a range) last written at or before a
+ * revision (mod_revision below it + 1). */
+static int add_conds(struct etcd *e, struct json_object *arr, const struct bfs_store_cond *c,
+                     size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *k = full_key(e, c[i].key);
+        if (!k)
+            return -ENOMEM;
+        struct json_object *cmp = json_object_new_object();
+        if (c[i].prefix)
+            add_prefix_range(cmp, k);
+        else
+            add_b64(cmp, "key", k, strlen(k));
+        free(k);
+        bool exists = c[i].max_rev == BFS_STORE_ANY;
+        json_object_object_add(cmp, "target", json_object_new_string(exists ? "VERSION" : "MOD"));
+        json_object_object_add(cmp, "result", json_object_new_string(exists ? "GREATER" : "LESS"));
+        if (exists)
+            json_object_object_add(cmp, "version", json_object_new_int64(0));
+        else
+            json_object_object_add(cmp, "mod_revision",
+                                   json_object_new_int64((int64_t)c[i].max_rev + 1));
+        json_object_array_add(arr, cmp);
+    }
+    return 0;
+}
+
+static int etcd_write_if(void *be, const char *key, const void *val, size_t len,
+                         uint64_t expect, const struct bfs_store_cond *conds, size_t nconds,
+                         uint64_t *rev)
 {
     struct etcd *e = be;
     char *k = full_key(e, key);
@@ -496,15 +530,26 @@ static int etcd_write(void *be, const char *key, const void *val, size_t len, ui
     }
     /* Always a txn: a delete needs the deleted count, a CAS its compare. */
     req = json_object_new_object();
+    struct json_object *arr = json_object_new_array();
     if (expect != BFS_STORE_ANY) {
-        struct json_object *cmp = json_object_new_object(), *arr = json_object_new_array();
+        struct json_object *cmp = json_object_new_object();
         add_b64(cmp, "key", k, strlen(k));
         json_object_object_add(cmp, "target", json_object_new_string("MOD"));
         json_object_object_add(cmp, "result", json_object_new_string("EQUAL"));
         json_object_object_add(cmp, "mod_revision", json_object_new_int64((int64_t)expect));
         json_object_array_add(arr, cmp);
-        json_object_object_add(req, "compare", arr);
     }
+    if (add_conds(e, arr, conds, nconds) < 0) {
+        json_object_put(arr);
+        json_object_put(req);
+        json_object_put(op);
+        free(k);
+        return -ENOMEM;
+    }
+    if (json_object_array_length(arr) > 0)
+        json_object_object_add(req, "compare", arr);
+    else
+        json_object_put(arr);
     struct json_object *succ = json_object_new_array(), *wrap = json_object_new_object();
     json_object_object_add(wrap, val ? "request_put" : "request_delete_range", op);
     json_object_array_add(succ, wrap);
@@ -548,6 +593,12 @@ static int etcd_write(void *be, const char *key, const void *val, size_t len, ui
         bfs_store_kv_clear(&kv);
     }
     return rc;
+}
+
+static int etcd_write(void *be, const char *key, const void *val, size_t len, uint64_t expect,
+                      uint64_t *rev)
+{
+    return etcd_write_if(be, key, val, len, expect, NULL, 0, rev);
 }
 
 static int etcd_put_all(void *be, const struct bfs_store_kv *kvs, size_t n, const char *guard,
@@ -714,6 +765,8 @@ struct ewatch {
     uint64_t next_rev;       /* first revision not yet delivered */
     pthread_t thr;
     volatile int stop;
+    bool canceled;           /* etcd canceled the watch: drop the stream */
+    unsigned resyncs;        /* compactions seen (for tests) */
     struct buf line;         /* partial stream message */
 };
 
@@ -723,8 +776,12 @@ static void deliver(struct ewatch *w, struct json_object *msg)
     if (!res)
         return;
     uint64_t compact = jnum(res, "compact_revision");
+    struct json_object *cancel = jget(res, "canceled");
+    if (cancel && json_object_get_boolean(cancel))
+        w->canceled = true; /* no event comes on this stream any more */
     if (compact) { /* we asked for history etcd no longer has */
-        w->next_rev = compact;
+        w->next_rev = compact > w->next_rev ? compact : w->next_rev;
+        w->resyncs++;
         w->fn(NULL, NULL, 0, compact, w->arg);
         return;
     }
@@ -759,6 +816,8 @@ static size_t on_stream(char *d, size_t sz, size_t nm, void *arg)
         if (j)
             deliver(w, j);
         json_object_put(j);
+        if (w->canceled)
+            return 0; /* curl ends the transfer; the thread watches again */
         size_t rest = w->line.n - (size_t)(nl + 1 - w->line.p);
         memmove(w->line.p, nl + 1, rest);
         w->line.n = rest;
@@ -807,6 +866,7 @@ static void *watch_thread(void *arg)
         curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
         curl_easy_setopt(c, CURLOPT_XFERINFODATA, w);
         uint64_t before = w->next_rev;
+        w->canceled = false;
         curl_easy_perform(c);
         curl_slist_free_all(h);
         curl_easy_cleanup(c);
@@ -814,6 +874,10 @@ static void *watch_thread(void *arg)
         w->line.n = 0;
         if (w->stop)
             break;
+        if (w->canceled && w->next_rev != before) { /* resync: at once, same endpoint */
+            delay_ms = 100;
+            continue;
+        }
         /* the stream broke: next endpoint, after a pause growing to 2 s */
         if (w->next_rev != before)
             delay_ms = 100;
@@ -825,9 +889,32 @@ static void *watch_thread(void *arg)
     return NULL;
 }
 
-static int etcd_watch(void *be, const char *prefix,
-                      void (*fn)(const char *, const char *, size_t, uint64_t, void *), void *arg,
+typedef void (*watch_fn)(const char *, const char *, size_t, uint64_t, void *);
+
+/* A watch of prefix from revision rev on. */
+static int watch_from(struct etcd *e, const char *prefix, uint64_t rev, watch_fn fn, void *arg,
                       void **handle)
+{
+    struct ewatch *w = calloc(1, sizeof(*w));
+    if (!w || !(w->key = full_key(e, prefix))) {
+        free(w);
+        return -ENOMEM;
+    }
+    w->e = e;
+    w->fn = fn;
+    w->arg = arg;
+    w->next_rev = rev;
+    int rc = -pthread_create(&w->thr, NULL, watch_thread, w);
+    if (rc < 0) {
+        free(w->key);
+        free(w);
+        return rc;
+    }
+    *handle = w;
+    return 0;
+}
+
+static int etcd_watch(void *be, const char *prefix, watch_fn fn, void *arg, void **handle)
 {
     struct etcd *e = be;
     /* Changes after this call must be seen: start right after the current
@@ -841,23 +928,7 @@ static int etcd_watch(void *be, const char *prefix,
         return rc;
     uint64_t rev = header_rev(ans);
     json_object_put(ans);
-    struct ewatch *w = calloc(1, sizeof(*w));
-    if (!w || !(w->key = full_key(e, prefix))) {
-        free(w);
-        return -ENOMEM;
-    }
-    w->e = e;
-    w->fn = fn;
-    w->arg = arg;
-    w->next_rev = rev + 1;
-    rc = -pthread_create(&w->thr, NULL, watch_thread, w);
-    if (rc < 0) {
-        free(w->key);
-        free(w);
-        return rc;
-    }
-    *handle = w;
-    return 0;
+    return watch_from(e, prefix, rev + 1, fn, arg, handle);
 }
 
 static void etcd_unwatch(void *be, void *handle)
@@ -877,6 +948,7 @@ const struct bfs_store_ops bfs_store_etcd_ops = {
     .close = etcd_close,
     .get = etcd_get,
     .write = etcd_write,
+    .write_if = etcd_write_if,
     .list = etcd_list,
     .revision = etcd_revision,
     .watch = etcd_watch,

@@ -121,14 +121,52 @@ int bfs_store_get(struct bfs_store *s, const char *key, struct bfs_store_kv *out
     return s->ops->get(s->be, key, out);
 }
 
+/* Each condition checked with get/list (s->lock held): for a backend that
+ * only this process writes. 0, -ESTALE, or another error. */
+static int check_conds(struct bfs_store *s, const struct bfs_store_cond *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct bfs_store_kv kv = {0}, *kvs = NULL;
+        size_t nk = 0;
+        int rc;
+        if (!c[i].prefix) {
+            rc = s->ops->get(s->be, c[i].key, &kv);
+            if (rc == 0 && c[i].max_rev != BFS_STORE_ANY && kv.rev > c[i].max_rev)
+                rc = -ESTALE;
+            bfs_store_kv_clear(&kv);
+            if (rc < 0)
+                return rc == -ENOENT ? (c[i].max_rev == BFS_STORE_ANY ? -ESTALE : 0) : rc;
+            continue;
+        }
+        if ((rc = s->ops->list(s->be, c[i].key, &kvs, &nk)) < 0)
+            return rc;
+        for (size_t k = 0; k < nk && rc == 0; k++)
+            if (kvs[k].rev > c[i].max_rev)
+                rc = -ESTALE;
+        bfs_store_kvs_free(kvs, nk);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 static int do_write(struct bfs_store *s, const char *key, const void *val, size_t len,
-                    uint64_t expect, uint64_t *rev)
+                    uint64_t expect, const struct bfs_store_cond *conds, size_t nconds,
+                    uint64_t *rev)
 {
     uint64_t r = 0;
+    int rc = 0;
     if (!bfs_store_key_valid(key))
         return -EINVAL;
+    for (size_t i = 0; i < nconds; i++)
+        if (!bfs_store_key_valid(conds[i].key) ||
+            (conds[i].prefix && conds[i].max_rev == BFS_STORE_ANY))
+            return -EINVAL;
     pthread_mutex_lock(&s->lock);
-    int rc = s->ops->write(s->be, key, val, len, expect, &r);
+    if (nconds && s->ops->write_if)
+        rc = s->ops->write_if(s->be, key, val, len, expect, conds, nconds, &r);
+    else if ((rc = check_conds(s, conds, nconds)) == 0)
+        rc = s->ops->write(s->be, key, val, len, expect, &r);
     if (rc == 0 && !s->ops->watch) {
         for (struct bfs_store_watch *w = s->watches; w; w = w->next)
             if (strncmp(key, w->prefix, strlen(w->prefix)) == 0)
@@ -145,7 +183,7 @@ int bfs_store_put(struct bfs_store *s, const char *key, const void *val, size_t 
 {
     if (!val)
         return -EINVAL;
-    return do_write(s, key, val, len, BFS_STORE_ANY, rev);
+    return do_write(s, key, val, len, BFS_STORE_ANY, NULL, 0, rev);
 }
 
 int bfs_store_cas(struct bfs_store *s, const char *key, const void *val, size_t len,
@@ -153,12 +191,19 @@ int bfs_store_cas(struct bfs_store *s, const char *key, const void *val, size_t 
 {
     if (!val)
         return -EINVAL;
-    return do_write(s, key, val, len, expect, rev);
+    return do_write(s, key, val, len, expect, NULL, 0, rev);
 }
 
 int bfs_store_delete(struct bfs_store *s, const char *key, uint64_t expect, uint64_t *rev)
 {
-    return do_write(s, key, NULL, 0, expect, rev);
+    return do_write(s, key, NULL, 0, expect, NULL, 0, rev);
+}
+
+int bfs_store_write_if(struct bfs_store *s, const char *key, const void *val, size_t len,
+                       uint64_t expect, const struct bfs_store_cond *conds, size_t nconds,
+                       uint64_t *rev)
+{
+    return do_write(s, key, val, len, expect, conds, nconds, rev);
 }
 
 int bfs_store_list(struct bfs_store *s, const char *prefix, struct bfs_store_kv **out,

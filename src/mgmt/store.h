@@ -25,6 +25,7 @@
 #ifndef BFS_MGMT_STORE_H
 #define BFS_MGMT_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,14 @@
 
 struct bfs_store;
 struct bfs_store_watch;
+
+/* A condition of bfs_store_write_if (one etcd txn compare). */
+struct bfs_store_cond {
+    const char *key;
+    bool prefix;          /* the condition holds for every key starting with key */
+    uint64_t max_rev;     /* every such key was last written at or before max_rev;
+                           * BFS_STORE_ANY (key only): the key exists */
+};
 
 struct bfs_store_kv {
     char *key;
@@ -64,6 +73,12 @@ struct bfs_store_ops {
     /* Optional: a put tied to this process's liveness (etcd lease): the key
      * disappears when the process stops renewing it. */
     int (*put_lease)(void *be, const char *key, const void *val, size_t len, uint64_t *rev);
+    /* Optional: write() only if every condition holds too, in one atomic
+     * step (-ESTALE otherwise). NULL: store.c checks the conditions with
+     * get/list under its lock, right for a backend only this process
+     * writes (local). */
+    int (*write_if)(void *be, const char *key, const void *val, size_t len, uint64_t expect,
+                    const struct bfs_store_cond *conds, size_t nconds, uint64_t *rev);
     /* Optional: every kv written in one atomic step, only if guard does not
      * exist (-ESTALE otherwise). */
     int (*put_all)(void *be, const struct bfs_store_kv *kvs, size_t n, const char *guard,
@@ -90,6 +105,14 @@ int bfs_store_put(struct bfs_store *s, const char *key, const void *val, size_t 
 int bfs_store_cas(struct bfs_store *s, const char *key, const void *val, size_t len,
                   uint64_t expect, uint64_t *rev);
 int bfs_store_delete(struct bfs_store *s, const char *key, uint64_t expect, uint64_t *rev);
+/* A put (val non-NULL) or delete (val NULL) of key with expect as for a
+ * CAS, done only if every condition holds as well, all in one atomic step:
+ * -ESTALE when the revision or any condition does not match. Closes races
+ * between a check and the write it allows (peer detach against a volume
+ * created on that node meanwhile, docs/design/pool.md). */
+int bfs_store_write_if(struct bfs_store *s, const char *key, const void *val, size_t len,
+                       uint64_t expect, const struct bfs_store_cond *conds, size_t nconds,
+                       uint64_t *rev);
 int bfs_store_list(struct bfs_store *s, const char *prefix, struct bfs_store_kv **out,
                    size_t *n);
 uint64_t bfs_store_revision(struct bfs_store *s);

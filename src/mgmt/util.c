@@ -1,6 +1,6 @@
 /*
  * util.c — small helpers of brickfsd: people-facing errors, atomic file
- * writes, mkdir -p, reading small files, UUIDs.
+ * writes, mkdir -p, reading small files, UUIDs, the pauses of race tests.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "mgmt/mgmt.h"
 
 int bfs_fail(struct bfs_err *e, int status, const char *fmt, ...)
@@ -128,4 +129,19 @@ void bfs_uuid_generate(char out[40])
              "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
              b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
              b[14], b[15]);
+}
+
+void bfs__test_pause(const char *point)
+{
+    const char *env = getenv("BRICKFSD_TEST_PAUSE");
+    size_t n = strlen(point);
+    for (const char *p = env; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        if (strncmp(p, point, n) == 0 && p[n] == '=') {
+            long ms = strtol(p + n + 1, NULL, 10);
+            bfs_log(MGMT_LOG, BFS_LOG_WARNING, "test pause at %s: %ld ms", point, ms);
+            if (ms > 0 && ms <= 60000)
+                usleep((useconds_t)ms * 1000);
+            return;
+        }
+    }
 }

@@ -213,8 +213,9 @@ static int create_locked(struct bfs_mgmt *m, const struct bfs_volcreate_req *r,
         goto fail;
     rc = bfs_volume_save(m, v);
     if (rc < 0) {
-        bfs_fail(e, rc == -ESTALE ? 409 : 500, "cannot save volume %s: %s", v->name,
-                 rc == -ESTALE ? "it was created meanwhile" : strerror(-rc));
+        bfs_fail(e, rc == -ESTALE || rc == -ENXIO ? 409 : 500, "cannot save volume %s: %s",
+                 v->name, rc == -ESTALE ? "it was created meanwhile"
+                                        : bfs_volume_save_strerror(rc));
         goto fail;
     }
     if (bfs_bricks_mark(v, e) < 0) {

@@ -15,6 +15,7 @@
 
 #include "core/log.h"
 #include "mgmt/mgmt.h"
+#include "mgmt/pool.h"
 #include "mgmt/store.h"
 
 #define VOL_PREFIX "volumes/"
@@ -391,19 +392,70 @@ int bfs_volume_get(struct bfs_mgmt *m, const char *name, struct bfs_volume **out
     return 0;
 }
 
+/* In a pool: "nodes/UUID exists" for each node that owns bricks of v, so
+ * that a document never gives a brick to a node detached meanwhile
+ * (docs/design/pool.md, "Bootstrap, probe, detach"). Returns the count. */
+static size_t owner_conds(const struct bfs_volume *v, struct bfs_store_cond *c, char (*keys)[64])
+{
+    size_t n = 0;
+    for (int i = 0; i < v->nbricks; i++) {
+        const char *u = v->bricks[i].node;
+        bool seen = !u[0];
+        for (size_t k = 0; k < n && !seen; k++)
+            seen = strcmp(keys[k] + strlen("nodes/"), u) == 0;
+        if (seen)
+            continue;
+        snprintf(keys[n], 64, "nodes/%s", u);
+        c[n] = (struct bfs_store_cond){.key = keys[n], .max_rev = BFS_STORE_ANY};
+        n++;
+    }
+    return n;
+}
+
 int bfs_volume_save(struct bfs_mgmt *m, struct bfs_volume *v)
 {
     char key[BFS_VOLNAME_MAX + 16];
     snprintf(key, sizeof(key), VOL_PREFIX "%s", v->name);
+    struct bfs_store_cond *conds = NULL;
+    char(*keys)[64] = NULL;
+    size_t nc = 0;
+    if (bfs_pool_enabled(m) && v->nbricks > 0) {
+        conds = calloc((size_t)v->nbricks, sizeof(*conds));
+        keys = calloc((size_t)v->nbricks, sizeof(*keys));
+        if (!conds || !keys) {
+            free(conds);
+            free(keys);
+            return -ENOMEM;
+        }
+        nc = owner_conds(v, conds, keys);
+    }
+    bfs__test_pause("volume-save");
     struct json_object *j = bfs_volume_to_json(v);
     size_t len;
     const char *text = json_object_to_json_string_length(j, JSON_C_TO_STRING_PRETTY, &len);
     uint64_t rev;
-    int rc = bfs_store_cas(m->store, key, text, len, v->rev, &rev);
+    int rc = bfs_store_write_if(m->store, key, text, len, v->rev, conds, nc, &rev);
     json_object_put(j);
+    if (rc == -ESTALE && nc > 0) { /* the document's revision, or an owner? */
+        struct bfs_store_kv kv;
+        int g = bfs_store_get(m->store, key, &kv);
+        if ((g == -ENOENT && v->rev == 0) || (g == 0 && kv.rev == v->rev))
+            rc = -ENXIO;
+        bfs_store_kv_clear(&kv);
+    }
+    free(conds);
+    free(keys);
     if (rc == 0)
         v->rev = rev;
     return rc;
+}
+
+const char *bfs_volume_save_strerror(int rc)
+{
+    if (rc == -ENXIO)
+        return "a node that owns one of its bricks is no longer in the pool (detached "
+               "meanwhile? brickfs pool list)";
+    return strerror(-rc);
 }
 
 int bfs_volume_remove(struct bfs_mgmt *m, struct bfs_volume *v)

@@ -18,18 +18,14 @@ skip_unless_etcd
 require_fuse
 
 TEST start_etcd
-STORE="etcd:$(etcd_url);timeout=1000"
 
-# start_node NAME: brickfsd NAME in the pool
-start_node() { BRICKFSD_STORE=$STORE BRICKFSD_NODE_NAME=$1 start_brickfsd "$1"; }
-at() { local n=$1; shift; BRICKFS_SERVER=127.0.0.1:$(brickfsd_port "$n") "$@"; }
 node_count() { at "$1" cli --json pool list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["nodes"]))'; }
 connected() { at "$1" cli --json pool list | python3 -c 'import json,sys; print(sum(d["state"] == "Connected" for d in json.load(sys.stdin)["nodes"]))'; }
 online() { at "$1" cli --json volume status "$2" | python3 -c 'import json,sys; print(sum(b["online"] for b in json.load(sys.stdin)["bricks"]))'; }
 
-TEST start_node nA
-TEST start_node nB
-TEST start_node nC
+TEST pool_node nA
+TEST pool_node nB
+TEST pool_node nC
 
 # ---- membership ----
 EXPECT 1 node_count nA                      # nA created the pool; B, C wait for a probe
@@ -76,7 +72,7 @@ TEST eval '[ -n "$(ls "$B/b" | grep "^f")" ]'   # B's brick got files too
 # ---- B's brickfsd killed and restarted: same pool, its brick adopted ----
 pidB=$(mgmt_brick_pid v1 1 nB)
 TEST kill_brickfsd nB
-TEST start_node nB
+TEST pool_node nB
 EXPECT 3 node_count nB
 EXPECT "$pidB" mgmt_brick_pid v1 1 nB
 EXPECT 3 online nB v1

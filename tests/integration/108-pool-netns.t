@@ -26,12 +26,7 @@ skip_unless_mgmt
 skip_unless_etcd
 require_fuse
 require_netns
-export BRICKFSD_START_TIMEOUT=3
-
-TEST netns_setup 3
-for i in 1 2 3; do TEST ns_start_etcd $i 3; done
-TEST ns_wait_etcd
-for i in 1 2 3; do TEST ns_start_brickfsd $i; done
+TEST ns_pool_start 3
 
 nodes() { ns_cli "$1" --json pool list | python3 -c 'import json,sys; print(" ".join(sorted(d["name"] + "=" + d["state"] for d in json.load(sys.stdin)["nodes"])))'; }
 online() { ns_cli "$1" --json volume status "$2" | python3 -c 'import json,sys; print(sum(b["online"] for b in json.load(sys.stdin)["bricks"]))'; }

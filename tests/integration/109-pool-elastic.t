@@ -22,10 +22,7 @@ skip_unless_mgmt
 skip_unless_etcd
 
 TEST start_etcd
-STORE="etcd:$(etcd_url);timeout=1000"
 
-start_node() { BRICKFSD_STORE=$STORE BRICKFSD_NODE_NAME=$1 start_brickfsd "$1"; }
-at() { local n=$1; shift; BRICKFS_SERVER=127.0.0.1:$(brickfsd_port "$n") "$@"; }
 online() { at "$1" cli --json volume status "$2" | python3 -c 'import json,sys; print(sum(b["online"] for b in json.load(sys.stdin)["bricks"]))'; }
 uuid_of() { at "$1" cli --json pool list | python3 -c 'import json,sys; print([d["uuid"] for d in json.load(sys.stdin)["nodes"] if d["self"]][0])'; }
 # doc NODE VOL EXPR: a Python expression over the volume document d
@@ -42,9 +39,9 @@ shd_on()
 }
 rstate() { at "$1" cli --json volume rebalance "$2" status | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
 
-TEST start_node nA
-TEST start_node nB
-TEST start_node nC
+TEST pool_node nA
+TEST pool_node nB
+TEST pool_node nC
 TEST at nA cli peer probe "127.0.0.1:$(brickfsd_port nB)"
 TEST at nA cli peer probe "127.0.0.1:$(brickfsd_port nC)"
 uA=$(uuid_of nA) uB=$(uuid_of nB) uC=$(uuid_of nC)

@@ -9,6 +9,8 @@
 #   url=$(etcd_url)                 # http://127.0.0.1:PORT
 #   TEST stop_etcd                  # TERM by pid, waits until gone
 #   TEST start_etcd                 # again: same ports and data
+#   TEST pool_node nA               # brickfsd nA in the pool on e1 (mgmt.sh)
+#   at nA cli pool list             # a command against brickfsd nA
 #
 # Each etcd NAME (default e1) keeps its data in $T/etcd/NAME, its log in
 # $T/logs/etcd-NAME.out, and is a single-member cluster. It is started with
@@ -67,3 +69,14 @@ stop_etcd()
     bfs_kill "$pid" "${2:-TERM}" || return 1
     bfs_wait_gone "$pid" "$PROCESS_DOWN_TIMEOUT"
 }
+
+# pool_node NAME: brickfsd NAME (tests/lib/mgmt.sh's start_brickfsd) with
+# node name NAME in the pool on etcd e1 (store timeout 1 s); other
+# BRICKFSD_* variables the caller sets pass through.
+pool_node()
+{
+    BRICKFSD_STORE="etcd:$(etcd_url);timeout=1000" BRICKFSD_NODE_NAME=$1 start_brickfsd "$1"
+}
+
+# at NAME CMD...: CMD with BRICKFS_SERVER naming brickfsd NAME (at nA cli ...)
+at() { local n=$1; shift; BRICKFS_SERVER=127.0.0.1:$(brickfsd_port "$n") "$@"; }

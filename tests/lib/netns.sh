@@ -15,6 +15,8 @@
 #   TEST ns_start_brickfsd 1 3      # brickfsd h1, store: the 3 members
 #   ns_cli 1 volume list            # brickfs --server 10.99.0.1:24100 ...
 #   TEST link_down 2 / link_up 2    # cut host 2 off from every other one
+#   TEST ns_pool_start 3            # all of the above: hosts, an etcd member
+#                                   # and a brickfsd on each (not probed)
 #
 # Names: bfs<PID>-hub, bfs<PID>-h1, ..., bfs<PID>-c, so tests in parallel
 # never meet. Teardown (after the usual one has stopped every process)
@@ -124,8 +126,8 @@ ns_wait_etcd()
 ns_cli() { local i=$1; shift; in_ns "$i" "$BRICKFS_BIN" --server "$(ns_addr "$i"):24100" "$@"; }
 
 # ns_start_brickfsd I: brickfsd hI on host I (10.99.0.I:24100, bricks
-# 24200-24299, state in $T/mgmt/hI like start_brickfsd's), store: every
-# etcd member; waits until its API answers.
+# $NS_BRICK_PORTS, default 24200-24299, state in $T/mgmt/hI like
+# start_brickfsd's), store: every etcd member; waits until its API answers.
 ns_start_brickfsd()
 {
     local i=$1 d=$T/mgmt/h$1
@@ -134,7 +136,7 @@ ns_start_brickfsd()
     bfs_spawn "brickfsd-h$i" nsenter --net="/run/netns/$(ns_name "$i")" -- env \
         BRICKFSD_STORE="etcd:$(ns_etcd_endpoints);timeout=1500" BRICKFSD_NODE_NAME="h$i" \
         "$BRICKFSD_BIN" --foreground --state-dir "$d/state" --log-dir "$d/log" --run-dir "$d/run" \
-        --listen "$(ns_addr "$i"):24100" --brick-ports 24200-24299
+        --listen "$(ns_addr "$i"):24100" --brick-ports "${NS_BRICK_PORTS:-24200-24299}"
     local pid=$BFS_PID
     if ! bfs_wait_until "$PROCESS_UP_TIMEOUT" eval "ns_cli $i volume list || ! bfs_pid_alive $pid"; then
         echo "ns_start_brickfsd: h$i does not answer" >&2
@@ -149,6 +151,19 @@ ns_kill_brickfsd()
     local pid
     pid=$(bfs_pid_of "brickfsd-h$1") || return 1
     bfs_kill "$pid" "${2:-TERM}" && bfs_wait_gone "$pid" "$PROCESS_DOWN_TIMEOUT"
+}
+
+# ns_pool_start N: N hosts and the client, a member of an N-member etcd on
+# each host, then a brickfsd on each (brick start timeout 3 s unless
+# BRICKFSD_START_TIMEOUT says otherwise); the nodes are not probed.
+ns_pool_start()
+{
+    local n=$1 i
+    export BRICKFSD_START_TIMEOUT=${BRICKFSD_START_TIMEOUT:-3}
+    netns_setup "$n" || return 1
+    for ((i = 1; i <= n; i++)); do ns_start_etcd "$i" "$n" || return 1; done
+    ns_wait_etcd || return 1
+    for ((i = 1; i <= n; i++)); do ns_start_brickfsd "$i" || return 1; done
 }
 
 netns_teardown()

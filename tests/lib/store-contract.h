@@ -206,8 +206,51 @@ static void contract_watch(void)
     bfs_store_close(s); /* closes the watch still registered */
 }
 
+/* bfs_store_write_if: a write that also needs keys to exist, or a prefix
+ * to be unchanged since a revision (peer detach, volume saves in a pool). */
+static void contract_write_if(void)
+{
+    struct bfs_store *s = open_store();
+    struct bfs_store_kv kv;
+    uint64_t r1 = 0, r2 = 0, r3 = 0;
+    if (!s)
+        return;
+    bfs_store_put(s, "wi/vols/a", "1", 1, &r1);
+    struct bfs_store_cond unchanged = {.key = "wi/vols/", .prefix = true, .max_rev = r1};
+    is_int(bfs_store_write_if(s, "wi/k", "x", 1, 0, &unchanged, 1, &r2), 0,
+           "write_if: prefix unchanged since r1: written");
+    ok(r2 > r1, "with a new revision");
+    bfs_store_put(s, "wi/vols/b", "2", 1, NULL);
+    is_int(bfs_store_write_if(s, "wi/k2", "y", 1, 0, &unchanged, 1, NULL), -ESTALE,
+           "a key under the prefix written since: ESTALE");
+    is_int(bfs_store_get(s, "wi/k2", &kv), -ENOENT, "and nothing written");
+    struct bfs_store_cond exists = {.key = "wi/node", .max_rev = BFS_STORE_ANY};
+    is_int(bfs_store_write_if(s, "wi/k3", "z", 1, BFS_STORE_ANY, &exists, 1, NULL), -ESTALE,
+           "a key that must exist does not: ESTALE");
+    bfs_store_put(s, "wi/node", "n", 1, NULL);
+    is_int(bfs_store_write_if(s, "wi/k3", "z", 1, BFS_STORE_ANY, &exists, 1, &r3), 0,
+           "it exists: written");
+    is_int(bfs_store_get(s, "wi/k3", &kv), 0, "readable");
+    is_int(kv.rev, r3, "at its revision");
+    bfs_store_kv_clear(&kv);
+    struct bfs_store_cond both[2] = {exists, {.key = "wi/vols/", .prefix = true, .max_rev = r3}};
+    is_int(bfs_store_write_if(s, "wi/k", NULL, 0, r2, both, 2, NULL), 0,
+           "a delete with its revision and two conditions that hold");
+    is_int(bfs_store_get(s, "wi/k", &kv), -ENOENT, "deleted");
+    both[1].max_rev = r1;
+    is_int(bfs_store_write_if(s, "wi/k3", NULL, 0, r3, both, 2, NULL), -ESTALE,
+           "a delete whose second condition fails: ESTALE");
+    is_int(bfs_store_get(s, "wi/k3", &kv), 0, "not deleted");
+    bfs_store_kv_clear(&kv);
+    struct bfs_store_cond bad = {.key = "wi/", .prefix = true, .max_rev = BFS_STORE_ANY};
+    is_int(bfs_store_write_if(s, "wi/k4", "v", 1, 0, &bad, 1, NULL), -EINVAL,
+           "a prefix condition needs a revision");
+    bfs_store_close(s);
+}
+
 static void store_contract(void)
 {
     contract_basics();
     contract_watch();
+    contract_write_if();
 }

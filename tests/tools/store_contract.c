@@ -7,6 +7,9 @@
  *   store_contract SPEC [DEAD-URL]
  *
  * DEAD-URL: an http:// endpoint where nothing listens.
+ *
+ * It includes the backends' sources, so the compaction test can start a
+ * watch from a revision of its choice (watch_from) and compact etcd.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -86,6 +89,71 @@ static void test_endpoints(const char *dead)
            "bad option refused: %s", err);
 }
 
+/* Polls until w's last event is key (10 s at most). */
+static bool wait_key(struct seen *w, const char *key)
+{
+    for (int i = 0; i < 1000; i++) {
+        pthread_mutex_lock(&w->lock);
+        bool same = strcmp(w->key, key) == 0;
+        pthread_mutex_unlock(&w->lock);
+        if (same)
+            return true;
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+static int lost; /* key NULL calls of on_lost */
+
+static void on_lost(const char *key, const char *val, size_t len, uint64_t rev, void *arg)
+{
+    if (!key)
+        __atomic_add_fetch(&lost, 1, __ATOMIC_SEQ_CST);
+    on_change(key, val, len, rev, arg);
+}
+
+/* A watch that resumes from a revision etcd compacted away meanwhile (its
+ * node was cut off while the history was compacted): its watcher is told
+ * that changes were lost (key NULL: re-read everything), and it goes on
+ * seeing every write after that. etcd answers such a watch with
+ * "canceled" and then keeps the stream open and silent. */
+static void test_compaction(void)
+{
+    struct bfs_store *s = open_store();
+    if (!s)
+        return;
+    struct etcd *e = s->be;
+    uint64_t r0 = 0, r = 0, rb = 0;
+    bfs_store_put(s, "cw/a", "1", 1, &r0);
+    for (int i = 0; i < 3; i++)
+        bfs_store_put(s, "cw/a", "2", 1, &r);
+    struct json_object *req = json_object_new_object(), *ans = NULL;
+    json_object_object_add(req, "revision", json_object_new_int64((int64_t)r));
+    is_int(call(e, "/v3/kv/compaction", req, &ans), 0, "history compacted up to %llu",
+           (unsigned long long)r);
+    json_object_put(req);
+    json_object_put(ans);
+    struct seen w = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    void *h = NULL;
+    is_int(watch_from(e, "cw/", r0 + 1, on_lost, &w, &h), 0,
+           "a watch from revision %llu, compacted", (unsigned long long)(r0 + 1));
+    if (!h) {
+        bfs_store_close(s);
+        return;
+    }
+    ok(wait_seen(&w, 1) >= 1, "its watcher is called");
+    is_int(__atomic_load_n(&lost, __ATOMIC_SEQ_CST), 1, "once told that changes were lost "
+           "(key NULL: re-read everything)");
+    bfs_store_put(s, "cw/b", "3", 1, &rb);
+    ok(wait_key(&w, "cw/b"), "a write after the resync is seen");
+    is_int(w.rev, rb, "with its revision");
+    bfs_store_delete(s, "cw/a", BFS_STORE_ANY, NULL);
+    ok(wait_key(&w, "cw/a") && w.deleted, "and the next one");
+    etcd_unwatch(e, h);
+    bfs_store_close(s);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -98,6 +166,7 @@ int main(int argc, char **argv)
     if (strncmp(spec, "etcd:", 5) == 0) {
         test_lease();
         test_put_all();
+        test_compaction();
         if (argc > 2)
             test_endpoints(argv[2]);
     }
