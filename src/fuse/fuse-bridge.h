@@ -79,6 +79,8 @@ struct bfs_fuse_opts {
     double negative_timeout; /* seconds the kernel may cache "no such name" */
     bool direct_io;         /* bypass the page cache (fi->direct_io) */
     bool capability;        /* pass security.capability through (fuse-xattr.c) */
+    bool acl;               /* pass system.posix_acl_* through (fuse-xattr.c) */
+    bool selinux;           /* pass security.selinux through (fuse-xattr.c) */
     bool allow_other;
     bool ro;
     char *log_file;         /* NULL: stderr in the foreground, a default file otherwise */
@@ -233,8 +235,11 @@ int bfs_fuse_name_check(const char *name);
 bool bfs_fuse_hidden_entry(fuse_ino_t parent, const char *name);
 bool bfs_fuse_hidden_dirent(const struct bfs_inode *dir, const char *name);
 bool bfs_fuse_hidden_xattr(const char *name);
-/* security.capability on a mount without the capability option. */
-bool bfs_fuse_capability_xattr(const struct bfs_fuse *fu, const char *name);
+/* Extended attributes the mount answers itself instead of the bricks
+ * (fuse-xattr.c): 0 when name goes to the graph, else the errno to reply
+ * to a get (BFS_FUSE_XGET), set or remove of it. */
+enum { BFS_FUSE_XGET, BFS_FUSE_XSET, BFS_FUSE_XREMOVE };
+int bfs_fuse_xattr_local(const struct bfs_fuse *fu, const char *name, int op);
 
 /* A fresh GFID in *g and an xdata carrying it as gfid-req (NULL on ENOMEM). */
 struct bfs_dict *bfs_fuse_gfid_req(struct bfs_gfid *g);

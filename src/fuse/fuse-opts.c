@@ -58,6 +58,10 @@ static const char usage_text[] =
     "  capability[=on|off]    file capabilities (security.capability) through the\n"
     "                         mount (default off: the kernel asks for them before\n"
     "                         every write, which would double the round trips)\n"
+    "  acl[=on|off]           POSIX ACLs (system.posix_acl_*) through the mount\n"
+    "                         (default off: they are not supported, EOPNOTSUPP)\n"
+    "  selinux[=on|off]       security.selinux labels through the mount (default\n"
+    "                         off: none, answered by the mount)\n"
     "  log-file=PATH          log file (default: stderr with -f, else\n"
     "                         /var/log/brickfs/mnt-PATH.log)\n"
     "  log-level=LEVEL        none, critical, error, warning, info, debug, trace\n"
@@ -118,6 +122,18 @@ static int set_str(char **dst, const char *key, const char *val)
     return *dst ? 0 : -ENOMEM;
 }
 
+/* "key" alone is on; "key=BOOL" any boolean spelling. */
+static int set_bool(bool *dst, const char *key, const char *val)
+{
+    if (val && bfs_parse_bool(val, dst) < 0) {
+        fprintf(stderr, "brickfs-mount: %s takes on or off (got '%s')\n", key, val);
+        return -EINVAL;
+    }
+    if (!val)
+        *dst = true;
+    return 0;
+}
+
 static int add_flag(struct bfs_fuse_opts *o, const char *flag)
 {
     size_t old = o->mount_flags ? strlen(o->mount_flags) : 0;
@@ -163,15 +179,12 @@ static int parse_one(struct bfs_fuse_opts *o, char *opt)
             o->direct_io = true;
         return 0;
     }
-    if (!strcmp(key, "capability")) {
-        if (val && bfs_parse_bool(val, &o->capability) < 0) {
-            fprintf(stderr, "brickfs-mount: capability takes on or off (got '%s')\n", val);
-            return -EINVAL;
-        }
-        if (!val)
-            o->capability = true;
-        return 0;
-    }
+    if (!strcmp(key, "capability"))
+        return set_bool(&o->capability, key, val);
+    if (!strcmp(key, "acl"))
+        return set_bool(&o->acl, key, val);
+    if (!strcmp(key, "selinux"))
+        return set_bool(&o->selinux, key, val);
     if (!strcmp(key, "log-file") || !strcmp(key, "log_file"))
         return set_str(&o->log_file, key, val);
     if (!strcmp(key, "log-level") || !strcmp(key, "log_level")) {
