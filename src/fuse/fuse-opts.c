@@ -58,6 +58,8 @@ static const char usage_text[] =
     "  capability[=on|off]    file capabilities (security.capability) through the\n"
     "                         mount (default off: the kernel asks for them before\n"
     "                         every write, which would double the round trips)\n"
+    "  read-ahead=SIZE        kernel read-ahead window of the mount (default 2MiB;\n"
+    "                         0: the kernel's own, 128KiB)\n"
     "  acl[=on|off]           POSIX ACLs (system.posix_acl_*) through the mount\n"
     "                         (default off: they are not supported, EOPNOTSUPP)\n"
     "  selinux[=on|off]       security.selinux labels through the mount (default\n"
@@ -181,6 +183,14 @@ static int parse_one(struct bfs_fuse_opts *o, char *opt)
     }
     if (!strcmp(key, "capability"))
         return set_bool(&o->capability, key, val);
+    if (!strcmp(key, "read-ahead") || !strcmp(key, "read_ahead")) {
+        if (!val || bfs_parse_size(val, &o->read_ahead) < 0 || o->read_ahead > (256u << 20)) {
+            fprintf(stderr, "brickfs-mount: read-ahead takes a size up to 256MiB, 0 for the "
+                            "kernel's default (got '%s')\n", val ? val : "");
+            return -EINVAL;
+        }
+        return 0;
+    }
     if (!strcmp(key, "acl"))
         return set_bool(&o->acl, key, val);
     if (!strcmp(key, "selinux"))
@@ -422,6 +432,7 @@ int bfs_fuse_opts_parse(int argc, char **argv, struct bfs_fuse_opts *o)
     o->entry_timeout = 1.0;
     o->negative_timeout = 0.0;
     o->up_timeout = 30;
+    o->read_ahead = BFS_FUSE_READ_AHEAD;
     o->volfile_poll_ms = 2000;
     o->allow_other = geteuid() == 0;
 
