@@ -6,7 +6,9 @@
  * handle:
  *   - files, symlinks, special files: a hard link to the same inode, so the
  *     object is reachable by GFID whatever its names (and while it has one:
- *     the handle goes when the last name goes);
+ *     the handle goes when the last name goes; a regular file's just after,
+ *     journaled in .brickfs/unlink-pending, see posix-defer.c; meanwhile a
+ *     handle with st_nlink 1, an orphan, resolves as gone: -ESTALE);
  *   - directories: a symlink "../../PP/QQ/<pgfid>/<name>" (GlusterFS's
  *     scheme), that is, the handle of its parent plus its name. The root's
  *     handle is "../../.." so that the kernel could follow a chain; the
@@ -346,6 +348,12 @@ static int resolve_handle(struct px_priv *p, const struct bfs_gfid *g, struct px
         int rc = -errno;
         SYS.close(fd);
         return rc;
+    }
+    if (S_ISREG(st.st_mode) && st.st_nlink == 1) {
+        /* only the handle is left: the file has no name (its removal is
+         * deferred, posix-defer.c, or a crash cut an unlink short) */
+        SYS.close(fd);
+        return -ESTALE;
     }
     if (!S_ISLNK(st.st_mode)) {
         o->fd = fd;

@@ -326,6 +326,10 @@ static int open_brick(struct bfs_xl *xl, struct px_priv *p)
         return -errno;
     p->dev = st.st_dev;
     int rc = bfs__px_handles_init(p);
+    if (rc == 0) {
+        rc = bfs__px_defer_init(p);
+        p->defer_init = true;
+    }
     if (rc == -EEXIST)
         XL_ERR(xl, "brick directory %s: its root carries another GFID than the root's; "
                "it belongs to something else", p->dir);
@@ -344,6 +348,8 @@ static void px_fini(struct bfs_xl *xl)
     struct px_priv *p = xl->private;
     if (!p)
         return;
+    if (p->defer_init)
+        bfs__px_defer_fini(p);
     if (p->handles_fd >= 0)
         close(p->handles_fd);
     if (p->root_fd >= 0)
@@ -378,7 +384,7 @@ static int px_init(struct bfs_xl *xl)
         free(p);
         return -ENOMEM;
     }
-    p->root_fd = p->handles_fd = -1;
+    p->root_fd = p->handles_fd = p->defer_fd = -1;
     p->workers = xl->graph->proc->workers;
     p->loop = xl->graph->proc->loop;
     const char *bn = bfs_xl_opt_str(xl, "brick-name");
