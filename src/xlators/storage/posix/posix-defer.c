@@ -178,6 +178,16 @@ int bfs__px_defer_init(struct px_priv *p)
     return 0;
 }
 
+int bfs__px_defer_pending(struct px_priv *p)
+{
+    if (!p->defer_init)
+        return 0;
+    pthread_mutex_lock(&p->defer_lock);
+    int n = __builtin_popcountll(p->defer_busy);
+    pthread_mutex_unlock(&p->defer_lock);
+    return n;
+}
+
 void bfs__px_defer_fini(struct px_priv *p)
 {
     pthread_mutex_lock(&p->defer_lock);

@@ -506,8 +506,12 @@ static int file_handle_link(struct px_priv *p, int fd, const struct bfs_gfid *g)
         if (errno != EEXIST)
             return -errno;
         struct stat hst, st;
-        if (SYS.fstatat(p->handles_fd, hp, &hst, AT_SYMLINK_NOFOLLOW) < 0 ||
-            SYS.fstat(fd, &st) < 0)
+        if (SYS.fstatat(p->handles_fd, hp, &hst, AT_SYMLINK_NOFOLLOW) < 0) {
+            if (errno == ENOENT)
+                continue; /* removed meanwhile (posix-defer.c): link again */
+            return -errno;
+        }
+        if (SYS.fstat(fd, &st) < 0)
             return -errno;
         if (hst.st_ino == st.st_ino && hst.st_dev == st.st_dev)
             return 0;
@@ -571,10 +575,16 @@ int bfs__px_assign(struct px_priv *p, struct px_obj *o, const struct bfs_gfid *g
     bfs__px_root_begin();
     int rc = gfid_set(o->fd, g);
     if (rc == 0) {
-        if (S_ISDIR(o->st.st_mode))
+        if (S_ISDIR(o->st.st_mode)) {
             rc = dir_handle_create(p, g, pargfid, name, &o->st);
-        else
+        } else {
+            /* under the GFID's inode lock: a deferred removal of an older
+             * orphan handle of g (posix-defer.c) must not take ours */
+            pthread_mutex_t *il = bfs__px_ilock_for(p, g);
+            pthread_mutex_lock(il);
             rc = file_handle_link(p, o->fd, g);
+            pthread_mutex_unlock(il);
+        }
         if (rc < 0)
             gfid_unset(o->fd);
     }

@@ -425,10 +425,11 @@ static char *px_dump(struct bfs_xl *xl)
     len += (size_t)snprintf(s + len, cap - len,
                             "{\"directory\":\"%s\",\"gfid_cache\":{\"entries\":%llu,\"cap\":%llu,"
                             "\"fds\":%llu,\"fd_cap\":%llu,\"hits\":%llu,\"misses\":%llu},"
-                            "\"fops\":{",
+                            "\"unlinks_deferred\":%d,\"fops\":{",
                             p->dir, (unsigned long long)cs.entries, (unsigned long long)cs.cap,
                             (unsigned long long)cs.fds, (unsigned long long)cs.fdcap,
-                            (unsigned long long)cs.hits, (unsigned long long)cs.misses);
+                            (unsigned long long)cs.hits, (unsigned long long)cs.misses,
+                            bfs__px_defer_pending(p));
     bool first = true;
     for (int f = 0; f < BFS_FOP_COUNT && len < cap; f++) {
         uint64_t c = __atomic_load_n(&p->calls[f], __ATOMIC_RELAXED);

@@ -267,6 +267,8 @@ void bfs__px_handle_drop(struct px_priv *p, const struct px_obj *o);
 bool bfs__px_handle_defer(struct px_priv *p, struct px_obj *o);
 /* Replays the journal (orphaned handles of a crash go) and opens it. */
 int bfs__px_defer_init(struct px_priv *p);
+/* How many handle removals are handed off and not done yet. */
+int bfs__px_defer_pending(struct px_priv *p);
 /* Waits for every deferred removal, closes the journal. */
 void bfs__px_defer_fini(struct px_priv *p);
 /* Lookup-time check and repair of the handle of o, found at (pargfid,
