@@ -63,7 +63,7 @@ static const char usage_text[] =
     "  acl[=on|off]           POSIX ACLs (system.posix_acl_*) through the mount\n"
     "                         (default off: they are not supported, EOPNOTSUPP)\n"
     "  selinux[=on|off]       security.selinux labels through the mount (default\n"
-    "                         off: none, answered by the mount)\n"
+    "                         off: they are not supported, EOPNOTSUPP)\n"
     "  log-file=PATH          log file (default: stderr with -f, else\n"
     "                         /var/log/brickfs/mnt-PATH.log)\n"
     "  log-level=LEVEL        none, critical, error, warning, info, debug, trace\n"

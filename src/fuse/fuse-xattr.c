@@ -25,11 +25,15 @@
  * there). The kernel does not enforce ACLs on this mount (no FUSE_POSIX_ACL:
  * default_permissions checks the mode bits only), so unless the mount has
  * the acl option it does not claim to support them: get, set and remove of
- * system.posix_acl_access/_default answer EOPNOTSUPP, which ls(1) remembers
- * for the whole file system after the first entry. Unless the mount has the
- * selinux option, security.selinux reads as absent (ENODATA) and cannot be
- * set (EOPNOTSUPP). GlusterFS's FUSE client answers both the same way.
- * Listings leave out every name the mount answers itself.
+ * system.posix_acl_access/_default answer EOPNOTSUPP. Unless it has the
+ * selinux option, the same for security.selinux: the mount has no labels
+ * (the client's kernel labels a FUSE mount as a whole, if at all). ls(1)
+ * remembers EOPNOTSUPP for the whole file system after the first entry
+ * (coreutils' file_has_acl_cache and getfilecon_cache), so `ls -l` then
+ * asks nothing more per entry; an ENODATA would cost one FUSE round trip
+ * per entry. GlusterFS's FUSE client answers ACLs the same way (and
+ * security.selinux with ENODATA). Listings leave out every name the mount
+ * answers itself.
  *
  * brickfs.graph is the mount's own virtual attribute: a JSON view of its
  * active graph (docs/design/graph-switch.md), answered without a brick.
@@ -52,10 +56,10 @@ int bfs_fuse_xattr_local(const struct bfs_fuse *fu, const char *name, int op)
 {
     if (bfs_fuse_hidden_xattr(name))
         return op == BFS_FUSE_XSET ? EPERM : ENODATA;
-    if (!fu->opts->acl && is_acl_key(name))
-        return EOPNOTSUPP;
-    if ((!fu->opts->capability && strcmp(name, "security.capability") == 0) ||
+    if ((!fu->opts->acl && is_acl_key(name)) ||
         (!fu->opts->selinux && strcmp(name, "security.selinux") == 0))
+        return EOPNOTSUPP;
+    if (!fu->opts->capability && strcmp(name, "security.capability") == 0)
         return op == BFS_FUSE_XSET ? EOPNOTSUPP : ENODATA;
     return 0;
 }
