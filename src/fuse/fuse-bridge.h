@@ -47,6 +47,7 @@
 #include "core/xlator.h"
 
 #define BFS_FUSE_MAX_IO (1u << 20)   /* max read/write/readahead: 1 MiB */
+#define BFS_FUSE_READ_AHEAD (2u << 20) /* default read-ahead window: two 1 MiB reads */
 #define BFS_FUSE_HIDDEN_DIR ".brickfs"
 #define BFS_FUSE_HIDDEN_XATTR "trusted.brickfs."
 /* xdata key (16-byte BIN) asking the brick to give a new entry this GFID:
@@ -79,6 +80,9 @@ struct bfs_fuse_opts {
     double negative_timeout; /* seconds the kernel may cache "no such name" */
     bool direct_io;         /* bypass the page cache (fi->direct_io) */
     bool capability;        /* pass security.capability through (fuse-xattr.c) */
+    bool acl;               /* pass system.posix_acl_* through (fuse-xattr.c) */
+    bool selinux;           /* pass security.selinux through (fuse-xattr.c) */
+    uint64_t read_ahead;    /* bytes of kernel read-ahead for the mount; 0: the kernel's */
     bool allow_other;
     bool ro;
     char *log_file;         /* NULL: stderr in the foreground, a default file otherwise */
@@ -137,6 +141,8 @@ struct bfs_fuse {
     uint64_t switches, failed_switches, migrated, pinned;
     uint64_t inflight;           /* calls wound and not yet done, every generation */
     bool stopping;               /* unmounting: waits for a new graph give up */
+    char bdi[32];                /* the mount's backing device ("0:NN"), "" if unknown */
+    int ra_pending;              /* read-ahead still to set (atomic; fuse-session.c) */
     struct bfs_fuse_fh fhs;      /* list head of open handles */
 };
 
@@ -233,8 +239,11 @@ int bfs_fuse_name_check(const char *name);
 bool bfs_fuse_hidden_entry(fuse_ino_t parent, const char *name);
 bool bfs_fuse_hidden_dirent(const struct bfs_inode *dir, const char *name);
 bool bfs_fuse_hidden_xattr(const char *name);
-/* security.capability on a mount without the capability option. */
-bool bfs_fuse_capability_xattr(const struct bfs_fuse *fu, const char *name);
+/* Extended attributes the mount answers itself instead of the bricks
+ * (fuse-xattr.c): 0 when name goes to the graph, else the errno to reply
+ * to a get (BFS_FUSE_XGET), set or remove of it. */
+enum { BFS_FUSE_XGET, BFS_FUSE_XSET, BFS_FUSE_XREMOVE };
+int bfs_fuse_xattr_local(const struct bfs_fuse *fu, const char *name, int op);
 
 /* A fresh GFID in *g and an xdata carrying it as gfid-req (NULL on ENOMEM). */
 struct bfs_dict *bfs_fuse_gfid_req(struct bfs_gfid *g);
@@ -340,6 +349,9 @@ int bfs_fuse_run(struct bfs_fuse_opts *opts, int report_fd);
 /* ---- the process (fuse-main.c) ---- */
 /* Tells whoever waits for the mount how it went: the parent of a daemon
  * through *fd (then closed and set to -1), else stderr. code 0 = mounted. */
+/* Sets the mount's read-ahead window on the first call after the kernel
+ * took our INIT reply (fuse-session.c); open and create call it. */
+void bfs_fuse_readahead_apply(struct bfs_fuse *fu);
 void bfs_fuse_report(int *fd, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -273,11 +273,6 @@ bool bfs_fuse_hidden_xattr(const char *name)
     return strncmp(name, BFS_FUSE_HIDDEN_XATTR, n) == 0 && (name[n] == '.' || name[n] == 0);
 }
 
-bool bfs_fuse_capability_xattr(const struct bfs_fuse *fu, const char *name)
-{
-    return !fu->opts->capability && strcmp(name, "security.capability") == 0;
-}
-
 /* ---- attributes and entries ---- */
 
 void bfs_fuse_stat(const struct bfs_iatt *ia, struct stat *st)

@@ -161,6 +161,7 @@ static void open_cbk(struct bfs_frame *frame, void *cookie, int rc, const struct
 
 void bfs_fuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    bfs_fuse_readahead_apply(bfs_fuse_of(req));
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);
     if (!c)
         return;
@@ -213,6 +214,7 @@ static void create_cbk(struct bfs_frame *frame, void *cookie, int rc,
 void bfs_fuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                      struct fuse_file_info *fi)
 {
+    bfs_fuse_readahead_apply(bfs_fuse_of(req));
     int rc = bfs_fuse_name_check(name);
     if (rc == 0 && bfs_fuse_hidden_entry(parent, name))
         rc = -EPERM;

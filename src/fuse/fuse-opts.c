@@ -58,6 +58,12 @@ static const char usage_text[] =
     "  capability[=on|off]    file capabilities (security.capability) through the\n"
     "                         mount (default off: the kernel asks for them before\n"
     "                         every write, which would double the round trips)\n"
+    "  read-ahead=SIZE        kernel read-ahead window of the mount (default 2MiB;\n"
+    "                         0: the kernel's own, 128KiB)\n"
+    "  acl[=on|off]           POSIX ACLs (system.posix_acl_*) through the mount\n"
+    "                         (default off: they are not supported, EOPNOTSUPP)\n"
+    "  selinux[=on|off]       security.selinux labels through the mount (default\n"
+    "                         off: they are not supported, EOPNOTSUPP)\n"
     "  log-file=PATH          log file (default: stderr with -f, else\n"
     "                         /var/log/brickfs/mnt-PATH.log)\n"
     "  log-level=LEVEL        none, critical, error, warning, info, debug, trace\n"
@@ -118,6 +124,18 @@ static int set_str(char **dst, const char *key, const char *val)
     return *dst ? 0 : -ENOMEM;
 }
 
+/* "key" alone is on; "key=BOOL" any boolean spelling. */
+static int set_bool(bool *dst, const char *key, const char *val)
+{
+    if (val && bfs_parse_bool(val, dst) < 0) {
+        fprintf(stderr, "brickfs-mount: %s takes on or off (got '%s')\n", key, val);
+        return -EINVAL;
+    }
+    if (!val)
+        *dst = true;
+    return 0;
+}
+
 static int add_flag(struct bfs_fuse_opts *o, const char *flag)
 {
     size_t old = o->mount_flags ? strlen(o->mount_flags) : 0;
@@ -163,15 +181,20 @@ static int parse_one(struct bfs_fuse_opts *o, char *opt)
             o->direct_io = true;
         return 0;
     }
-    if (!strcmp(key, "capability")) {
-        if (val && bfs_parse_bool(val, &o->capability) < 0) {
-            fprintf(stderr, "brickfs-mount: capability takes on or off (got '%s')\n", val);
+    if (!strcmp(key, "capability"))
+        return set_bool(&o->capability, key, val);
+    if (!strcmp(key, "read-ahead") || !strcmp(key, "read_ahead")) {
+        if (!val || bfs_parse_size(val, &o->read_ahead) < 0 || o->read_ahead > (256u << 20)) {
+            fprintf(stderr, "brickfs-mount: read-ahead takes a size up to 256MiB, 0 for the "
+                            "kernel's default (got '%s')\n", val ? val : "");
             return -EINVAL;
         }
-        if (!val)
-            o->capability = true;
         return 0;
     }
+    if (!strcmp(key, "acl"))
+        return set_bool(&o->acl, key, val);
+    if (!strcmp(key, "selinux"))
+        return set_bool(&o->selinux, key, val);
     if (!strcmp(key, "log-file") || !strcmp(key, "log_file"))
         return set_str(&o->log_file, key, val);
     if (!strcmp(key, "log-level") || !strcmp(key, "log_level")) {
@@ -409,6 +432,7 @@ int bfs_fuse_opts_parse(int argc, char **argv, struct bfs_fuse_opts *o)
     o->entry_timeout = 1.0;
     o->negative_timeout = 0.0;
     o->up_timeout = 30;
+    o->read_ahead = BFS_FUSE_READ_AHEAD;
     o->volfile_poll_ms = 2000;
     o->allow_other = geteuid() == 0;
 

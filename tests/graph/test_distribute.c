@@ -1212,6 +1212,65 @@ static void test_concurrent(struct vol *v)
     run_cc(v, v, "cc");
 }
 
+/* ---- a listing primes the location cache ---- */
+
+#define PRIME_N 30
+
+static void prime_fn(const struct bfs_dirent *e, void *arg)
+{
+    struct bfs_gfid *g = arg;
+    int i;
+    if (e->has_attr && sscanf(e->name, "p-%d", &i) == 1 && i >= 0 && i < PRIME_N)
+        g[i] = e->attr.gfid;
+}
+
+/* A readdirplus tells distribute where each listed file is: a fop on such
+ * a file right after the listing goes straight to its brick, without a
+ * resolving lookup (`ls -l` sends a getxattr per entry). A second instance
+ * over the same bricks, whose own cache is empty and whose bricks fail
+ * every lookup, must answer getxattr of every listed file from its brick. */
+static void test_list_primes(struct vol *v)
+{
+    struct bfs_gfid dg, g[PRIME_N];
+    char name[32];
+    int made = 0;
+    memset(g, 0, sizeof(g));
+    is_int(mkdir_(v, &bfs_gfid_root, "prime", &dg), 0, "prime: mkdir");
+    for (int i = 0; i < PRIME_N; i++) {
+        snprintf(name, sizeof(name), "p-%d", i);
+        made += put(v, &dg, name, "x", NULL) == 0;
+    }
+    is_int(made, PRIME_N, "prime: %d files created", PRIME_N);
+    struct vol w;
+    if (!vol_start(&w, 3, "main", "")) {
+        ok(0, "prime: a second instance over the same bricks starts");
+        return;
+    }
+    for (int b = 0; b < w.n; b++) {
+        char bn[16];
+        snprintf(bn, sizeof(bn), "b%d", b);
+        struct bfs_xl *eg = bfs_graph_find(w.g, bn);
+        reconf(eg, "enable", "lookup");
+        reconf(eg, "error-no", "EIO");
+        reconf(eg, "failure", "100");
+    }
+    struct bfs_loc lg = LG(&dg);
+    struct bfs_lookup_req lq = {.loc = lg};
+    is_int(bfs_sync_lookup(w.top, st, &lq, NULL), -EIO, "prime: the bricks refuse lookups");
+    is_int(list(&w, &dg, 4096, true, prime_fn, g), PRIME_N, "prime: readdirplus lists them");
+    int good = 0;
+    for (int i = 0; i < PRIME_N; i++) {
+        struct bfs_getxattr_req q = {.loc = LG(&g[i]), .name = "user.none"};
+        int rc = bfs_sync_getxattr(w.top, st, &q, NULL);
+        good += rc == -ENODATA;
+        if (rc != -ENODATA)
+            printf("# prime: p-%d: getxattr %d\n", i, rc);
+    }
+    is_int(good, PRIME_N, "prime: getxattr of each listed file reached its brick (no lookup)");
+    bfs_graph_free(w.g);
+    dht_table_free(w.table);
+}
+
 /* ---- layout version and layout changes ---- */
 
 static int64_t brick_version(struct vol *v, int b)
@@ -1706,6 +1765,7 @@ int main(void)
         test_stale(&v);
         test_concurrent(&v);
         test_follow(&v);
+        test_list_primes(&v);
         test_version(&v);
         vol_stop(&v);
     } else {

@@ -23,6 +23,10 @@
  *     inside it are answered by protocol/client (the brick's io-stats sees
  *     no read), with the file's bytes; a write through the client after the
  *     open, and a file above the limit, are read from the brick.
+ *   - a regular file's handle is removed after its unlink answered
+ *     (posix-defer.c): meanwhile the GFID resolves to ESTALE and cannot be
+ *     linked back; an orphan handle (no name) resolves to ESTALE; at start
+ *     the journal's orphans lose their handles, named files keep theirs.
  * Needs root (storage/posix: trusted xattrs); skips otherwise.
  */
 #include <dirent.h>
@@ -364,6 +368,92 @@ static void test_cache(struct bfs_proc *proc)
     is_int(stat_gfid(xl, &a.gfid), 0, "stat by GFID");
     ok(dump_num(xl, "entries") == 0 && dump_num(xl, "hits") == 0, "dump: nothing cached");
     test_named_gfid(xl, dir, &a);
+    stop_graph(g);
+}
+
+/* ---- handles removed after the unlink answered (posix-defer.c) ---- */
+
+static void handle_of(const char *dir, const struct bfs_gfid *g, char *out, size_t len)
+{
+    char s[BFS_GFID_STRLEN];
+    bfs_gfid_fmt(g, s);
+    snprintf(out, len, "%s/.brickfs/%.2s/%.2s/%s", dir, s, s + 2, s);
+}
+
+static bool handle_present(const char *dir, const struct bfs_gfid *g)
+{
+    char hp[512];
+    struct stat sb;
+    handle_of(dir, g, hp, sizeof(hp));
+    return lstat(hp, &sb) == 0;
+}
+
+/* Polls (up to 20 s) until the handle of g is gone. */
+static bool handle_goes(const char *dir, const struct bfs_gfid *g)
+{
+    for (int i = 0; i < 2000 && handle_present(dir, g); i++)
+        usleep(10000);
+    return !handle_present(dir, g);
+}
+
+static void journal_put(const char *dir, int slot, const struct bfs_gfid *g)
+{
+    char path[256], page[4096] = {0};
+    snprintf(path, sizeof(path), "%s/.brickfs/unlink-pending", dir);
+    memcpy(page, g->b, sizeof(g->b));
+    int fd = open(path, O_WRONLY | O_CREAT, 0600);
+    ok(fd >= 0 && pwrite(fd, page, sizeof(page), (off_t)slot * 4096) == (ssize_t)sizeof(page),
+       "journal slot %d written by hand", slot);
+    if (fd >= 0)
+        close(fd);
+}
+
+static void test_defer(struct bfs_proc *proc)
+{
+    char dir[160], path[256];
+    struct stat sb;
+    snprintf(dir, sizeof(dir), "%s/defer", tmpdir);
+    mkdir(dir, 0755);
+    struct bfs_graph *g = start_posix(proc, dir, "");
+    ok(g != NULL, "defer: posix graph");
+    if (!g)
+        return;
+    struct bfs_xl *xl = g->top;
+    struct bfs_iatt a, b, c;
+    is_int(mknod_(xl, "f1", &a), 0, "defer: mknod f1");
+    ok(handle_present(dir, &a.gfid), "defer: f1 has a handle");
+    is_int(unlink_(xl, "f1"), 0, "defer: unlink f1");
+    is_int(stat_gfid(xl, &a.gfid), -ESTALE, "defer: f1 by GFID right after: ESTALE");
+    is_int(link_(xl, &a.gfid, "f1.back"), -ESTALE, "defer: nor can it be linked back");
+    ok(handle_goes(dir, &a.gfid), "defer: its handle goes");
+
+    /* a name removed behind brickfs's back leaves an orphan handle (what a
+     * crash between the unlink and its deferred removal leaves too): it
+     * resolves as gone */
+    is_int(mknod_(xl, "f2", &b), 0, "defer: mknod f2");
+    is_int(stat_gfid(xl, &b.gfid), 0, "defer: f2 by GFID");
+    snprintf(path, sizeof(path), "%s/f2", dir);
+    ok(unlink(path) == 0, "defer: f2's name removed on the brick by hand");
+    is_int(stat_gfid(xl, &b.gfid), -ESTALE, "defer: an orphan handle resolves to ESTALE");
+    is_int(mknod_(xl, "f3", &c), 0, "defer: mknod f3");
+    stop_graph(g);
+
+    /* the journal at start: the orphan's handle goes, a live file's stays */
+    struct bfs_gfid none;
+    bfs_gfid_generate(&none);
+    journal_put(dir, 0, &b.gfid);
+    journal_put(dir, 3, &c.gfid);
+    journal_put(dir, 5, &none);
+    ok(handle_present(dir, &b.gfid), "defer: the orphan's handle is there before the restart");
+    g = start_posix(proc, dir, "");
+    ok(g != NULL, "defer: posix graph restarted");
+    if (!g)
+        return;
+    ok(!handle_present(dir, &b.gfid), "defer: replay removed the orphan's handle");
+    ok(handle_present(dir, &c.gfid), "defer: a journaled GFID with a name keeps its handle");
+    is_int(stat_gfid(g->top, &c.gfid), 0, "defer: f3 resolves by GFID");
+    snprintf(path, sizeof(path), "%s/.brickfs/unlink-pending", dir);
+    ok(stat(path, &sb) == 0 && sb.st_size == 0, "defer: the journal is emptied");
     stop_graph(g);
 }
 
@@ -749,6 +839,7 @@ int main(void)
 
     test_inline(bproc);
     test_cache(bproc);
+    test_defer(bproc);
     test_flush(bproc, cproc);
 
     bfs_stack_unref(st);

@@ -499,6 +499,21 @@ static bool handle_exists(const struct bfs_gfid *g)
     return lstat(hpath(g), &st) == 0;
 }
 
+/* A regular file's handle goes just after its last unlink answered
+ * (posix-defer.c): polls (up to 20 s) until no removal is outstanding. */
+static void deferred_done(void)
+{
+    for (int i = 0; i < 2000; i++) {
+        char *d = xl->mod->dump(xl);
+        bool idle = d && strstr(d, "\"unlinks_deferred\":0,");
+        free(d);
+        if (idle)
+            return;
+        usleep(10000);
+    }
+    printf("# deferred handle removals still outstanding after 20 s\n");
+}
+
 static int mkdir_req(const struct bfs_gfid *par, const char *name, const struct bfs_gfid *g,
                      struct bfs_iatt *attr)
 {
@@ -700,6 +715,7 @@ static void test_rmdir_link_unlink(void)
     lookup(root_st, L(&r.gfid, "l3"), &a);
     ok(a.nlink == 1, "nlink back to 1");
     unlink_(root_st, &r.gfid, "l3");
+    deferred_done();
     ok(!handle_exists(&f.gfid), "handle goes with the last name");
 
     /* unlinked while open: still readable and writable */
@@ -708,6 +724,7 @@ static void test_rmdir_link_unlink(void)
     create_(root_st, &r.gfid, "open", &fd, &f);
     write_(fd, 0, "before", 6);
     is_int(unlink_(root_st, &r.gfid, "open"), 0, "unlink an open file");
+    deferred_done();
     ok(!handle_exists(&f.gfid) && access(disk("rm/open"), F_OK) < 0, "name and handle gone");
     is_int(read_(fd, 0, 16, buf, NULL), 6, "still readable through the fd");
     ok(memcmp(buf, "before", 6) == 0, "... same data");
@@ -1353,6 +1370,7 @@ static void *stress_thread(void *arg)
 static void test_stress(void)
 {
     struct bfs_iatt d;
+    deferred_done();
     is_int(check_store(), 0, "before the stress: the handle store is consistent");
     mkdir_(root_st, &bfs_gfid_root, "stress", 0755, &d);
     pthread_t th[6];
@@ -1387,6 +1405,7 @@ static void test_stress(void)
     if (dir)
         closedir(dir);
     is_int(bad, 0, "after concurrent create/link/unlink/rename/mkdir: every name has its handle");
+    deferred_done();
     is_int(check_store(), 0, "... and no handle is an orphan or dead");
 }
 
@@ -1524,6 +1543,7 @@ int main(void)
         test_misc();
         test_stress();
         test_worker_identity();
+        deferred_done();
         is_int(check_store(), 0, "the whole handle store is consistent");
         bfs_graph_free(graph);
     }

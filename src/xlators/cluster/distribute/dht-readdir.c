@@ -221,6 +221,13 @@ static int add(struct dht_readdir_op *r, const struct bfs_dirent *e)
 {
     const struct bfs_iatt *attr = r->req->plus && e->has_attr ? &e->attr : NULL;
     uint64_t ino = e->has_attr ? bfs_gfid_to_ino(&e->attr.gfid) : e->d_ino;
+    /* A plain file listed here has its data here: remember it, so that the
+     * fops a listing brings (ls -l: getxattr, stat once the kernel's
+     * attributes expire) need no resolving lookup first. Link-file shapes
+     * (also a source the rebalance froze) are left to lookup. The cache is
+     * a hint: a fop that finds the file gone resolves again. */
+    if (e->has_attr && !S_ISDIR(e->attr.mode) && !dht__is_suspicious(&e->attr))
+        dht__cache_put(r->o.priv, &e->attr.gfid, DHT_KIND_FILE, r->s);
     return bfs_dirents_add(&r->out, e->name, dht_doff_encode(r->s, e->d_off), e->d_type, ino,
                            attr);
 }

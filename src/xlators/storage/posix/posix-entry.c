@@ -10,6 +10,7 @@
  *                 one) and its handle; on failure the entry is removed again;
  *   unlink        drops a file's handle when its last name went (an fd open
  *                 on it keeps the inode alive: reads and writes continue);
+ *                 for a regular file after answering (posix-defer.c);
  *   rmdir         drops the directory's handle;
  *   rename        re-points a moved directory's handle, drops the handle of
  *                 a replaced victim when that was its last name;
@@ -298,7 +299,7 @@ static int remove_entry(struct px_job *j, const struct bfs_loc *loc, bool dir,
             pthread_mutex_lock(il);
             if (SYS.unlinkat(par.fd, loc->name, dir ? AT_REMOVEDIR : 0) < 0)
                 rc = -errno;
-            else
+            else if (dir || !bfs__px_handle_defer(j->priv, &o))
                 bfs__px_handle_drop(j->priv, &o);
         }
         bfs__px_unlock2(il, el);

@@ -6,7 +6,9 @@
  * handle:
  *   - files, symlinks, special files: a hard link to the same inode, so the
  *     object is reachable by GFID whatever its names (and while it has one:
- *     the handle goes when the last name goes);
+ *     the handle goes when the last name goes; a regular file's just after,
+ *     journaled in .brickfs/unlink-pending, see posix-defer.c; meanwhile a
+ *     handle with st_nlink 1, an orphan, resolves as gone: -ESTALE);
  *   - directories: a symlink "../../PP/QQ/<pgfid>/<name>" (GlusterFS's
  *     scheme), that is, the handle of its parent plus its name. The root's
  *     handle is "../../.." so that the kernel could follow a chain; the
@@ -347,6 +349,12 @@ static int resolve_handle(struct px_priv *p, const struct bfs_gfid *g, struct px
         SYS.close(fd);
         return rc;
     }
+    if (S_ISREG(st.st_mode) && st.st_nlink == 1) {
+        /* only the handle is left: the file has no name (its removal is
+         * deferred, posix-defer.c, or a crash cut an unlink short) */
+        SYS.close(fd);
+        return -ESTALE;
+    }
     if (!S_ISLNK(st.st_mode)) {
         o->fd = fd;
         o->st = st;
@@ -526,8 +534,12 @@ static int file_handle_link(struct px_priv *p, int fd, const struct bfs_gfid *g)
         if (errno != EEXIST)
             return -errno;
         struct stat hst, st;
-        if (SYS.fstatat(p->handles_fd, hp, &hst, AT_SYMLINK_NOFOLLOW) < 0 ||
-            SYS.fstat(fd, &st) < 0)
+        if (SYS.fstatat(p->handles_fd, hp, &hst, AT_SYMLINK_NOFOLLOW) < 0) {
+            if (errno == ENOENT)
+                continue; /* removed meanwhile (posix-defer.c): link again */
+            return -errno;
+        }
+        if (SYS.fstat(fd, &st) < 0)
             return -errno;
         if (hst.st_ino == st.st_ino && hst.st_dev == st.st_dev)
             return 0;
@@ -591,10 +603,16 @@ int bfs__px_assign(struct px_priv *p, struct px_obj *o, const struct bfs_gfid *g
     bfs__px_root_begin();
     int rc = gfid_set(o->fd, g);
     if (rc == 0) {
-        if (S_ISDIR(o->st.st_mode))
+        if (S_ISDIR(o->st.st_mode)) {
             rc = dir_handle_create(p, g, pargfid, name, &o->st);
-        else
+        } else {
+            /* under the GFID's inode lock: a deferred removal of an older
+             * orphan handle of g (posix-defer.c) must not take ours */
+            pthread_mutex_t *il = bfs__px_ilock_for(p, g);
+            pthread_mutex_lock(il);
             rc = file_handle_link(p, o->fd, g);
+            pthread_mutex_unlock(il);
+        }
         if (rc < 0)
             gfid_unset(o->fd);
     }

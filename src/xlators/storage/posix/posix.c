@@ -326,6 +326,10 @@ static int open_brick(struct bfs_xl *xl, struct px_priv *p)
         return -errno;
     p->dev = st.st_dev;
     int rc = bfs__px_handles_init(p);
+    if (rc == 0) {
+        rc = bfs__px_defer_init(p);
+        p->defer_init = true;
+    }
     if (rc == -EEXIST)
         XL_ERR(xl, "brick directory %s: its root carries another GFID than the root's; "
                "it belongs to something else", p->dir);
@@ -344,6 +348,8 @@ static void px_fini(struct bfs_xl *xl)
     struct px_priv *p = xl->private;
     if (!p)
         return;
+    if (p->defer_init)
+        bfs__px_defer_fini(p);
     if (p->handles_fd >= 0)
         close(p->handles_fd);
     if (p->root_fd >= 0)
@@ -378,7 +384,7 @@ static int px_init(struct bfs_xl *xl)
         free(p);
         return -ENOMEM;
     }
-    p->root_fd = p->handles_fd = -1;
+    p->root_fd = p->handles_fd = p->defer_fd = -1;
     p->workers = xl->graph->proc->workers;
     p->loop = xl->graph->proc->loop;
     const char *bn = bfs_xl_opt_str(xl, "brick-name");
@@ -419,10 +425,11 @@ static char *px_dump(struct bfs_xl *xl)
     len += (size_t)snprintf(s + len, cap - len,
                             "{\"directory\":\"%s\",\"gfid_cache\":{\"entries\":%llu,\"cap\":%llu,"
                             "\"fds\":%llu,\"fd_cap\":%llu,\"hits\":%llu,\"misses\":%llu},"
-                            "\"fops\":{",
+                            "\"unlinks_deferred\":%d,\"fops\":{",
                             p->dir, (unsigned long long)cs.entries, (unsigned long long)cs.cap,
                             (unsigned long long)cs.fds, (unsigned long long)cs.fdcap,
-                            (unsigned long long)cs.hits, (unsigned long long)cs.misses);
+                            (unsigned long long)cs.hits, (unsigned long long)cs.misses,
+                            bfs__px_defer_pending(p));
     bool first = true;
     for (int f = 0; f < BFS_FOP_COUNT && len < cap; f++) {
         uint64_t c = __atomic_load_n(&p->calls[f], __ATOMIC_RELAXED);

@@ -46,6 +46,8 @@
 #define PX_GFID_REQ_KEY "gfid-req"         /* xdata BIN[16]: GFID for a new entry */
 #define PX_CREATED_KEY "brickfs-created"   /* create reply xdata INT 1: a new file */
 #define PX_HIDDEN ".brickfs"
+#define PX_DEFER_FILE "unlink-pending" /* in PX_HIDDEN: handles being removed (posix-defer.c) */
+#define PX_DEFER_SLOTS 64
 #define PX_VKEY_PATH "brickfs.path"     /* virtual getxattr: a directory's path */
 #define PX_NLOCKS 256              /* striped per-GFID mutexes */
 #define PX_HPATH_LEN 48            /* "ab/cd/<36 chars>" + NUL, with room */
@@ -71,6 +73,12 @@ struct px_priv {
      * locks, then at most two inode locks, each pair in address order. */
     pthread_mutex_t elocks[PX_NLOCKS];
     pthread_mutex_t ilocks[PX_NLOCKS];
+    /* Handles removed after the unlink answered (posix-defer.c). */
+    int defer_fd;               /* .brickfs/unlink-pending, -1: not deferring */
+    bool defer_init;            /* bfs__px_defer_init ran (fini undoes it) */
+    pthread_mutex_t defer_lock;
+    pthread_cond_t defer_idle;  /* defer_busy became 0 */
+    uint64_t defer_busy;        /* slots in use, one bit each (PX_DEFER_SLOTS) */
     uint64_t calls[BFS_FOP_COUNT];  /* statistics for dump (relaxed atomics) */
     uint64_t errors[BFS_FOP_COUNT];
 };
@@ -253,6 +261,16 @@ int bfs__px_handle_dir_move(struct px_priv *p, const struct bfs_gfid *g,
 /* Drops the handle of a file whose last name went (o->fd still open on it)
  * or of a removed directory. */
 void bfs__px_handle_drop(struct px_priv *p, const struct px_obj *o);
+/* posix-defer.c: the last name of the regular file o is gone; hands its
+ * handle's removal (and o->fd, set to -1) to a worker after journaling it.
+ * false: not deferred (other names, no slot, no journal): call handle_drop. */
+bool bfs__px_handle_defer(struct px_priv *p, struct px_obj *o);
+/* Replays the journal (orphaned handles of a crash go) and opens it. */
+int bfs__px_defer_init(struct px_priv *p);
+/* How many handle removals are handed off and not done yet. */
+int bfs__px_defer_pending(struct px_priv *p);
+/* Waits for every deferred removal, closes the journal. */
+void bfs__px_defer_fini(struct px_priv *p);
 /* Lookup-time check and repair of the handle of o, found at (pargfid,
  * name): ok is a cheap check without locks; heal (under the parent's entry
  * lock) recreates a missing or stale handle. */
