@@ -307,6 +307,13 @@ void bfs_txn_lock_fini(struct bfs_txn_lock *lk)
 void bfs__txn_wind_changelog(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask,
                            int64_t dirty, uint32_t blame, int64_t by, bool read_row)
 {
+    bfs__txn_wind_changelog_x(lk, op, mask, dirty, blame, by, read_row, NULL);
+}
+
+void bfs__txn_wind_changelog_x(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask,
+                               int64_t dirty, uint32_t blame, int64_t by, bool read_row,
+                               struct bfs_dict *xdata)
+{
     struct bfs_cluster *cl = lk->cl;
     struct bfs_dict *x[2][BFS_CLUSTER_MAX] = {{0}};
     int count = 0;
@@ -334,10 +341,11 @@ void bfs__txn_wind_changelog(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_
             struct bfs_xl *child = cl->xl->children[i];
             if (o == 0 && lk->fd && bfs_mask_has(lk->fd_open, i)) {
                 struct bfs_fxattrop_req req = {.fd = lk->fd, .optype = BFS_XATTROP_ADD64,
-                                               .xattrs = x[o][i]};
+                                               .xattrs = x[o][i], .xdata = xdata};
                 bfs_op_wind(op, o * cl->n + i, BFS_FOP_FXATTROP, child, &req);
             } else {
-                struct bfs_xattrop_req req = {.optype = BFS_XATTROP_ADD64, .xattrs = x[o][i]};
+                struct bfs_xattrop_req req = {.optype = BFS_XATTROP_ADD64, .xattrs = x[o][i],
+                                              .xdata = xdata};
                 req.loc.gfid = lk->obj[o];
                 bfs_op_wind(op, o * cl->n + i, BFS_FOP_XATTROP, child, &req);
             }
@@ -415,12 +423,14 @@ static int release_step(struct bfs_op *op)
         uint32_t clear = lk->keep_dirty ? 0 : lk->set & lk->dirtied;
         op->state = R_POSTOP_DONE;
         if (clear) {
-            bfs__txn_wind_changelog(lk, op, clear, -1, 0, 0, false);
+            bfs__txn_wind_postop(lk, op, clear);
             return BFS_OP_WAIT;
         }
+        bfs_op_reset_replies(op);
         return BFS_OP_CONTINUE;
     }
     case R_POSTOP_DONE:
+        bfs__txn_postop_unlocked(lk, op); /* those need no unlock of their own */
         bfs_op_reset_replies(op); /* a failed post-op leaves a dirty mark: healed later */
         op->state = R_UNLOCK;
         return BFS_OP_CONTINUE;

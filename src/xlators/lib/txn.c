@@ -324,6 +324,11 @@ static int fop_done(struct bfs_txn *t)
     }
     t->failed |= wound_failed;
     t->ok = wound_ok ? wound_ok | skipped : 0;
+    if (t->piggy) { /* the pre-op was applied exactly where the fop succeeded */
+        pthread_mutex_lock(&t->lk->m);
+        t->lk->dirtied = wound_ok;
+        pthread_mutex_unlock(&t->lk->m);
+    }
     if (!t->ok) {
         t->failed |= t->run;
         if (!same_error(op, wound_failed)) {
@@ -411,6 +416,10 @@ static int txn_lock_stage(struct bfs_txn *t)
         return BFS_OP_CONTINUE;
     }
     t->absent = bfs__txn_all(t->cl) & ~locked;
+    if (bfs__txn_piggy_preop(t, locked)) {
+        op->state = T_FOP; /* the pre-op goes with the fop */
+        return BFS_OP_CONTINUE;
+    }
     op->state = T_PREOP_DONE;
     bfs__txn_wind_changelog(lk, op, locked, 1, t->absent, 1, true);
     return BFS_OP_WAIT;
@@ -460,12 +469,15 @@ static int txn_step(struct bfs_op *op)
     case T_POSTOP: {
         uint32_t clear = lk->keep_dirty ? 0 : lk->set & lk->dirtied;
         op->state = T_POSTOP_DONE;
-        if (!clear)
+        if (!clear) {
+            bfs_op_reset_replies(op); /* no post-op replies to read */
             return BFS_OP_CONTINUE;
-        bfs__txn_wind_changelog(lk, op, clear, -1, 0, 0, false);
+        }
+        bfs__txn_wind_postop(lk, op, clear);
         return BFS_OP_WAIT;
     }
     case T_POSTOP_DONE:
+        bfs__txn_postop_unlocked(lk, op);
         bfs_op_reset_replies(op);
         op->state = T_UNLOCK;
         return BFS_OP_CONTINUE;

@@ -141,6 +141,7 @@ struct bfs_txn {
     int type;
     uint64_t start, end;          /* byte range [start, end); end UINT64_MAX: to the end */
     bool fd_based;                /* keeps a shared lock held when it leaves */
+    bool piggy;                   /* the pre-op rides in the fop (txn-piggy.c) */
     /* fop stage results, for the hooks */
     uint32_t run;                 /* children the fop went to (or was skipped on) */
     uint32_t ok, failed;          /* after the fop */
@@ -178,6 +179,13 @@ void bfs_txn_start(struct bfs_txn *t);
  * Returns 0 if it is FREE already (fn is not called), 1 if fn(arg) will
  * run (posted to the event loop) once it is FREE, -ENOMEM. */
 int bfs_txn_lock_flush(struct bfs_txn_lock *lk, bfs_task_fn fn, void *arg);
+
+/* For the fop hook's wind to child i: NULL when the transaction's pre-op
+ * does not ride in the fop, else a new dict (unref it) = xdata plus the
+ * pre-op rows for child i (lib/txn-wire.h); *err = -ENOMEM when it should
+ * have been made but could not (then do not wind to i). */
+struct bfs_dict *bfs_txn_fop_xdata(struct bfs_txn *t, int i, const struct bfs_dict *xdata,
+                                   int *err);
 
 /* The lock's state, for dumps and tests. */
 enum bfs_txn_lock_state bfs_txn_lock_state(struct bfs_txn_lock *lk);

@@ -246,3 +246,12 @@ void bfs__pl_inodelk_client_gone(struct pl_inode *pin, void *client, struct pl_l
         grant_waiters(d, wake);
     }
 }
+
+/* The unlock a piggybacked post-op asks for (locks-txn.c): owner's
+ * whole-file lock in domain on gfid, as an unlock request would. */
+int bfs__pl_inodelk_drop(struct bfs_xl *xl, const struct pl_owner *owner, const char *domain,
+                         const struct bfs_gfid *gfid)
+{
+    struct pl_lock want = {.kind = PL_INODELK, .owner = *owner, .start = 0, .end = UINT64_MAX};
+    return bfs__pl_domain_drop(xl, gfid, domain, unlock, &want);
+}

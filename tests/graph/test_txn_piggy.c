@@ -1,0 +1,273 @@
+/*
+ * test_txn_piggy.c — changelog steps that ride in other calls
+ * (lib/txn-piggy.c, features/locks/locks-txn.c; docs/design/replicate.md,
+ * "Piggybacked changelog steps"): replica 3 in one process, each child
+ * storage/posix under features/locks under debug/io-stats (s0, s1, s2:
+ * what reached each brick), named c0..c2.
+ *
+ * Checks, with the calls counted at each brick and the counters read on
+ * the brick directories:
+ *   - the first create takes the long way (separate pre-op), every later
+ *     one carries its pre-op in the create and its unlock in the post-op:
+ *     one entrylk and one xattrop per create;
+ *   - after them, no dirty mark on the parent, and the entry locks are free
+ *     (another owner takes them non-blocking on every brick);
+ *   - a create that fails everywhere (EEXIST) leaves no dirty mark (the
+ *     brick took its pre-op back);
+ *   - a write's eager lock is released with its post-op at flush: one
+ *     inodelk per brick, and the data lock is free after the flush.
+ * Needs root (trusted xattrs); skips otherwise.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "../lib/tap.h"
+#include "core/graph.h"
+
+static struct bfs_proc *proc;
+static char root[256];
+
+struct vol {
+    struct bfs_graph *g;
+    struct bfs_xl *afr;
+    char brick[3][PATH_MAX];
+    struct bfs_stack *st;
+};
+
+static int vol_open(struct vol *v)
+{
+    char text[4096];
+    size_t len = 0;
+    memset(v, 0, sizeof(*v));
+    for (int i = 0; i < 3; i++) {
+        snprintf(v->brick[i], sizeof(v->brick[i]), "%s/b%d", root, i);
+        if (mkdir(v->brick[i], 0755) < 0)
+            return -1;
+        len += (size_t)snprintf(text + len, sizeof(text) - len,
+                                "volume b%d\n type storage/posix\n option directory %s\n"
+                                "end-volume\n"
+                                "volume l%d\n type features/locks\n subvolumes b%d\nend-volume\n"
+                                "volume c%d\n type debug/io-stats\n subvolumes l%d\nend-volume\n",
+                                i, v->brick[i], i, i, i, i);
+    }
+    len += (size_t)snprintf(text + len, sizeof(text) - len,
+                            "volume rep\n type cluster/replicate\n"
+                            " option cluster.post-op-delay-ms 100\n subvolumes c0 c1 c2\n"
+                            "end-volume\n");
+    char err[512];
+    if (bfs_graph_from_text(text, len, "piggy.vol", proc, &v->g, err, sizeof(err)) < 0) {
+        printf("# graph: %s\n", err);
+        return -1;
+    }
+    if (bfs_graph_init(v->g) < 0)
+        return -1;
+    bfs_graph_activate(v->g);
+    v->afr = v->g->top;
+    v->st = bfs_stack_new();
+    return 0;
+}
+
+/* Calls of fop that reached brick i (from its io-stats dump). */
+static uint64_t calls(struct vol *v, int i, const char *fop)
+{
+    char name[16], pat[64];
+    snprintf(name, sizeof(name), "c%d", i);
+    snprintf(pat, sizeof(pat), "\"%s\":{\"count\":", fop);
+    struct bfs_xl *s = bfs_graph_find(v->g, name);
+    char *d = s ? s->mod->dump(s) : NULL;
+    const char *p = d ? strstr(d, pat) : NULL;
+    uint64_t n = p ? strtoull(p + strlen(pat), NULL, 10) : 0;
+    free(d);
+    return n;
+}
+
+/* The dirty counter of `type` (0 data, 2 entry) on brick i's path rel. */
+static int64_t dirty(struct vol *v, int i, const char *rel, int type)
+{
+    char path[PATH_MAX];
+    uint8_t raw[24];
+    snprintf(path, sizeof(path), "%s/%s", v->brick[i], rel);
+    if (lgetxattr(path, "trusted.brickfs.afr.dirty", raw, sizeof(raw)) != (ssize_t)sizeof(raw))
+        return 0;
+    uint64_t be;
+    memcpy(&be, raw + 8 * type, 8);
+    return (int64_t)be64toh(be);
+}
+
+static struct bfs_loc L(const char *name)
+{
+    struct bfs_loc l = {0};
+    l.pargfid.b[15] = 1; /* the root */
+    l.name = name;
+    return l;
+}
+
+static int create(struct vol *v, const char *name, struct bfs_fd **fdp)
+{
+    struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_RDWR, 0);
+    struct bfs_create_req req = {.loc = L(name), .fd = fd, .flags = O_RDWR | O_CREAT | O_EXCL,
+                                 .mode = 0644};
+    int rc = bfs_sync_create(v->afr, v->st, &req, NULL);
+    if (rc < 0 || !fdp)
+        bfs_fd_unref(fd);
+    else
+        *fdp = fd;
+    return rc;
+}
+
+/* Can another owner take the entry lock on name (or, NULL, the data lock
+ * of gfid) on brick i right now? Takes and drops it. */
+static bool lock_free(struct vol *v, int i, const char *name, const struct bfs_gfid *gfid)
+{
+    char c[16];
+    snprintf(c, sizeof(c), "c%d", i);
+    struct bfs_xl *x = bfs_graph_find(v->g, c);
+    struct bfs_stack *st = bfs_stack_new();
+    st->lk_owner = 777;
+    int rc;
+    if (name) {
+        struct bfs_entrylk_req r = {.domain = "rep", .basename = name,
+                                    .cmd = BFS_ENTRYLK_LOCK_NB, .type = BFS_ENTRYLK_WRLCK};
+        r.loc.gfid.b[15] = 1;
+        rc = bfs_sync_entrylk(x, st, &r, NULL);
+        r.cmd = BFS_ENTRYLK_UNLOCK;
+        if (rc == 0)
+            bfs_sync_entrylk(x, st, &r, NULL);
+    } else {
+        struct bfs_inodelk_req r = {.domain = "rep", .cmd = BFS_LK_SETLK};
+        r.loc.gfid = *gfid;
+        r.lock.type = F_WRLCK;
+        rc = bfs_sync_inodelk(x, st, &r, NULL);
+        r.lock.type = F_UNLCK;
+        if (rc == 0)
+            bfs_sync_inodelk(x, st, &r, NULL);
+    }
+    bfs_stack_unref(st);
+    return rc == 0;
+}
+
+/* Polls until the post-ops behind the answers are done: the parent's
+ * entry dirty mark is back to 0 on every brick (at most 10 s). */
+static bool settled(struct vol *v, const char *rel, int type)
+{
+    for (int k = 0; k < 1000; k++) {
+        bool clean = true;
+        for (int i = 0; i < 3; i++)
+            clean = clean && dirty(v, i, rel, type) == 0;
+        if (clean)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+static void test_entry(struct vol *v)
+{
+    enum { N = 20 };
+    char name[32];
+    uint64_t lk0[3], xo0[3];
+    for (int i = 0; i < 3; i++) {
+        lk0[i] = calls(v, i, "entrylk");
+        xo0[i] = calls(v, i, "xattrop");
+    }
+    for (int k = 0; k < N; k++) {
+        snprintf(name, sizeof(name), "f%d", k);
+        is_int(create(v, name, NULL), 0, "create %s", name);
+        ok(settled(v, ".", 2), "no dirty mark on the parent after %s", name);
+    }
+    for (int i = 0; i < 3; i++) {
+        /* the first create: lock, pre-op, post-op carrying the unlock; the
+         * others: lock, post-op carrying the unlock (the pre-op rode in
+         * the create) */
+        is_int((int)(calls(v, i, "entrylk") - lk0[i]), N, "c%d: one entrylk per create", i);
+        is_int((int)(calls(v, i, "xattrop") - xo0[i]), N + 1, "c%d: one xattrop per create", i);
+        ok(lock_free(v, i, "f3", NULL) && lock_free(v, i, "f19", NULL),
+           "c%d: the entry locks were released", i);
+    }
+    is_int(create(v, "f5", NULL), -EEXIST, "create of an existing name: EEXIST");
+    ok(settled(v, ".", 2), "its pre-op was taken back on every brick");
+    for (int i = 0; i < 3; i++)
+        ok(lock_free(v, i, "f5", NULL), "c%d: and its lock released", i);
+    struct bfs_unlink_req u = {.loc = L("f7")};
+    is_int(bfs_sync_unlink(v->afr, v->st, &u, NULL), 0, "unlink f7");
+    ok(settled(v, ".", 2), "no dirty mark after the unlink");
+    for (int i = 0; i < 3; i++) {
+        char p[PATH_MAX];
+        snprintf(p, sizeof(p), "%s/f7", v->brick[i]);
+        ok(access(p, F_OK) < 0 && errno == ENOENT, "c%d: f7 is gone", i);
+    }
+}
+
+static void test_data(struct vol *v)
+{
+    is_int(create(v, "d", NULL), 0, "create d");
+    struct bfs_lookup_req lr = {.loc = L("d")};
+    struct bfs_lookup_rep rep;
+    is_int(bfs_sync_lookup(v->afr, v->st, &lr, &rep), 0, "lookup d");
+    struct bfs_gfid g = rep.attr.gfid;
+    bfs_lookup_rep_clear_dup(&rep);
+    /* an fd on the inode, as protocol/server makes them on a brick */
+    struct bfs_inode *inode = bfs_inode_get(v->g->itable, &g, S_IFREG);
+    struct bfs_fd *fd = bfs_fd_new(v->g, inode, O_RDWR, 0);
+    bfs_inode_unref(inode);
+    struct bfs_open_req o = {.fd = fd, .flags = O_RDWR};
+    o.loc.gfid = g;
+    is_int(bfs_sync_open(v->afr, v->st, &o, NULL), 0, "open d");
+    uint64_t il0[3];
+    for (int i = 0; i < 3; i++)
+        il0[i] = calls(v, i, "inodelk") + calls(v, i, "finodelk");
+    struct bfs_write_req w = {.fd = fd, .offset = 0};
+    w.data.data = "hello";
+    w.data.len = 5;
+    is_int(bfs_sync_write(v->afr, v->st, &w, NULL), 5, "write");
+    w.offset = 5;
+    is_int(bfs_sync_write(v->afr, v->st, &w, NULL), 5, "second write (joins the lock)");
+    struct bfs_flush_req f = {.fd = fd};
+    is_int(bfs_sync_flush(v->afr, v->st, &f, NULL), 0, "flush (releases the lock)");
+    for (int i = 0; i < 3; i++) {
+        is_int((int)(calls(v, i, "inodelk") + calls(v, i, "finodelk") - il0[i]), 1,
+               "c%d: one inodelk (the unlock rode in the post-op)", i);
+        is_int((int)dirty(v, i, "d", 0), 0, "c%d: no data dirty mark after the flush", i);
+        ok(lock_free(v, i, NULL, &g), "c%d: the data lock is free after the flush", i);
+    }
+    bfs_fd_unref(fd);
+}
+
+int main(void)
+{
+    plan_lazy();
+    if (geteuid() != 0) {
+        printf("1..0 # SKIP needs root (trusted xattrs)\n");
+        return 0;
+    }
+    alarm(120);
+    bfs_log_set_level(BFS_LOG_ERROR);
+    snprintf(root, sizeof(root), "/tmp/bfs-piggy-XXXXXX");
+    if (!mkdtemp(root))
+        return 1;
+    proc = bfs_proc_new("test_txn_piggy", 2);
+    struct vol v;
+    if (!ok(vol_open(&v) == 0, "replica 3 graph"))
+        return done_testing();
+    struct bfs_lookup_req lr = {0};
+    lr.loc.gfid.b[15] = 1;
+    is_int(bfs_sync_lookup(v.afr, v.st, &lr, NULL), 0, "root lookup");
+    test_entry(&v);
+    test_data(&v);
+    bfs_graph_free(v.g);
+    bfs_stack_unref(v.st);
+    bfs_proc_free(proc);
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    if (system(cmd) != 0)
+        printf("# could not remove %s\n", root);
+    return done_testing();
+}
