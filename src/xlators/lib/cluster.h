@@ -81,7 +81,7 @@ struct bfs_cluster {
      * transactions carry their pre-op in the fop (set by the translator);
      * piggy (atomic) holds the children whose brick acknowledged a
      * piggybacked unlock since they last came up (the translator clears a
-     * child's bit on its up/down events). */
+     * child's bit when it goes down). */
     bool preop_in_fop;
     uint32_t piggy;
     /* txn.c bookkeeping, under timers_lock (bfs_cluster_init_timers()):

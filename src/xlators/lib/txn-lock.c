@@ -33,6 +33,11 @@ struct txn_release {
 
 static uint64_t owner_seq;
 
+uint64_t bfs_txn_owner_new(const void *salt)
+{
+    return __atomic_add_fetch(&owner_seq, 1, __ATOMIC_RELAXED) ^ ((uint64_t)(uintptr_t)salt << 16);
+}
+
 uint32_t bfs__txn_all(const struct bfs_cluster *cl)
 {
     return cl->n >= 32 ? ~0u : (1u << cl->n) - 1;
@@ -134,8 +139,7 @@ int bfs__txn_holder_setup(struct bfs_txn_lock *lk, const struct bfs_txn *t)
     lk->top = lk->stack ? bfs_frame_top_new(lk->stack, NULL) : NULL;
     if (!lk->top)
         goto nomem;
-    lk->stack->lk_owner = __atomic_add_fetch(&owner_seq, 1, __ATOMIC_RELAXED) ^
-                          ((uint64_t)(uintptr_t)lk << 16);
+    lk->stack->lk_owner = bfs_txn_owner_new(lk);
     lk->nsets = 0;
     for (int s = 0; s < tg->nsets; s++) {
         const char *dom = cl->domain[t->type];
@@ -195,6 +199,11 @@ void bfs__txn_holder_drop(struct bfs_txn_lock *lk, struct bfs_stack **stack,
 
 /* ---- delayed post-op timer ---- */
 
+static void release_task(void *arg)
+{
+    bfs__txn_start_release(arg);
+}
+
 static void timer_fire(void *arg)
 {
     struct bfs_txn_timer *tm = arg;
@@ -219,8 +228,12 @@ static void timer_fire(void *arg)
         }
     }
     pthread_mutex_unlock(&lk->m);
+    /* the release runs on its own task, not inside this callback: if its
+     * calls answer at once and it drops the last reference of the inode,
+     * forget runs bfs_txn_lock_fini, which waits for timer callbacks to end
+     * (this one). The RELEASING lock keeps its inode meanwhile. */
     if (release)
-        bfs__txn_start_release(lk);
+        post(cl, release_task, lk);
     free(tm);
     pthread_mutex_lock(&cl->timers_lock);
     cl->timers_running--;

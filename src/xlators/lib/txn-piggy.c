@@ -126,6 +126,18 @@ static int add_row(const char *key, enum bfs_val_type type, const void *val, siz
     return bfs_dict_set_bin(a->out, k, val, len);
 }
 
+static int add_newrow(const char *key, enum bfs_val_type type, const void *val, size_t len,
+                      void *arg)
+{
+    struct add_arg *a = arg;
+    char k[BFS_TXN_X_NEWROW_LEN + 256];
+    if (type != BFS_VAL_BIN || strlen(key) >= 256)
+        return -EINVAL;
+    memcpy(k, BFS_TXN_X_NEWROW, BFS_TXN_X_NEWROW_LEN);
+    strcpy(k + BFS_TXN_X_NEWROW_LEN, key);
+    return bfs_dict_set_bin(a->out, k, val, len);
+}
+
 struct bfs_dict *bfs_txn_fop_xdata(struct bfs_txn *t, int i, const struct bfs_dict *xdata,
                                    int *err)
 {
@@ -145,4 +157,91 @@ struct bfs_dict *bfs_txn_fop_xdata(struct bfs_txn *t, int i, const struct bfs_di
     }
     bfs_dict_unref(rows);
     return a.out;
+}
+
+/* ---- lock on create ---- */
+
+int bfs_txn_newlock_xdata(struct bfs_txn *t, int i, uint64_t owner, struct bfs_dict *out)
+{
+    struct bfs_cluster *cl = t->cl;
+    /* what a write's acquisition would add on child i: dirty + 1, blame of
+     * the children the file's create left out */
+    struct bfs_dict *rows = cl->cl->build(cl->cl_arg, BFS_TXN_DATA, i, 1, t->absent, 1, false);
+    int rc = rows ? 0 : -ENOMEM;
+    if (rc == 0)
+        rc = bfs_dict_set_str(out, BFS_TXN_X_NEWLOCK, cl->domain[BFS_TXN_DATA]);
+    if (rc == 0)
+        rc = bfs_dict_set_int(out, BFS_TXN_X_NEWLOCK_OWNER, (int64_t)owner);
+    struct add_arg a = {.out = out};
+    if (rc == 0)
+        rc = bfs_dict_foreach(rows, add_newrow, &a);
+    bfs_dict_unref(rows);
+    return rc;
+}
+
+static void free_detached(void *arg)
+{
+    struct bfs_txn_lock *lk = arg;
+    bfs_txn_lock_fini(lk);
+    free(lk);
+}
+
+/* lk->m held, lk FREE: takes the holder identity of owner on held. */
+static int install_locked(struct bfs_txn_lock *lk, const struct bfs_txn_target *tg,
+                          uint64_t owner, uint32_t held)
+{
+    struct bfs_txn tmp;
+    memset(&tmp, 0, sizeof(tmp));
+    tmp.type = BFS_TXN_DATA;
+    tmp.target = *tg;
+    if (bfs__txn_holder_setup(lk, &tmp) < 0)
+        return -ENOMEM;
+    lk->stack->lk_owner = owner;
+    lk->sets[0].locked = held;
+    lk->set = lk->dirtied = held;
+    lk->state = BFS_TXL_HELD;
+    return 0;
+}
+
+void bfs_txn_lock_install(struct bfs_cluster *cl, struct bfs_txn_lock *lk,
+                          const struct bfs_txn_target *tg, uint64_t owner, uint32_t held,
+                          uint32_t ok)
+{
+    bool release = false;
+    if (lk)
+        pthread_mutex_lock(&lk->m);
+    if (lk && lk->state == BFS_TXL_FREE && install_locked(lk, tg, owner, held) == 0) {
+        uint64_t delay = __atomic_load_n(&cl->delay_ms, __ATOMIC_RELAXED);
+        bool eager = __atomic_load_n(&cl->eager, __ATOMIC_RELAXED);
+        if (held != ok || !eager || !delay || !bfs__txn_timer_arm(lk, delay)) {
+            lk->state = BFS_TXL_RELEASING;
+            release = true;
+        }
+        pthread_mutex_unlock(&lk->m);
+        if (release)
+            bfs__txn_start_release(lk);
+        return;
+    }
+    if (lk)
+        pthread_mutex_unlock(&lk->m);
+    /* cannot be the inode's lock: release what the bricks granted through a
+     * lock object of its own, freed once it is FREE again */
+    struct bfs_txn_lock *d = calloc(1, sizeof(*d));
+    struct bfs_txn_after *a = calloc(1, sizeof(*a));
+    if (d)
+        bfs_txn_lock_init(d, cl, BFS_TXN_DATA, true);
+    if (!d || !a || install_locked(d, tg, owner, held) < 0) {
+        XL_ERR(cl->xl, "no memory to release the lock a create took: it stays held until "
+                       "the connection closes");
+        if (d)
+            pthread_mutex_destroy(&d->m);
+        free(d);
+        free(a);
+        return;
+    }
+    a->fn = free_detached;
+    a->arg = d;
+    d->after = a;
+    d->state = BFS_TXL_RELEASING;
+    bfs__txn_start_release(d);
 }

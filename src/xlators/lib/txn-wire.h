@@ -19,6 +19,15 @@
  *     undone before the error is answered. The fop fails with the
  *     xattrop's error if the xattrop fails. Clients send it only to bricks
  *     that acknowledged BFS_TXN_X_UNLOCKED (so the brick understands it).
+ *   lock on create: a create whose xdata has BFS_TXN_X_NEWLOCK = domain,
+ *     BFS_TXN_X_NEWLOCK_OWNER = lock owner (INT), gfid-req, and rows
+ *     BFS_TXN_X_NEWROW "<xattr>" -> features/locks grants that owner (on
+ *     this connection) the whole-file inodelk of the domain on gfid-req
+ *     before the create runs, and after it succeeded adds the rows to the
+ *     new file (ADD64): the data pre-op of an eager lock, taken with the
+ *     create. The reply's xdata then carries BFS_TXN_X_NEWLOCKED; without
+ *     it (lock refused, rows not added, create failed) the brick holds no
+ *     such lock.
  */
 #ifndef BFS_XL_LIB_TXN_WIRE_H
 #define BFS_XL_LIB_TXN_WIRE_H
@@ -29,6 +38,12 @@
 #define BFS_TXN_X_UNLOCKED "brickfs.txn.unlocked"
 #define BFS_TXN_X_PREOP "brickfs.txn.preop:"
 #define BFS_TXN_X_PREOP_LEN (sizeof(BFS_TXN_X_PREOP) - 1)
+#define BFS_TXN_X_NEWLOCK "brickfs.txn.newlock"
+#define BFS_TXN_X_NEWLOCK_OWNER "brickfs.txn.newlock-owner"
+#define BFS_TXN_X_NEWLOCKED "brickfs.txn.newlocked"
+#define BFS_TXN_X_NEWROW "brickfs.txn.newrow:"
+#define BFS_TXN_X_NEWROW_LEN (sizeof(BFS_TXN_X_NEWROW) - 1)
+#define BFS_TXN_X_GFID_REQ "gfid-req"
 
 #include "core/fops-util.h"
 

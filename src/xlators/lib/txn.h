@@ -187,6 +187,24 @@ int bfs_txn_lock_flush(struct bfs_txn_lock *lk, bfs_task_fn fn, void *arg);
 struct bfs_dict *bfs_txn_fop_xdata(struct bfs_txn *t, int i, const struct bfs_dict *xdata,
                                    int *err);
 
+/* A lock owner no other lock object uses (salt: any address of ours). */
+uint64_t bfs_txn_owner_new(const void *salt);
+
+/* Lock on create (txn-piggy.c, txn-wire.h): adds to out, the xdata of a
+ * create to child i, the request that the brick grant `owner` the data
+ * lock of the new file and add the data pre-op of an eager lock to it.
+ * 0 or -ENOMEM. */
+int bfs_txn_newlock_xdata(struct bfs_txn *t, int i, uint64_t owner, struct bfs_dict *out);
+/* After such a create: the children of `held` acknowledged (BFS_TXN_X_
+ * NEWLOCKED), ok are those where the create succeeded. Makes the shared
+ * lock lk HELD by owner on held, as if a write had just acquired it (the
+ * next write joins it; a delayed post-op or flush releases it); if held
+ * is not all of ok, or lk is NULL or not FREE, what the bricks granted is
+ * released at once instead. */
+void bfs_txn_lock_install(struct bfs_cluster *cl, struct bfs_txn_lock *lk,
+                          const struct bfs_txn_target *tg, uint64_t owner, uint32_t held,
+                          uint32_t ok);
+
 /* The lock's state, for dumps and tests. */
 enum bfs_txn_lock_state bfs_txn_lock_state(struct bfs_txn_lock *lk);
 

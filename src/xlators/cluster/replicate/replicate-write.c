@@ -86,6 +86,13 @@ static bool afr_wind_piggy(struct bfs_txn *t, int i, int fop, const void *req)
     }
     if (xd)
         x = bfs_txn_fop_xdata(t, i, *xd, &err);
+    struct afr_txn *a = (struct afr_txn *)t;
+    if (x && fop == BFS_FOP_CREATE && afr_newlock_wanted(a) &&
+        bfs_txn_newlock_xdata(t, i, a->nl_owner, x) < 0) {
+        bfs_dict_unref(x); /* all or nothing: the create goes nowhere without it */
+        x = NULL;
+        err = -ENOMEM;
+    }
     if (!x) { /* never the change without its pre-op: count child i as failed */
         struct bfs_op_reply *rp = &t->op.replies[i];
         rp->valid = true;

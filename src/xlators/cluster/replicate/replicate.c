@@ -298,7 +298,8 @@ static int afr_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
     uint32_t mask = afr_up(p);
     mask = up ? mask | BFS_BIT(i) : mask & ~BFS_BIT(i);
     __atomic_store_n(&p->cl.up, mask, __ATOMIC_RELEASE);
-    __atomic_and_fetch(&p->cl.piggy, ~BFS_BIT(i), __ATOMIC_ACQ_REL); /* maybe another brick now */
+    if (!up) /* the next connection may reach another brick */
+        __atomic_and_fetch(&p->cl.piggy, ~BFS_BIT(i), __ATOMIC_ACQ_REL);
     __atomic_add_fetch(&p->gen, 1, __ATOMIC_ACQ_REL);
     p->reported |= BFS_BIT(i);
     bool ready = bfs_cluster_quorum(&p->cl, mask) ||

@@ -140,39 +140,65 @@ int bfs__pl_fxattrop(struct bfs_frame *frame, struct bfs_xl *xl,
     return rc;
 }
 
-/* ---- pre-op + entry fop ---- */
+/* ---- pre-op + entry fop, lock on create ---- */
 
 struct txn_call {
     struct bfs_xl *xl;
     int fop;
-    void *req;              /* deep copy, pre-op keys removed */
-    struct bfs_dict *rows;  /* the pre-op: xattr -> 24-byte row */
+    void *req;               /* deep copy, our keys removed */
+    struct bfs_dict *rows;   /* the pre-op on the parent: xattr -> 24-byte row */
     struct bfs_gfid parent;
-    int rc;                 /* the fop's error, while its pre-op is undone */
+    int rc;                  /* the fop's error, while its pre-op is undone */
+    /* lock on create */
+    bool newlock;            /* granted before the create */
+    struct pl_owner owner;
+    char *domain;
+    struct bfs_gfid gfid;    /* the new file's */
+    struct bfs_dict *newrows;/* added to the new file after the create */
+    void *rep;               /* the create's reply, while they are added */
+};
+
+struct collect {
+    const char *prefix;
+    size_t len;
+    struct bfs_dict *out;
 };
 
 static int collect_row(const char *key, enum bfs_val_type type, const void *val, size_t len,
                        void *arg)
 {
-    if (type != BFS_VAL_BIN || strncmp(key, BFS_TXN_X_PREOP, BFS_TXN_X_PREOP_LEN) != 0)
+    struct collect *c = arg;
+    if (type != BFS_VAL_BIN || strncmp(key, c->prefix, c->len) != 0)
         return 0;
-    return bfs_dict_set_bin(arg, key + BFS_TXN_X_PREOP_LEN, val, len);
+    return bfs_dict_set_bin(c->out, key + c->len, val, len);
 }
 
-/* For each row name, removes BFS_TXN_X_PREOP<name> from the dict arg. */
-static int strip_key(const char *key, enum bfs_val_type type, const void *val, size_t len,
-                     void *arg)
+static bool ours(const char *key)
 {
-    (void)type;
-    (void)val;
-    (void)len;
-    char k[BFS_TXN_X_PREOP_LEN + 256];
-    if (strlen(key) < 256) {
-        memcpy(k, BFS_TXN_X_PREOP, BFS_TXN_X_PREOP_LEN);
-        strcpy(k + BFS_TXN_X_PREOP_LEN, key);
-        (void)bfs_dict_del(arg, k);
-    }
-    return 0;
+    return strncmp(key, BFS_TXN_X_PREOP, BFS_TXN_X_PREOP_LEN) == 0 ||
+           strncmp(key, BFS_TXN_X_NEWROW, BFS_TXN_X_NEWROW_LEN) == 0 ||
+           strcmp(key, BFS_TXN_X_NEWLOCK) == 0 || strcmp(key, BFS_TXN_X_NEWLOCK_OWNER) == 0;
+}
+
+struct keep_arg {
+    const struct bfs_dict *src;
+    struct bfs_dict *out;
+};
+
+/* Copies every key but ours (the fop below does not see them). */
+static int keep_other(const char *key, enum bfs_val_type type, const void *val, size_t len,
+                      void *arg)
+{
+    struct keep_arg *k = arg;
+    const char *str;
+    int64_t i;
+    if (ours(key))
+        return 0;
+    if (type == BFS_VAL_STR)
+        return bfs_dict_get_str(k->src, key, &str) == 0 ? bfs_dict_set_str(k->out, key, str) : 0;
+    if (type == BFS_VAL_INT)
+        return bfs_dict_get_int(k->src, key, &i) == 0 ? bfs_dict_set_int(k->out, key, i) : 0;
+    return bfs_dict_set_bin(k->out, key, val, len);
 }
 
 static void txn_call_free(struct txn_call *c)
@@ -181,7 +207,13 @@ static void txn_call_free(struct txn_call *c)
         bfs_fop_info[c->fop].req_clear_dup(c->req);
         free(c->req);
     }
+    if (c->rep) {
+        bfs_fop_info[c->fop].rep_clear_dup(c->rep);
+        free(c->rep);
+    }
     bfs_dict_unref(c->rows);
+    bfs_dict_unref(c->newrows);
+    free(c->domain);
     free(c);
 }
 
@@ -207,6 +239,21 @@ static int negate_row(const char *key, enum bfs_val_type type, const void *val, 
     return bfs_dict_set_bin(arg, key, buf, len);
 }
 
+static void drop_newlock(struct txn_call *c)
+{
+    if (c->newlock)
+        (void)bfs__pl_inodelk_drop(c->xl, &c->owner, c->domain, &c->gfid);
+    c->newlock = false;
+}
+
+static void answer_error(struct bfs_frame *frame, struct txn_call *c, int rc)
+{
+    int fop = c->fop;
+    drop_newlock(c);
+    txn_call_free(c);
+    bfs_unwind_any(fop, frame, rc, NULL);
+}
+
 static void undo_cbk(struct bfs_frame *frame, void *cookie, int rc,
                      const struct bfs_xattrop_rep *rep)
 {
@@ -215,18 +262,58 @@ static void undo_cbk(struct bfs_frame *frame, void *cookie, int rc,
     if (rc < 0)
         XL_WARN(c->xl, "undoing the pre-op of a failed %s: %s (a dirty mark stays)",
                 bfs_fop_name(c->fop), strerror(-rc));
-    int err = c->rc;
-    int fop = c->fop;
+    answer_error(frame, c, c->rc);
+}
+
+/* The new file's rows were added (or not): answer the create. */
+static void newrow_cbk(struct bfs_frame *frame, void *cookie, int rc,
+                       const struct bfs_xattrop_rep *rep)
+{
+    (void)rep;
+    struct txn_call *c = cookie;
+    struct bfs_create_rep *cr = c->rep;
+    struct bfs_dict *x = NULL;
+    if (rc >= 0) {
+        x = cr->xdata ? bfs_dict_copy(cr->xdata) : bfs_dict_new();
+        if (x && bfs_dict_set_int(x, BFS_TXN_X_NEWLOCKED, 1) < 0) {
+            bfs_dict_unref(x);
+            x = NULL;
+        }
+    }
+    if (!x) /* no acknowledgement: the client does not think it holds the lock */
+        drop_newlock(c);
+    struct bfs_create_rep r = *cr;
+    if (x)
+        r.xdata = x;
+    bfs_unwind_create(frame, 0, &r);
+    bfs_dict_unref(x);
     txn_call_free(c);
-    bfs_unwind_any(fop, frame, err, NULL);
 }
 
 static void fop_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc, const void *rep)
 {
     struct txn_call *c = cookie;
+    if (rc >= 0 && c->newlock) {
+        const struct bfs_fop_info *fi = &bfs_fop_info[fop];
+        struct bfs_xattrop_req x = {.optype = BFS_XATTROP_ADD64, .xattrs = c->newrows};
+        x.loc.gfid = c->gfid;
+        c->rep = calloc(1, fi->rep_size);
+        if (c->rep && fi->rep_copy_into(c->rep, rep) < 0) {
+            free(c->rep);
+            c->rep = NULL;
+        }
+        if (c->rep && bfs_wind_xattrop(frame, FIRST_CHILD(c->xl), newrow_cbk, c, &x) == 0)
+            return;
+        drop_newlock(c); /* answer the create without the lock */
+    }
     if (rc >= 0) {
         txn_call_free(c);
         bfs_unwind_any(fop, frame, rc, rep);
+        return;
+    }
+    drop_newlock(c);
+    if (!bfs_dict_count(c->rows)) {
+        answer_error(frame, c, rc);
         return;
     }
     /* nothing changed: take the mark back, so that only changes leave one */
@@ -243,8 +330,7 @@ static void fop_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc, cons
     bfs_dict_unref(neg);
     XL_WARN(c->xl, "cannot undo the pre-op of a failed %s (a dirty mark stays)",
             bfs_fop_name(fop));
-    txn_call_free(c);
-    bfs_unwind_any(fop, frame, rc, NULL);
+    answer_error(frame, c, rc);
 }
 
 static void preop_cbk(struct bfs_frame *frame, void *cookie, int rc,
@@ -254,32 +340,54 @@ static void preop_cbk(struct bfs_frame *frame, void *cookie, int rc,
     struct txn_call *c = cookie;
     if (rc >= 0)
         rc = bfs_wind_any(c->fop, frame, FIRST_CHILD(c->xl), fop_cbk, c, c->req);
-    if (rc < 0) { /* the pre-op failed (nothing done), or the fop could not go */
-        int fop = c->fop;
-        txn_call_free(c);
-        bfs_unwind_any(fop, frame, rc, NULL);
-    }
+    if (rc < 0) /* the pre-op failed (nothing done), or the fop could not go */
+        answer_error(frame, c, rc);
 }
 
-/* An entry fop with pre-op rows: pre-op, then the fop. 1 when it has none
- * (the caller passes it down as is). */
+/* The lock a create asks for on the file it makes (false: none asked). */
+static bool newlock_request(struct txn_call *c, struct bfs_frame *frame,
+                            const struct bfs_dict *xd)
+{
+    const char *dom;
+    int64_t owner;
+    const void *g;
+    size_t glen;
+    if (c->fop != BFS_FOP_CREATE || bfs_dict_get_str(xd, BFS_TXN_X_NEWLOCK, &dom) < 0 ||
+        bfs_dict_get_int(xd, BFS_TXN_X_NEWLOCK_OWNER, &owner) < 0 ||
+        bfs_dict_get_bin(xd, BFS_TXN_X_GFID_REQ, &g, &glen) < 0 || glen != sizeof(c->gfid.b))
+        return false;
+    struct collect nw = {BFS_TXN_X_NEWROW, BFS_TXN_X_NEWROW_LEN, bfs_dict_new()};
+    c->domain = strdup(dom);
+    if (!nw.out || !c->domain || bfs_dict_foreach(xd, collect_row, &nw) < 0 ||
+        !bfs_dict_count(nw.out)) {
+        bfs_dict_unref(nw.out);
+        return false;
+    }
+    c->newrows = nw.out;
+    memcpy(c->gfid.b, g, glen);
+    c->owner.client = frame->stack->client;
+    c->owner.id = (uint64_t)owner;
+    return bfs__pl_inodelk_grant(c->xl, &c->owner, c->domain, &c->gfid) == 0;
+}
+
+/* An entry fop with pre-op rows (pre-op, then the fop) or a create asking
+ * for its file's lock. 1 when it has neither (the caller passes it down). */
 static int entry_fop(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req)
 {
     const struct bfs_loc *ploc;
     struct bfs_dict **xd = bfs_txn_entry_xdata(fop, (void *)req, &ploc);
-    struct bfs_dict *rows = bfs_dict_new();
-    if (!rows)
-        return -ENOMEM;
-    if (bfs_dict_foreach(*xd, collect_row, rows) < 0) {
-        bfs_dict_unref(rows);
+    struct collect pre = {BFS_TXN_X_PREOP, BFS_TXN_X_PREOP_LEN, bfs_dict_new()};
+    if (!pre.out || bfs_dict_foreach(*xd, collect_row, &pre) < 0) {
+        bfs_dict_unref(pre.out);
         return -ENOMEM;
     }
-    if (!bfs_dict_count(rows)) {
-        bfs_dict_unref(rows);
+    bool asks_lock = fop == BFS_FOP_CREATE && bfs_dict_has(*xd, BFS_TXN_X_NEWLOCK);
+    if (!bfs_dict_count(pre.out) && !asks_lock) {
+        bfs_dict_unref(pre.out);
         return 1;
     }
-    if (bfs_gfid_is_null(&ploc->pargfid)) {
-        bfs_dict_unref(rows);
+    if (bfs_dict_count(pre.out) && bfs_gfid_is_null(&ploc->pargfid)) {
+        bfs_dict_unref(pre.out);
         return -EINVAL; /* a pre-op with no parent to put it on: refuse, never skip it */
     }
     const struct bfs_fop_info *fi = &bfs_fop_info[fop];
@@ -288,28 +396,36 @@ static int entry_fop(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const 
     if (!c || !copy || fi->req_copy_into(copy, req) < 0) {
         free(copy);
         free(c);
-        bfs_dict_unref(rows);
+        bfs_dict_unref(pre.out);
         return -ENOMEM;
     }
     c->xl = xl;
     c->fop = fop;
     c->req = copy;
-    c->rows = rows;
+    c->rows = pre.out;
     c->parent = ploc->pargfid;
-    xd = bfs_txn_entry_xdata(fop, copy, &ploc);
-    struct bfs_dict *clean = bfs_dict_copy(*xd); /* the fop below does not see the rows */
-    if (!clean) {
+    struct bfs_dict **cxd = bfs_txn_entry_xdata(fop, copy, &ploc);
+    struct keep_arg k = {.src = *cxd, .out = bfs_dict_new()};
+    if (!k.out || bfs_dict_foreach(*cxd, keep_other, &k) < 0) {
+        bfs_dict_unref(k.out);
         txn_call_free(c);
         return -ENOMEM;
     }
-    (void)bfs_dict_foreach(rows, strip_key, clean);
-    bfs_dict_unref(*xd);
-    *xd = clean;
-    struct bfs_xattrop_req x = {.optype = BFS_XATTROP_ADD64, .xattrs = rows};
-    x.loc.gfid = c->parent;
-    int rc = bfs_wind_xattrop(frame, FIRST_CHILD(xl), preop_cbk, c, &x);
-    if (rc < 0)
+    bfs_dict_unref(*cxd);
+    *cxd = k.out;
+    c->newlock = asks_lock && newlock_request(c, frame, *xd);
+    int rc;
+    if (bfs_dict_count(c->rows)) {
+        struct bfs_xattrop_req x = {.optype = BFS_XATTROP_ADD64, .xattrs = c->rows};
+        x.loc.gfid = c->parent;
+        rc = bfs_wind_xattrop(frame, FIRST_CHILD(xl), preop_cbk, c, &x);
+    } else {
+        rc = bfs_wind_any(fop, frame, FIRST_CHILD(xl), fop_cbk, c, c->req);
+    }
+    if (rc < 0) {
+        drop_newlock(c);
         txn_call_free(c);
+    }
     return rc;
 }
 

@@ -145,6 +145,10 @@ int bfs__pl_inodelk(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs
 int bfs__pl_finodelk(struct bfs_frame *frame, struct bfs_xl *xl,
                      const struct bfs_finodelk_req *req);
 void bfs__pl_inodelk_client_gone(struct pl_inode *pin, void *client, struct pl_list *wake);
+/* Grants owner a whole-file write lock in domain on gfid at once (a create
+ * asking for its new file's data lock): 0, -EAGAIN, -ENOMEM. */
+int bfs__pl_inodelk_grant(struct bfs_xl *xl, const struct pl_owner *owner, const char *domain,
+                          const struct bfs_gfid *gfid);
 /* Releases owner's whole-file lock in domain on gfid (a piggybacked unlock). */
 int bfs__pl_inodelk_drop(struct bfs_xl *xl, const struct pl_owner *owner, const char *domain,
                          const struct bfs_gfid *gfid);
