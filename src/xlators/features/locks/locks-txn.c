@@ -9,7 +9,11 @@
  *   - pre-op + entry fop: an entry fop whose xdata carries pre-op rows
  *     first applies them to the parent directory as an xattrop through the
  *     translators below (features/index sees it as any xattrop), then runs
- *     the fop; a failed fop has its pre-op undone before its error goes up.
+ *     the fop; a failed fop has its pre-op undone before its error goes up;
+ *   - lock on create: a create asking for the new file's data lock gets it
+ *     granted before it runs and, once it succeeded, the data pre-op rows
+ *     added to the new file; the reply acknowledges both (else the lock is
+ *     dropped again).
  *
  * On one brick the order is what the separate calls would give: the mark
  * is on disk before the change, and the unlock after the post-op. Calls
