@@ -112,29 +112,19 @@ bool bfs__txn_piggy_preop(struct bfs_txn *t, uint32_t locked)
 
 struct add_arg {
     struct bfs_dict *out;
+    const char *prefix; /* each key goes in as prefix + key */
+    size_t len;
 };
 
 static int add_row(const char *key, enum bfs_val_type type, const void *val, size_t len,
                    void *arg)
 {
     struct add_arg *a = arg;
-    char k[BFS_TXN_X_PREOP_LEN + 256];
-    if (type != BFS_VAL_BIN || strlen(key) >= 256)
+    char k[64 + 256];
+    if (type != BFS_VAL_BIN || strlen(key) >= 256 || a->len >= 64)
         return -EINVAL;
-    memcpy(k, BFS_TXN_X_PREOP, BFS_TXN_X_PREOP_LEN);
-    strcpy(k + BFS_TXN_X_PREOP_LEN, key);
-    return bfs_dict_set_bin(a->out, k, val, len);
-}
-
-static int add_newrow(const char *key, enum bfs_val_type type, const void *val, size_t len,
-                      void *arg)
-{
-    struct add_arg *a = arg;
-    char k[BFS_TXN_X_NEWROW_LEN + 256];
-    if (type != BFS_VAL_BIN || strlen(key) >= 256)
-        return -EINVAL;
-    memcpy(k, BFS_TXN_X_NEWROW, BFS_TXN_X_NEWROW_LEN);
-    strcpy(k + BFS_TXN_X_NEWROW_LEN, key);
+    memcpy(k, a->prefix, a->len);
+    strcpy(k + a->len, key);
     return bfs_dict_set_bin(a->out, k, val, len);
 }
 
@@ -148,7 +138,8 @@ struct bfs_dict *bfs_txn_fop_xdata(struct bfs_txn *t, int i, const struct bfs_di
     /* what the separate pre-op would have added on child i: dirty + 1, and
      * blame of the children left out of the lock */
     struct bfs_dict *rows = cl->cl->build(cl->cl_arg, t->type, i, 1, t->absent, 1, false);
-    struct add_arg a = {.out = xdata ? bfs_dict_copy(xdata) : bfs_dict_new()};
+    struct add_arg a = {.out = xdata ? bfs_dict_copy(xdata) : bfs_dict_new(),
+                        .prefix = BFS_TXN_X_PREOP, .len = BFS_TXN_X_PREOP_LEN};
     if (!rows || !a.out || bfs_dict_foreach(rows, add_row, &a) < 0) {
         bfs_dict_unref(rows);
         bfs_dict_unref(a.out);
@@ -172,9 +163,9 @@ int bfs_txn_newlock_xdata(struct bfs_txn *t, int i, uint64_t owner, struct bfs_d
         rc = bfs_dict_set_str(out, BFS_TXN_X_NEWLOCK, cl->domain[BFS_TXN_DATA]);
     if (rc == 0)
         rc = bfs_dict_set_int(out, BFS_TXN_X_NEWLOCK_OWNER, (int64_t)owner);
-    struct add_arg a = {.out = out};
+    struct add_arg a = {.out = out, .prefix = BFS_TXN_X_NEWROW, .len = BFS_TXN_X_NEWROW_LEN};
     if (rc == 0)
-        rc = bfs_dict_foreach(rows, add_newrow, &a);
+        rc = bfs_dict_foreach(rows, add_row, &a);
     bfs_dict_unref(rows);
     return rc;
 }
