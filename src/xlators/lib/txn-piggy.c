@@ -89,8 +89,8 @@ void bfs__txn_postop_unlocked(struct bfs_txn_lock *lk, const struct bfs_op *op)
             done |= BFS_BIT(i);
     }
     s->locked &= ~done; /* the unlock stage releases the others */
-    if (done)
-        __atomic_or_fetch(&lk->cl->piggy, done & bfs_cluster_up(lk->cl), __ATOMIC_ACQ_REL);
+    if (done) /* a reply of a live connection: its going down clears the bit after */
+        __atomic_or_fetch(&lk->cl->piggy, done, __ATOMIC_ACQ_REL);
 }
 
 bool bfs__txn_piggy_preop(struct bfs_txn *t, uint32_t locked)

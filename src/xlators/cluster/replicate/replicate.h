@@ -201,6 +201,11 @@ struct afr_txn {
     int newlock;                 /* create: 1 asks for the file's data lock, -1 not, 0 undecided */
     uint64_t nl_owner;           /* the lock owner it asks for */
 };
+/* replicate-prefetch.c: the copy that will serve the reads of an O_RDONLY
+ * open (-1: unknown, or not such an open), and the open's wind to child i
+ * asking for no open-prefetch unless i is that copy. */
+int afr_open_reader(struct afr_priv *p, const struct bfs_open_req *q);
+void afr_open_wind(struct bfs_op *op, int i, const struct bfs_open_req *q, int reader);
 /* replicate-entry.c: lock on create (docs/design/replicate.md): does this
  * create ask for its file's data lock? Decided once per transaction. */
 bool afr_newlock_wanted(struct afr_txn *a);
