@@ -88,6 +88,13 @@ struct bfs_cluster {
     const struct bfs_changelog_ops *cl;
     void *cl_arg;
     struct bfs_loop *loop;                 /* xl->graph->proc->loop, may be NULL */
+    /* Piggybacked changelog steps (txn-piggy.c): preop_in_fop lets entry
+     * transactions carry their pre-op in the fop (set by the translator);
+     * piggy (atomic) holds the children whose brick acknowledged a
+     * piggybacked unlock since they last came up (the translator clears a
+     * child's bit when it goes down). */
+    bool preop_in_fop;
+    uint32_t piggy;
     /* txn.c bookkeeping, under timers_lock (bfs_cluster_init_timers()):
      * delayed post-op callbacks running (forget and fini wait for them),
      * ops in flight (transactions and releases: PARENT_DOWN waits for

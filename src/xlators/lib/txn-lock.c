@@ -33,6 +33,11 @@ struct txn_release {
 
 static uint64_t owner_seq;
 
+uint64_t bfs_txn_owner_new(const void *salt)
+{
+    return __atomic_add_fetch(&owner_seq, 1, __ATOMIC_RELAXED) ^ ((uint64_t)(uintptr_t)salt << 16);
+}
+
 uint32_t bfs__txn_all(const struct bfs_cluster *cl)
 {
     return cl->n >= 32 ? ~0u : (1u << cl->n) - 1;
@@ -134,8 +139,7 @@ int bfs__txn_holder_setup(struct bfs_txn_lock *lk, const struct bfs_txn *t)
     lk->top = lk->stack ? bfs_frame_top_new(lk->stack, NULL) : NULL;
     if (!lk->top)
         goto nomem;
-    lk->stack->lk_owner = __atomic_add_fetch(&owner_seq, 1, __ATOMIC_RELAXED) ^
-                          ((uint64_t)(uintptr_t)lk << 16);
+    lk->stack->lk_owner = bfs_txn_owner_new(lk);
     lk->nsets = 0;
     for (int s = 0; s < tg->nsets; s++) {
         const char *dom = cl->domain[t->type];
@@ -154,6 +158,7 @@ int bfs__txn_holder_setup(struct bfs_txn_lock *lk, const struct bfs_txn *t)
     lk->keep_dirty = false;
     lk->ro_window = t->readonly;
     lk->window++;
+    lk->since_ms = bfs_now_ms();
     if (lk->shared && lk->inode)
         held_add(lk);
     return 0;
@@ -198,6 +203,11 @@ void bfs__txn_holder_drop(struct bfs_txn_lock *lk, struct bfs_stack **stack,
 
 /* ---- delayed post-op timer ---- */
 
+static void release_task(void *arg)
+{
+    bfs__txn_start_release(arg);
+}
+
 static void timer_fire(void *arg)
 {
     struct bfs_txn_timer *tm = arg;
@@ -222,8 +232,12 @@ static void timer_fire(void *arg)
         }
     }
     pthread_mutex_unlock(&lk->m);
+    /* the release runs on its own task, not inside this callback: if its
+     * calls answer at once and it drops the last reference of the inode,
+     * forget runs bfs_txn_lock_fini, which waits for timer callbacks to end
+     * (this one). The RELEASING lock keeps its inode meanwhile. */
     if (release)
-        bfs__txn_start_release(lk);
+        post(cl, release_task, lk);
     free(tm);
     pthread_mutex_lock(&cl->timers_lock);
     cl->timers_running--;
@@ -325,8 +339,10 @@ static struct bfs_dict *stage_xattrs(const struct bfs_txn_lock *lk, const struct
                          g->read_row && o == 0);
 }
 
-static void wind_stage(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask,
-                       const struct cl_stage *g)
+/* One xattrop per (child of mask, object) as g says, xdata (may be NULL)
+ * on every call. */
+static void wind_stage_x(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask,
+                         const struct cl_stage *g, struct bfs_dict *xdata)
 {
     struct bfs_cluster *cl = lk->cl;
     struct bfs_dict *x[2][BFS_CLUSTER_MAX] = {{0}};
@@ -355,10 +371,11 @@ static void wind_stage(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask
             struct bfs_xl *child = cl->xl->children[i];
             if (o == 0 && lk->fd && bfs_mask_has(lk->fd_open, i)) {
                 struct bfs_fxattrop_req req = {.fd = lk->fd, .optype = BFS_XATTROP_ADD64,
-                                               .xattrs = x[o][i]};
+                                               .xattrs = x[o][i], .xdata = xdata};
                 bfs_op_wind(op, o * cl->n + i, BFS_FOP_FXATTROP, child, &req);
             } else {
-                struct bfs_xattrop_req req = {.optype = BFS_XATTROP_ADD64, .xattrs = x[o][i]};
+                struct bfs_xattrop_req req = {.optype = BFS_XATTROP_ADD64, .xattrs = x[o][i],
+                                              .xdata = xdata};
                 req.loc.gfid = lk->obj[o];
                 bfs_op_wind(op, o * cl->n + i, BFS_FOP_XATTROP, child, &req);
             }
@@ -367,11 +384,24 @@ static void wind_stage(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask
     }
 }
 
+static void wind_stage(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask,
+                       const struct cl_stage *g)
+{
+    wind_stage_x(lk, op, mask, g, NULL);
+}
+
+void bfs__txn_wind_changelog_x(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask,
+                               int64_t dirty, uint32_t blame, int64_t by, bool read_row,
+                               struct bfs_dict *xdata)
+{
+    struct cl_stage g = {.dirty = dirty, .by = by, .blame = blame, .read_row = read_row};
+    wind_stage_x(lk, op, mask, &g, xdata);
+}
+
 void bfs__txn_wind_changelog(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask,
                            int64_t dirty, uint32_t blame, int64_t by, bool read_row)
 {
-    struct cl_stage g = {.dirty = dirty, .by = by, .blame = blame, .read_row = read_row};
-    wind_stage(lk, op, mask, &g);
+    bfs__txn_wind_changelog_x(lk, op, mask, dirty, blame, by, read_row, NULL);
 }
 
 bool bfs__txn_marks_unacked(const struct bfs_txn_lock *lk)
@@ -455,12 +485,14 @@ static int release_step(struct bfs_op *op)
         uint32_t clear = lk->keep_dirty ? 0 : lk->set & lk->dirtied;
         op->state = R_POSTOP_DONE;
         if (clear) {
-            bfs__txn_wind_changelog(lk, op, clear, -1, 0, 0, false);
+            bfs__txn_wind_postop(lk, op, clear);
             return BFS_OP_WAIT;
         }
+        bfs_op_reset_replies(op);
         return BFS_OP_CONTINUE;
     }
     case R_POSTOP_DONE:
+        bfs__txn_postop_unlocked(lk, op); /* those need no unlock of their own */
         bfs_op_reset_replies(op); /* a failed post-op leaves a dirty mark: healed later */
         op->state = R_UNLOCK;
         return BFS_OP_CONTINUE;

@@ -58,6 +58,22 @@ bool bfs__txn_marks_unacked(const struct bfs_txn_lock *lk);
 /* A stage of one xattrop per (child of mask, object) marking that child's
  * copy as holding a change that was not acknowledged. */
 void bfs__txn_wind_unacked(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask);
+/* The same with xdata (may be NULL) on every call. */
+void bfs__txn_wind_changelog_x(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask,
+                               int64_t dirty, uint32_t blame, int64_t by, bool read_row,
+                               struct bfs_dict *xdata);
+
+/* txn-piggy.c: changelog steps that ride in other calls (txn-wire.h).
+ * Post-op (dirty -= 1) on mask, asking each brick to release the lock
+ * after it when the lock allows it (one lock set, on the object itself). */
+void bfs__txn_wind_postop(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask);
+/* After that post-op: children whose brick released the lock leave the
+ * lock set's locked mask (and are remembered as able to piggyback). */
+void bfs__txn_postop_unlocked(struct bfs_txn_lock *lk, const struct bfs_op *op);
+/* Right after locking: true when t's pre-op goes in its fop (t->piggy set,
+ * lk->set = locked, lk->dirtied filled in after the fop). */
+bool bfs__txn_piggy_preop(struct bfs_txn *t, uint32_t locked);
+
 /* Children of mask whose xattrop succeeded on every object. */
 uint32_t bfs__txn_changelog_ok(const struct bfs_txn_lock *lk, const struct bfs_op *op,
                                uint32_t mask);

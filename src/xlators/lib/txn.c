@@ -85,6 +85,20 @@ static void __unlink_active(struct bfs_txn_lock *lk, struct bfs_txn *t)
     }
 }
 
+/* How long one window may go on admitting newcomers. There is no lock
+ * contention notice between clients: another client's blocking lock waits
+ * at the bricks until we unlock, and a window that keeps being joined (a
+ * reader or writer that never pauses for the post-op delay) would starve it
+ * for good. Past this age newcomers queue, the window drains and is
+ * released, the other client's queued lock is granted, and ours is asked
+ * for again behind it. */
+#define TXN_WINDOW_MAX_MS 1000
+
+static bool window_aged(const struct bfs_txn_lock *lk)
+{
+    return bfs_now_ms() - lk->since_ms > TXN_WINDOW_MAX_MS;
+}
+
 /* Decides where t starts: acquire, join, or wait (queued, not run). */
 void bfs__txn_admit(struct bfs_txn *t)
 {
@@ -108,14 +122,17 @@ void bfs__txn_admit(struct bfs_txn *t)
         t->acquirer = true;
         t->op.state = T_LOCK;
     } else if (lk->state == BFS_TXL_HELD && !lk->release_now && !__overlaps_active(lk, t) &&
-               (t->readonly || !lk->ro_window)) {
+               (t->readonly || !lk->ro_window) && !window_aged(lk)) {
         bfs__txn_timer_disarm(lk);
         lk->joined++;
         t->op.state = T_FOP;
     } else {
         bool release = false;
-        if (!t->readonly && lk->ro_window && lk->state != BFS_TXL_RELEASING) {
-            lk->release_now = true; /* a change waits for the readers' window to end */
+        bool aged = lk->state == BFS_TXL_HELD && window_aged(lk);
+        if ((aged || (!t->readonly && lk->ro_window)) && lk->state != BFS_TXL_RELEASING) {
+            /* a change waits for the readers' window to end; an old window
+             * ends to let other clients in */
+            lk->release_now = true;
             if (lk->state == BFS_TXL_HELD && !lk->active) {
                 bfs__txn_timer_disarm(lk);
                 lk->state = BFS_TXL_RELEASING;
@@ -344,6 +361,11 @@ static int fop_done(struct bfs_txn *t)
     }
     t->failed |= wound_failed;
     t->ok = wound_ok ? wound_ok | skipped : 0;
+    if (t->piggy) { /* the pre-op was applied exactly where the fop succeeded */
+        pthread_mutex_lock(&t->lk->m);
+        t->lk->dirtied = wound_ok;
+        pthread_mutex_unlock(&t->lk->m);
+    }
     if (!t->ok) {
         t->failed |= t->run;
         if (!same_error(op, wound_failed)) {
@@ -448,6 +470,10 @@ static int txn_lock_stage(struct bfs_txn *t)
         op->state = T_FOP;
         return BFS_OP_CONTINUE;
     }
+    if (bfs__txn_piggy_preop(t, locked)) {
+        op->state = T_FOP; /* the pre-op goes with the fop */
+        return BFS_OP_CONTINUE;
+    }
     op->state = T_PREOP_DONE;
     bfs__txn_wind_changelog(lk, op, locked, 1, t->absent, 1, true);
     return BFS_OP_WAIT;
@@ -497,12 +523,15 @@ static int txn_step(struct bfs_op *op)
     case T_POSTOP: {
         uint32_t clear = lk->keep_dirty ? 0 : lk->set & lk->dirtied;
         op->state = T_POSTOP_DONE;
-        if (!clear)
+        if (!clear) {
+            bfs_op_reset_replies(op); /* no post-op replies to read */
             return BFS_OP_CONTINUE;
-        bfs__txn_wind_changelog(lk, op, clear, -1, 0, 0, false);
+        }
+        bfs__txn_wind_postop(lk, op, clear);
         return BFS_OP_WAIT;
     }
     case T_POSTOP_DONE:
+        bfs__txn_postop_unlocked(lk, op);
         bfs_op_reset_replies(op);
         op->state = T_UNLOCK;
         return BFS_OP_CONTINUE;

@@ -135,6 +135,7 @@ struct bfs_txn_lock {
     bool release_now;             /* release as soon as idle (flush, non-fd change) */
     bool ro_window;               /* acquired by a reader: shared lock, no pre-op */
     uint64_t window;              /* bumped at each acquisition: names the window */
+    uint64_t since_ms;            /* when the window was acquired (bfs_now_ms) */
     uint64_t joined;              /* statistics: transactions that found the lock held */
     struct bfs_txn *active;       /* transactions past admission, not yet left */
     struct bfs_txn *waiting;      /* FIFO of transactions not admitted yet */
@@ -155,6 +156,7 @@ struct bfs_txn {
     uint64_t start, end;          /* byte range [start, end); end UINT64_MAX: to the end */
     bool fd_based;                /* keeps a shared lock held when it leaves */
     bool readonly;                /* a reader (see above): no changelog, never blamed */
+    bool piggy;                   /* the pre-op rides in the fop (txn-piggy.c) */
     /* fop stage results, for the hooks */
     uint32_t run;                 /* children the fop went to (or was skipped on) */
     uint32_t ok, failed;          /* after the fop */
@@ -192,6 +194,31 @@ void bfs_txn_start(struct bfs_txn *t);
  * Returns 0 if it is FREE already (fn is not called), 1 if fn(arg) will
  * run (posted to the event loop) once it is FREE, -ENOMEM. */
 int bfs_txn_lock_flush(struct bfs_txn_lock *lk, bfs_task_fn fn, void *arg);
+
+/* For the fop hook's wind to child i: NULL when the transaction's pre-op
+ * does not ride in the fop, else a new dict (unref it) = xdata plus the
+ * pre-op rows for child i (lib/txn-wire.h); *err = -ENOMEM when it should
+ * have been made but could not (then do not wind to i). */
+struct bfs_dict *bfs_txn_fop_xdata(struct bfs_txn *t, int i, const struct bfs_dict *xdata,
+                                   int *err);
+
+/* A lock owner no other lock object uses (salt: any address of ours). */
+uint64_t bfs_txn_owner_new(const void *salt);
+
+/* Lock on create (txn-piggy.c, txn-wire.h): adds to out, the xdata of a
+ * create to child i, the request that the brick grant `owner` the data
+ * lock of the new file and add the data pre-op of an eager lock to it.
+ * 0 or -ENOMEM. */
+int bfs_txn_newlock_xdata(struct bfs_txn *t, int i, uint64_t owner, struct bfs_dict *out);
+/* After such a create: the children of `held` acknowledged (BFS_TXN_X_
+ * NEWLOCKED), ok are those where the create succeeded. Makes the shared
+ * lock lk HELD by owner on held, as if a write had just acquired it (the
+ * next write joins it; a delayed post-op or flush releases it); if held
+ * is not all of ok, or lk is NULL or not FREE, what the bricks granted is
+ * released at once instead. */
+void bfs_txn_lock_install(struct bfs_cluster *cl, struct bfs_txn_lock *lk,
+                          const struct bfs_txn_target *tg, uint64_t owner, uint32_t held,
+                          uint32_t ok);
 
 /* The lock's state, for dumps and tests. */
 enum bfs_txn_lock_state bfs_txn_lock_state(struct bfs_txn_lock *lk);

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "replicate.h"
+#include "xlators/lib/txn-wire.h"
 
 /* Gives a new entry's request a GFID (the caller's, or a fresh one). */
 static int with_gfid_req(struct bfs_dict **xdata)
@@ -73,18 +74,78 @@ static void remember_new(struct afr_txn *a)
         bfs_inode_unref(inode);
 }
 
+bool afr_newlock_wanted(struct afr_txn *a)
+{
+    struct afr_priv *p = a->p;
+    if (a->newlock)
+        return a->newlock > 0;
+    a->newlock = -1;
+    /* the brick grants it only if nobody holds that GFID's lock, and
+     * bfs_txn_lock_install gives it back if our lock object is busy (a GFID
+     * the caller chose may name an inode we know) */
+    if (!__atomic_load_n(&p->cl.eager, __ATOMIC_RELAXED) ||
+        !__atomic_load_n(&p->cl.delay_ms, __ATOMIC_RELAXED))
+        return false;
+    a->nl_owner = bfs_txn_owner_new(a);
+    a->newlock = 1;
+    return true;
+}
+
+/* Children whose brick granted the new file's data lock (reply xdata). */
+static uint32_t newlock_acked(const struct afr_txn *a)
+{
+    uint32_t m = 0;
+    for (int i = 0; i < a->p->n; i++) {
+        const struct bfs_op_reply *r = &a->t.op.replies[i];
+        int64_t v = 0;
+        if (r->valid && r->rc >= 0 && r->rep && r->fop == BFS_FOP_CREATE &&
+            bfs_dict_get_int(((const struct bfs_create_rep *)r->rep)->xdata, BFS_TXN_X_NEWLOCKED,
+                             &v) == 0 && v == 1)
+            m |= BFS_BIT(i);
+    }
+    return m;
+}
+
+/* The created file's data lock, taken with the create: the first write
+ * joins it (no inodelk, no pre-op of its own). A create that is not
+ * acknowledged (rc < 0) gives back what its bricks granted. */
+static void newlock_install(struct afr_txn *a, int rc, const struct bfs_iatt *attr)
+{
+    uint32_t held = a->newlock > 0 ? newlock_acked(a) : 0;
+    if (!held)
+        return;
+    struct afr_priv *p = a->p;
+    const struct bfs_create_rep *cr = a->t.op.replies[bfs_mask_first(held)].rep;
+    struct bfs_gfid g = attr ? attr->gfid : cr->attr.gfid;
+    struct bfs_inode *inode = afr_inode_of_gfid(p->xl, &g, S_IFREG);
+    struct afr_inode *c = rc >= 0 ? afr_ictx(p->xl, inode) : NULL;
+    struct bfs_txn_target tg = {.nsets = 1, .nobj = 1, .inode = inode,
+                                .fd = ((struct bfs_create_req *)a->req)->fd,
+                                .fd_open = a->t.ok};
+    tg.lk[0].kind = BFS_LKSET_INODE;
+    tg.lk[0].gfid = g;
+    tg.obj[0] = g;
+    bfs_txn_lock_install(&p->cl, c ? &c->dlock : NULL, &tg, a->nl_owner, held, a->t.ok);
+    if (inode)
+        bfs_inode_unref(inode);
+}
+
 static void entry_done(struct afr_txn *a, int rc)
 {
     uint64_t v;
     if (a->inode && bfs_inode_ctx_get(a->inode, a->p->xl, &v) == 0 && v)
         afr_ictx_failed((struct afr_inode *)(uintptr_t)v, AFR_ENTRY, a->t.failed);
+    if (a->fop == BFS_FOP_CREATE && rc < 0)
+        newlock_install(a, rc, NULL);
     if (rc < 0)
         return;
     remember_new(a);
     const struct bfs_iatt *attr = new_attr(a, a->chosen);
-    if (a->fop == BFS_FOP_CREATE)
+    if (a->fop == BFS_FOP_CREATE) {
         afr_fd_set_opened(a->p->xl, ((struct bfs_create_req *)a->req)->fd, a->t.ok,
                           attr ? &attr->gfid : NULL, ((struct bfs_create_req *)a->req)->flags);
+        newlock_install(a, rc, attr);
+    }
 }
 
 /* a->req is set; l1 (and l2 for rename) point into it. */

@@ -220,6 +220,7 @@ static int afr_init(struct bfs_xl *xl)
     p->cl.n = p->n;
     p->cl.cl = &afr_changelog_ops;
     p->cl.cl_arg = p;
+    p->cl.preop_in_fop = true;
     p->cl.loop = xl->graph && xl->graph->proc ? xl->graph->proc->loop : NULL;
     bfs_cluster_init_timers(&p->cl);
     xl->private = p;
@@ -297,6 +298,8 @@ static int afr_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
     uint32_t mask = afr_up(p);
     mask = up ? mask | BFS_BIT(i) : mask & ~BFS_BIT(i);
     __atomic_store_n(&p->cl.up, mask, __ATOMIC_RELEASE);
+    if (!up) /* the next connection may reach another brick */
+        __atomic_and_fetch(&p->cl.piggy, ~BFS_BIT(i), __ATOMIC_ACQ_REL);
     __atomic_add_fetch(&p->gen, 1, __ATOMIC_ACQ_REL);
     if (!up)
         __atomic_or_fetch(&p->been_down, BFS_BIT(i), __ATOMIC_ACQ_REL);

@@ -213,7 +213,17 @@ struct afr_txn {
     int chosen;                  /* child whose reply answers, -1 */
     struct bfs_open_rep *open_rep; /* open with O_TRUNC: answered as open */
     void (*done)(struct afr_txn *a, int rc); /* family hook after combine */
+    int newlock;                 /* create: 1 asks for the file's data lock, -1 not, 0 undecided */
+    uint64_t nl_owner;           /* the lock owner it asks for */
 };
+/* replicate-prefetch.c: the copy that will serve the reads of an O_RDONLY
+ * open (-1: unknown, or not such an open), and the open's wind to child i
+ * asking for no open-prefetch unless i is that copy. */
+int afr_open_reader(struct afr_priv *p, const struct bfs_open_req *q);
+void afr_open_wind(struct bfs_op *op, int i, const struct bfs_open_req *q, int reader);
+/* replicate-entry.c: lock on create (docs/design/replicate.md): does this
+ * create ask for its file's data lock? Decided once per transaction. */
+bool afr_newlock_wanted(struct afr_txn *a);
 /* Allocates an afr_txn (size >= sizeof) with a copy of req. NULL: ENOMEM. */
 struct afr_txn *afr_txn_new(struct bfs_xl *xl, int fop, const void *req, size_t size);
 void afr_txn_free(struct afr_txn *a);

@@ -238,3 +238,12 @@ void bfs__pl_entrylk_client_gone(struct pl_inode *pin, void *client, struct pl_l
         grant_waiters(d, wake);
     }
 }
+
+/* The unlock a piggybacked post-op asks for (locks-txn.c): owner's entry
+ * lock (domain, basename) in the directory gfid, as an unlock would. */
+int bfs__pl_entrylk_drop(struct bfs_xl *xl, const struct pl_owner *owner, const char *domain,
+                         const struct bfs_gfid *gfid, const char *basename)
+{
+    struct pl_lock want = {.kind = PL_ENTRYLK, .owner = *owner, .basename = (char *)basename};
+    return bfs__pl_domain_drop(xl, gfid, domain, unlock, &want);
+}

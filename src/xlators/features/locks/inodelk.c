@@ -246,3 +246,41 @@ void bfs__pl_inodelk_client_gone(struct pl_inode *pin, void *client, struct pl_l
         grant_waiters(d, wake);
     }
 }
+
+/* The unlock a piggybacked post-op asks for (locks-txn.c): owner's
+ * whole-file lock in domain on gfid, as an unlock request would. */
+int bfs__pl_inodelk_drop(struct bfs_xl *xl, const struct pl_owner *owner, const char *domain,
+                         const struct bfs_gfid *gfid)
+{
+    struct pl_lock want = {.kind = PL_INODELK, .owner = *owner, .start = 0, .end = UINT64_MAX};
+    return bfs__pl_domain_drop(xl, gfid, domain, unlock, &want);
+}
+
+/* A lock granted without a request (locks-txn.c: a create that asks for the
+ * data lock of the file it makes): owner's whole-file write lock in domain
+ * on gfid, if nobody holds or waits for a conflicting one. 0, -EAGAIN,
+ * -ENOMEM. */
+int bfs__pl_inodelk_grant(struct bfs_xl *xl, const struct pl_owner *owner, const char *domain,
+                          const struct bfs_gfid *gfid)
+{
+    struct pl_lock *lk = bfs__pl_lock_new(PL_INODELK, owner, F_WRLCK, 0, UINT64_MAX, 0);
+    struct pl_inode *pin = lk ? bfs__pl_inode_get(xl, gfid, true) : NULL;
+    if (!pin) {
+        bfs__pl_lock_free(lk);
+        return -ENOMEM;
+    }
+    int rc = -ENOMEM;
+    pthread_mutex_lock(&pin->lock);
+    struct pl_domain *d = bfs__pl_domain_get(pin, domain, true);
+    if (d && grantable(d, lk, NULL)) {
+        pl_list_add_tail(&d->inodelks, &lk->link);
+        lk = NULL;
+        rc = 0;
+    } else if (d) {
+        rc = -EAGAIN;
+    }
+    pthread_mutex_unlock(&pin->lock);
+    bfs__pl_lock_free(lk);
+    bfs__pl_inode_put(xl, pin);
+    return rc;
+}

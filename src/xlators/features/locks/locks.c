@@ -150,6 +150,25 @@ bool bfs__pl_owner_eq(const struct pl_owner *a, const struct pl_owner *b)
     return a->client == b->client && a->id == b->id;
 }
 
+int bfs__pl_domain_drop(struct bfs_xl *xl, const struct bfs_gfid *gfid, const char *domain,
+                        int (*unlock)(struct pl_domain *, const struct pl_lock *,
+                                      struct pl_list *),
+                        const struct pl_lock *want)
+{
+    struct pl_inode *pin = bfs__pl_inode_get(xl, gfid, false);
+    if (!pin)
+        return -EINVAL;
+    struct pl_list wake;
+    pl_list_init(&wake);
+    pthread_mutex_lock(&pin->lock);
+    struct pl_domain *d = bfs__pl_domain_get(pin, domain, false);
+    int rc = d ? unlock(d, want, &wake) : -EINVAL;
+    pthread_mutex_unlock(&pin->lock);
+    bfs__pl_wake_all(&wake);
+    bfs__pl_inode_put(xl, pin);
+    return rc;
+}
+
 int bfs__pl_range(const struct bfs_flock *fl, uint64_t *start, uint64_t *end)
 {
     *start = fl->start;
@@ -371,6 +390,15 @@ static const struct bfs_fops pl_fops = {
     .entrylk = bfs__pl_entrylk,
     .fentrylk = bfs__pl_fentrylk,
     .lease = bfs__pl_lease,
+    .xattrop = bfs__pl_xattrop,
+    .fxattrop = bfs__pl_fxattrop,
+    .create = bfs__pl_create,
+    .mknod = bfs__pl_mknod,
+    .mkdir = bfs__pl_mkdir,
+    .symlink = bfs__pl_symlink,
+    .link = bfs__pl_link,
+    .unlink = bfs__pl_unlink,
+    .rmdir = bfs__pl_rmdir,
 };
 
 BFS_XL_MODULE(.type = "features/locks", .fops = &pl_fops, .init = pl_init, .fini = pl_fini,

@@ -111,6 +111,12 @@ void bfs__pl_inode_put(struct bfs_xl *xl, struct pl_inode *pin);
 struct pl_inode **bfs__pl_inode_all(struct bfs_xl *xl, size_t *n);
 /* Finds (or with create, makes) a domain; pin->lock held. NULL if absent / ENOMEM. */
 struct pl_domain *bfs__pl_domain_get(struct pl_inode *pin, const char *name, bool create);
+/* Runs unlock(domain, want, wake) on gfid's domain under its lock, then
+ * answers whoever it woke; -EINVAL when there is no such inode or domain. */
+int bfs__pl_domain_drop(struct bfs_xl *xl, const struct bfs_gfid *gfid, const char *domain,
+                        int (*unlock)(struct pl_domain *, const struct pl_lock *,
+                                      struct pl_list *),
+                        const struct pl_lock *want);
 
 bool bfs__pl_owner_eq(const struct pl_owner *a, const struct pl_owner *b);
 /* flock range -> inclusive [start, end]; -EINVAL on overflow. */
@@ -139,12 +145,34 @@ int bfs__pl_inodelk(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs
 int bfs__pl_finodelk(struct bfs_frame *frame, struct bfs_xl *xl,
                      const struct bfs_finodelk_req *req);
 void bfs__pl_inodelk_client_gone(struct pl_inode *pin, void *client, struct pl_list *wake);
+/* Grants owner a whole-file write lock in domain on gfid at once (a create
+ * asking for its new file's data lock): 0, -EAGAIN, -ENOMEM. */
+int bfs__pl_inodelk_grant(struct bfs_xl *xl, const struct pl_owner *owner, const char *domain,
+                          const struct bfs_gfid *gfid);
+/* Releases owner's whole-file lock in domain on gfid (a piggybacked unlock). */
+int bfs__pl_inodelk_drop(struct bfs_xl *xl, const struct pl_owner *owner, const char *domain,
+                         const struct bfs_gfid *gfid);
 
 /* ---- entrylk.c ---- */
 int bfs__pl_entrylk(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_entrylk_req *req);
 int bfs__pl_fentrylk(struct bfs_frame *frame, struct bfs_xl *xl,
                      const struct bfs_fentrylk_req *req);
 void bfs__pl_entrylk_client_gone(struct pl_inode *pin, void *client, struct pl_list *wake);
+/* Releases owner's entry lock (domain, basename) in directory gfid. */
+int bfs__pl_entrylk_drop(struct bfs_xl *xl, const struct pl_owner *owner, const char *domain,
+                         const struct bfs_gfid *gfid, const char *basename);
+
+/* ---- locks-txn.c: changelog steps piggybacked on other calls ---- */
+int bfs__pl_xattrop(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_xattrop_req *req);
+int bfs__pl_fxattrop(struct bfs_frame *frame, struct bfs_xl *xl,
+                     const struct bfs_fxattrop_req *req);
+int bfs__pl_create(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_create_req *req);
+int bfs__pl_mknod(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_mknod_req *req);
+int bfs__pl_mkdir(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_mkdir_req *req);
+int bfs__pl_symlink(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_symlink_req *req);
+int bfs__pl_link(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_link_req *req);
+int bfs__pl_unlink(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_unlink_req *req);
+int bfs__pl_rmdir(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_rmdir_req *req);
 
 /* ---- lease.c ---- */
 int bfs__pl_lease(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_lease_req *req);

@@ -64,7 +64,12 @@ void cli_pf_bump(struct cli_priv *priv)
 int cli_pf_open_req(struct cli_priv *priv, struct cli_call *call, const struct bfs_open_req *q,
                     struct bfs_open_req *copy)
 {
+    int64_t asked = 1;
     if (priv->pf_max == 0 || (q->flags & (O_ACCMODE | O_TRUNC)) != O_RDONLY)
+        return 0;
+    /* a translator above that knows reads will go elsewhere (replicate:
+     * one copy serves them) sends 0: no prefetch here (posix ignores 0) */
+    if (bfs_dict_get_int(q->xdata, CLI_PREFETCH_KEY, &asked) == 0 && asked <= 0)
         return 0;
     *copy = *q;
     copy->xdata = q->xdata ? bfs_dict_copy(q->xdata) : bfs_dict_new();
