@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../lib/cluster-graph.h"
 #include "../lib/tap.h"
 #include "core/event.h"
 #include "core/graph.h"
@@ -47,22 +48,6 @@ static char tmpdir[64], brickdir[128], portfile[160];
 static struct bfs_stack *st;
 
 /* ---- graphs ---- */
-
-static struct bfs_graph *start_graph(const char *text, struct bfs_proc *p)
-{
-    char err[512] = "";
-    struct bfs_graph *g = NULL;
-    if (bfs_graph_from_text(text, strlen(text), "<test>", p, &g, err, sizeof(err)) < 0) {
-        printf("# graph: %s\n", err);
-        return NULL;
-    }
-    if (bfs_graph_init(g) < 0) {
-        bfs_graph_free(g);
-        return NULL;
-    }
-    bfs_graph_activate(g);
-    return g;
-}
 
 static void stop_graph(struct bfs_graph *g)
 {
@@ -79,7 +64,7 @@ static struct bfs_graph *start_posix(struct bfs_proc *p, const char *dir, const 
     char vf[1024];
     snprintf(vf, sizeof(vf), "volume px\n type storage/posix\n option directory %s\n%s"
              "end-volume\n", dir, opts);
-    return start_graph(vf, p);
+    return cg_graph_start(vf, p);
 }
 
 static int count_fds(void)
@@ -754,7 +739,7 @@ static void test_flush(struct bfs_proc *bproc, struct bfs_proc *cproc)
              " option transport.listen-address 127.0.0.1\n option transport.listen-port 0\n"
              " option transport.port-file %s\n subvolumes brick\nend-volume\n",
              brickdir, portfile);
-    struct bfs_graph *sg = start_graph(vf, bproc);
+    struct bfs_graph *sg = cg_graph_start(vf, bproc);
     int port = -1;
     FILE *pf = fopen(portfile, "r");
     if (pf) {
@@ -766,7 +751,7 @@ static void test_flush(struct bfs_proc *bproc, struct bfs_proc *cproc)
     snprintf(vf, sizeof(vf),
              "volume c0\n type protocol/client\n option remote-host 127.0.0.1\n"
              " option remote-port %d\n option remote-subvolume brick\nend-volume\n", port);
-    struct bfs_graph *cg = sg ? start_graph(vf, cproc) : NULL;
+    struct bfs_graph *cg = sg ? cg_graph_start(vf, cproc) : NULL;
     struct bfs_xl *top = cg ? cg->top : NULL;
     int up = -1;
     for (int i = 0; top && i < 500 && up < 0; i++) {

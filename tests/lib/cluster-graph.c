@@ -1,8 +1,9 @@
 /*
  * cluster-graph.c — a cluster translator over real bricks, in one process,
  * for the graph tests of replicate (test_replicate.c,
- * test_replicate_heal.c, test_heal_api.c); cluster-graph.h says what each
- * helper does.
+ * test_replicate_heal.c, test_heal_api.c; the process, the scratch root
+ * and cg_graph_start also for dht-graph.c and test_fastpath.c);
+ * cluster-graph.h says what each helper does.
  *
  * Each child is storage/posix on a folder of its own under a scratch root
  * (made by cg_init, removed by cg_fini), under the layers the test asks
@@ -51,11 +52,16 @@ void cg_run(const struct cg_test *tests, size_t n, const char *only_env)
 
 int cg_init(const char *name)
 {
+    return cg_init_threads(name, 2);
+}
+
+int cg_init_threads(const char *name, int threads)
+{
     bfs_log_set_level(BFS_LOG_ERROR);
     snprintf(root, sizeof(root), "/tmp/bfs-%s-XXXXXX", name);
     if (!mkdtemp(root))
         return -errno;
-    proc = bfs_proc_new(name, 2);
+    proc = bfs_proc_new(name, threads);
     return proc ? 0 : -ENOMEM;
 }
 
@@ -75,7 +81,29 @@ struct bfs_proc *cg_proc(void)
     return proc;
 }
 
+const char *cg_root(void)
+{
+    return root;
+}
+
 /* ---- graph ---- */
+
+struct bfs_graph *cg_graph_start(const char *text, struct bfs_proc *p)
+{
+    char err[512] = "";
+    struct bfs_graph *g = NULL;
+    struct bfs_proc *in = p ? p : proc;
+    if (bfs_graph_from_text(text, strlen(text), "<test>", in, &g, err, sizeof(err)) < 0) {
+        printf("# graph: %s\n", err);
+        return NULL;
+    }
+    if (bfs_graph_init(g) < 0) {
+        bfs_graph_free(g);
+        return NULL;
+    }
+    bfs_graph_activate(g);
+    return g;
+}
 
 /* What replicate tells the program above it. */
 int cg_events_up, cg_events_down;

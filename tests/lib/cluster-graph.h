@@ -1,6 +1,8 @@
 /*
  * cluster-graph.h — graph tests of a cluster translator (replicate) over
- * real bricks in one process (cluster-graph.c). Link: every C file of tests/lib
+ * real bricks in one process (cluster-graph.c); its process, scratch root and
+ * cg_graph_start also serve distribute's (dht-graph.h) and other graph
+ * tests. Link: every C file of tests/lib
  * is linked into every test program (Makefile, TESTLIB_OBJS).
  *
  * Needs root for the trusted xattrs the helpers read on the bricks.
@@ -42,9 +44,16 @@ void cg_run(const struct cg_test *tests, size_t n, const char *only_env);
 /* Once per program: the process (2 threads) and a scratch root
  * /tmp/bfs-NAME-XXXXXX; logs at error level. 0 or -errno. */
 int cg_init(const char *name);
+/* The same with `threads` threads in the process. */
+int cg_init_threads(const char *name, int threads);
 /* Frees the process and removes the scratch root. */
 void cg_fini(void);
 struct bfs_proc *cg_proc(void);
+/* The scratch root of cg_init (removed by cg_fini). */
+const char *cg_root(void);
+/* A graph from volfile text in process p (NULL: cg_init's), initialised
+ * and active; NULL on error (the parser's complaint as a TAP comment). */
+struct bfs_graph *cg_graph_start(const char *text, struct bfs_proc *p);
 
 /*
  * n bricks (at most CG_MAX): b<i> storage/posix on a new folder, then each

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "../lib/tap.h"
-#include "xlators/cluster/distribute/dht-layout.c"
+#include "xlators/cluster/distribute/dht-layout.h"
 
 static const uint8_t ROOT[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 static const uint8_t SEQ[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};

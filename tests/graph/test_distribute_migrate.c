@@ -1,0 +1,167 @@
+/*
+ * test_distribute_migrate.c — cluster/distribute over 3 storage/posix
+ * bricks (tests/lib/dht-graph.c) while the rebalance moves a file
+ * (docs/design/rebalance.md): the test plays the rebalance's part directly
+ * on the bricks (the copy with the same GFID on the destination, the
+ * source's mark and freeze) and checks through distribute and in the brick
+ * folders underneath.
+ *
+ * Asserts: an open(O_TRUNC), an ftruncate through an fd opened before the
+ * move and a write landing on a source the rebalance froze follow the file
+ * to its new brick; with a link file of the same GFID on a third brick (a
+ * renamed file being moved), a write follows the brick the source's mark
+ * names, not the first one a search by GFID meets.
+ *
+ * Needs root (trusted xattrs on the bricks); skips otherwise. DHT_TEST_LOG:
+ * the log level.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../lib/dht-graph.h"
+#include "../lib/tap.h"
+#include "core/graph.h"
+
+static int open_(struct dg_vol *v, const struct bfs_gfid *g, int flags, struct bfs_fd **out)
+{
+    struct bfs_inode *in = bfs_inode_get(v->g->itable, g, S_IFREG); /* as a mount's fds */
+    *out = bfs_fd_new(v->g, in, flags, 0);
+    if (in)
+        bfs_inode_unref(in);
+    struct bfs_open_req o = {.loc = dg_LG(g), .fd = *out, .flags = (uint32_t)flags};
+    return bfs_sync_open(v->top, dg_st, &o, NULL);
+}
+
+static long disk_size(struct dg_vol *v, int b, const char *rel)
+{
+    struct stat sb;
+    return stat(dg_on_disk(v, b, rel), &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+/* The content of rel on brick b, read from its folder (NUL-terminated). */
+static const char *disk_read(struct dg_vol *v, int b, const char *rel, char *buf, size_t len)
+{
+    ssize_t n = cg_slurp(dg_on_disk(v, b, rel), buf, len - 1);
+    buf[n > 0 ? n : 0] = 0;
+    return buf;
+}
+
+/* create (root, name) on brick xl with GFID g and mode (content data) */
+static int brick_put(struct dg_vol *v, struct bfs_xl *xl, const char *name,
+                     const struct bfs_gfid *g, uint32_t mode, const char *data)
+{
+    struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_WRONLY, 0);
+    struct bfs_dict *xd = bfs_dict_new();
+    bfs_dict_set_bin(xd, "gfid-req", g->b, 16);
+    struct bfs_create_req c = {.loc = cg_L(&bfs_gfid_root, name), .fd = fd,
+                               .flags = O_WRONLY | O_CREAT | O_EXCL, .mode = mode, .xdata = xd};
+    int rc = bfs_sync_create(xl, dg_st, &c, NULL);
+    struct bfs_write_req w = {.fd = fd, .data = {data, strlen(data)}};
+    if (rc >= 0 && *data)
+        rc = bfs_sync_write(xl, dg_st, &w, NULL);
+    bfs_dict_unref(xd);
+    bfs_fd_unref(fd);
+    return rc;
+}
+
+/* The rebalance's freeze of g on brick xl (rebalance.md, step 3): the
+ * mark "644 DEST", then the mode with S_ISVTX|S_ISGID. */
+static int brick_freeze(struct bfs_xl *xl, const struct bfs_gfid *g, const char *dest)
+{
+    char val[32];
+    int len = snprintf(val, sizeof(val), "644 %s", dest);
+    struct bfs_dict *mark = bfs_dict_new(), *internal = bfs_dict_new();
+    bfs_dict_set_bin(mark, "trusted.brickfs.dht.migrating", val, (size_t)len);
+    bfs_dict_set_int(internal, "brickfs-internal", 1);
+    struct bfs_setxattr_req mk = {.loc = dg_LG(g), .xattrs = mark, .xdata = internal};
+    struct bfs_setattr_req fz = {.loc = dg_LG(g), .valid = BFS_SET_MODE};
+    fz.attr.mode = 0644 | S_ISVTX | S_ISGID;
+    int rc = bfs_sync_setxattr(xl, dg_st, &mk, NULL);
+    if (rc >= 0)
+        rc = bfs_sync_setattr(xl, dg_st, &fz, NULL);
+    bfs_dict_unref(mark);
+    bfs_dict_unref(internal);
+    return rc;
+}
+
+/* A renamed file being moved: besides the source (brick 0) and the copy
+ * (brick 2), a link file of the same GFID on brick 1 (where the previous
+ * table hashed its name). A write through an fd on the source must reach
+ * brick 2: the source's mark names it (a search by GFID would meet brick
+ * 1's link file first). */
+static void test_follow_mark(struct dg_vol *v, struct bfs_xl *b0, struct bfs_xl *b1,
+                             struct bfs_xl *b2)
+{
+    char name[32], buf[64];
+    struct bfs_gfid g;
+    dg_name_on(v, &bfs_gfid_root, "mk", 0, name, sizeof(name));
+    is_int(dg_put(v, &bfs_gfid_root, name, "abcdef", &g), 0, "mark: a file on brick 0");
+    struct bfs_fd *fd = NULL;
+    is_int(open_(v, &g, O_RDWR, &fd), 0, "mark: an fd on it");
+    ok(brick_put(v, b1, name, &g, S_ISVTX, "") >= 0 &&
+       brick_put(v, b2, name, &g, 0644, "abcdef") >= 0 && brick_freeze(b0, &g, "b2") >= 0,
+       "mark: a link file on brick 1, the copy on brick 2, the source marked and frozen");
+    struct bfs_write_req w = {.fd = fd, .data = {"XY", 2}};
+    is_int(bfs_sync_write(v->top, dg_st, &w, NULL), 2, "mark: a write on the frozen source");
+    is_str(disk_read(v, 2, name, buf, sizeof(buf)), "XYcdef",
+           "mark: it followed to brick 2, the destination the mark names");
+    bfs_fd_unref(fd);
+    struct bfs_unlink_req u = {.loc = cg_L(&bfs_gfid_root, name)};
+    ok(bfs_sync_unlink(b0, dg_st, &u, NULL) >= 0 && bfs_sync_unlink(b1, dg_st, &u, NULL) >= 0 &&
+       bfs_sync_unlink(b2, dg_st, &u, NULL) >= 0, "mark: all three removed");
+}
+
+/* The state of a move after its switch (rebalance.md, steps 3-4): the
+ * source on brick 0 frozen (S_ISVTX|S_ISGID), the real copy with the same
+ * GFID on brick 1. What lands on the frozen source must follow the file:
+ * an open(O_TRUNC), an ftruncate through an fd opened before, a write. */
+static void test_follow(struct dg_vol *v)
+{
+    char name[32], buf[64];
+    struct bfs_gfid g;
+    const char *old = "the old content, long";
+    dg_name_on(v, &bfs_gfid_root, "mv", 0, name, sizeof(name));
+    is_int(dg_put(v, &bfs_gfid_root, name, old, &g), 0, "follow: a file on brick 0");
+    struct bfs_fd *early = NULL, *tr = NULL;
+    is_int(open_(v, &g, O_RDWR, &early), 0, "follow: an fd opened before the move");
+    struct bfs_xl *b0 = bfs_graph_find(v->g, "b0"), *b1 = bfs_graph_find(v->g, "b1");
+    ok(brick_put(v, b1, name, &g, 0644, old) >= 0 && brick_freeze(b0, &g, "b1") >= 0,
+       "follow: copied to brick 1, source marked and frozen");
+
+    is_int(open_(v, &g, O_WRONLY | O_TRUNC, &tr), 0, "follow: open(O_TRUNC) of the frozen file");
+    is_int((int)disk_size(v, 1, name), 0, "follow: the truncation reached the moved copy");
+    struct bfs_write_req nw = {.fd = tr, .data = {"new", 3}};
+    is_int(bfs_sync_write(v->top, dg_st, &nw, NULL), 3, "follow: write through that fd");
+    is_str(disk_read(v, 1, name, buf, sizeof(buf)), "new",
+           "follow: the moved copy holds exactly what was written after the open");
+    struct bfs_ftruncate_req ft = {.fd = early, .offset = 2};
+    is_int(bfs_sync_ftruncate(v->top, dg_st, &ft, NULL), 0,
+           "follow: ftruncate through the early fd");
+    is_int((int)disk_size(v, 1, name), 2, "follow: it reached the moved copy");
+    bfs_fd_unref(early);
+    bfs_fd_unref(tr);
+    struct bfs_unlink_req u = {.loc = cg_L(&bfs_gfid_root, name)};
+    ok(bfs_sync_unlink(b0, dg_st, &u, NULL) >= 0 && bfs_sync_unlink(b1, dg_st, &u, NULL) >= 0,
+       "follow: both copies removed");
+    test_follow_mark(v, b0, b1, bfs_graph_find(v->g, "b2"));
+}
+
+int main(void)
+{
+    plan_lazy();
+    if (!cg_can_run())
+        return 0;
+    struct dg_vol v;
+    if (dg_init("test_distribute_migrate") < 0 || !dg_vol_start(&v, 3, "migrate", "")) {
+        ok(0, "a 3-brick volume starts");
+        dg_fini();
+        return done_testing();
+    }
+    test_follow(&v);
+    dg_vol_stop(&v);
+    dg_fini();
+    return done_testing();
+}
