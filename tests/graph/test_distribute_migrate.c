@@ -125,8 +125,9 @@ static void test_follow(struct dg_vol *v)
     const char *old = "the old content, long";
     dg_name_on(v, &bfs_gfid_root, "mv", 0, name, sizeof(name));
     is_int(dg_put(v, &bfs_gfid_root, name, old, &g), 0, "follow: a file on brick 0");
-    struct bfs_fd *early = NULL, *tr = NULL;
+    struct bfs_fd *early = NULL, *tr = NULL, *reader = NULL;
     is_int(open_(v, &g, O_RDWR, &early), 0, "follow: an fd opened before the move");
+    is_int(open_(v, &g, O_RDONLY, &reader), 0, "follow: a reader's fd opened before the move");
     struct bfs_xl *b0 = bfs_graph_find(v->g, "b0"), *b1 = bfs_graph_find(v->g, "b1");
     ok(brick_put(v, b1, name, &g, 0644, old) >= 0 && brick_freeze(b0, &g, "b1") >= 0,
        "follow: copied to brick 1, source marked and frozen");
@@ -137,6 +138,16 @@ static void test_follow(struct dg_vol *v)
     is_int(bfs_sync_write(v->top, dg_st, &nw, NULL), 3, "follow: write through that fd");
     is_str(disk_read(v, 1, name, buf, sizeof(buf)), "new",
            "follow: the moved copy holds exactly what was written after the open");
+    struct bfs_read_req rq = {.fd = reader, .size = 16};
+    struct bfs_read_rep rr;
+    memset(&rr, 0, sizeof(rr));
+    int n = bfs_sync_read(v->top, dg_st, &rq, &rr);
+    ok(n == 3 && rr.data.len == 3 && memcmp(rr.data.data, "new", 3) == 0,
+       "follow: a read through a reader's early fd sees the moved copy (rc %d, %.*s)", n,
+       n >= 0 ? (int)rr.data.len : 0, n >= 0 ? (const char *)rr.data.data : "");
+    if (n >= 0)
+        bfs_read_rep_clear_dup(&rr);
+    bfs_fd_unref(reader);
     struct bfs_ftruncate_req ft = {.fd = early, .offset = 2};
     is_int(bfs_sync_ftruncate(v->top, dg_st, &ft, NULL), 0,
            "follow: ftruncate through the early fd");
