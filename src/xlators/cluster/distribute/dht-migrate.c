@@ -268,6 +268,7 @@ bool dht__follows(int fop)
     switch (fop) {
     case BFS_FOP_OPEN: case BFS_FOP_TRUNCATE: case BFS_FOP_FTRUNCATE: case BFS_FOP_SETATTR:
     case BFS_FOP_FSETATTR: case BFS_FOP_FALLOCATE: case BFS_FOP_DISCARD: case BFS_FOP_ZEROFILL:
+    case BFS_FOP_READ: /* an old fd must not read the dropped source's copy */
         return true;
     }
     return false;
@@ -287,6 +288,7 @@ bool dht__frozen_reply(int fop, const void *rep, struct bfs_gfid *g)
     case BFS_FOP_FALLOCATE: ia = &((const struct bfs_fallocate_rep *)rep)->post; break;
     case BFS_FOP_DISCARD: ia = &((const struct bfs_discard_rep *)rep)->post; break;
     case BFS_FOP_ZEROFILL: ia = &((const struct bfs_zerofill_rep *)rep)->post; break;
+    case BFS_FOP_READ: ia = &((const struct bfs_read_rep *)rep)->attr; break;
     default: return false;
     }
     if (!frozen(ia) || bfs_gfid_is_null(&ia->gfid))
