@@ -11,31 +11,19 @@
 #include <json-c/json.h>
 
 #include "cli/cli.h"
+#include "core/body.h"
 
-struct sink {
-    char *p;
-    size_t len;
-};
-
-static size_t on_data(char *data, size_t size, size_t n, void *arg)
-{
-    struct sink *s = arg;
-    size_t add = size * n;
-    char *np = realloc(s->p, s->len + add + 1);
-    if (!np)
-        return 0;
-    memcpy(np + s->len, data, add);
-    s->p = np;
-    s->len += add;
-    s->p[s->len] = 0;
-    return add;
-}
+/* brickfsd's largest answer is a heal listing, which it cuts at 16 MiB of
+ * brickfs-shd's output (mgmt/shd-run.c); anything past 64 MiB is not a
+ * brickfsd answering, and fails the command rather than filling memory. */
+#define ANSWER_MAX ((size_t)64 << 20)
 
 int cli_http(const struct cli *c, const char *method, const char *path,
              struct json_object *body, struct cli_resp *r)
 {
-    char url[600], err[CURL_ERROR_SIZE] = "";
-    struct sink s = {0};
+    char url[600], err[CURL_ERROR_SIZE] = "", cap[32];
+    struct bfs_body s;
+    bfs_body_init(&s, ANSWER_MAX);
     memset(r, 0, sizeof(*r));
     snprintf(url, sizeof(url), "http://%s%s", c->server, path);
     CURL *h = curl_easy_init();
@@ -46,7 +34,7 @@ int cli_http(const struct cli *c, const char *method, const char *path,
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bfs_body_curl_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, err);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
@@ -60,13 +48,20 @@ int cli_http(const struct cli *c, const char *method, const char *path,
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
     curl_slist_free_all(hdr);
     curl_easy_cleanup(h);
+    if (s.over) {
+        bfs_body_free(&s);
+        return cli_fail(-1, "error", "brickfsd at %s answered more than %s to %s %s: refused",
+                        c->server, bfs_body_cap_str(ANSWER_MAX, cap, sizeof(cap)), method, path);
+    }
     if (rc != CURLE_OK) {
-        free(s.p);
+        bfs_body_free(&s);
         return cli_fail(-1, "error", "cannot reach brickfsd at %s: %s (is it running? "
                         "--server HOST:PORT or $BRICKFS_SERVER names another)", c->server,
                         err[0] ? err : curl_easy_strerror(rc));
     }
-    r->body = s.p ? s.p : strdup("");
+    r->body = bfs_body_take(&s);
+    if (!r->body)
+        return cli_fail(-1, "error", "out of memory");
     r->json = json_tokener_parse(r->body);
     return 0;
 }

@@ -20,6 +20,7 @@
 
 #include <curl/curl.h>
 
+#include "core/body.h"
 #include "fuse/fuse-bridge.h"
 
 #define VOLFILE_MAX (4u << 20)
@@ -27,29 +28,9 @@
 #define TOTAL_TIMEOUT_MS 10000L
 
 struct answer {
-    char *buf;
-    size_t len;
-    bool too_big;
+    struct bfs_body body;  /* at most VOLFILE_MAX: curl stops with a write error */
     char etag[64];
 };
-
-static size_t on_body(char *p, size_t size, size_t n, void *arg)
-{
-    struct answer *a = arg;
-    size_t add = size * n;
-    if (a->len + add > VOLFILE_MAX) {
-        a->too_big = true;
-        return 0; /* curl stops with a write error */
-    }
-    char *nb = realloc(a->buf, a->len + add + 1);
-    if (!nb)
-        return 0;
-    memcpy(nb + a->len, p, add);
-    a->buf = nb;
-    a->len += add;
-    a->buf[a->len] = 0;
-    return add;
-}
 
 /* ETag: "REV" -> REV */
 static size_t on_header(char *p, size_t size, size_t n, void *arg)
@@ -98,15 +79,15 @@ static long ask(const struct bfs_fuse_server *s, const char *vol, const char *et
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);      /* threads: no SIGALRM for DNS */
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, TOTAL_TIMEOUT_MS);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, a);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bfs_body_curl_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &a->body);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, a);
     CURLcode cc = curl_easy_perform(h);
     long status = -1;
     if (cc == CURLE_OK)
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    else if (a->too_big)
+    else if (a->body.over)
         snprintf(err, errlen, "%s: the volfile is larger than %u bytes", addr, VOLFILE_MAX);
     else
         snprintf(err, errlen, "%s: %s", addr, curl_easy_strerror(cc));
@@ -121,7 +102,7 @@ static void answer_error(const struct bfs_fuse_server *s, long status, const str
 {
     char addr[300];
     bfs_fuse_server_fmt(s, addr, sizeof(addr));
-    const char *m = a->buf ? strstr(a->buf, "\"error\"") : NULL;
+    const char *m = a->body.p ? strstr(a->body.p, "\"error\"") : NULL;
     if (m && (m = strchr(m + 7, '"'))) {
         const char *end = strchr(m + 1, '"');
         if (end) {
@@ -143,6 +124,7 @@ int bfs_fuse_volfile_fetch(struct bfs_fuse *fu, const char *etag, struct bfs_fus
         int idx = (fu->server + k) % n;
         const struct bfs_fuse_server *s = &o->servers[idx];
         struct answer a = {0};
+        bfs_body_init(&a.body, VOLFILE_MAX);
         char why[512] = "";
         long status = ask(s, o->volname, etag, &a, why, sizeof(why));
         if (status < 0 || status >= 500) {
@@ -151,7 +133,7 @@ int bfs_fuse_volfile_fetch(struct bfs_fuse *fu, const char *etag, struct bfs_fus
             bfs_log("fuse", BFS_LOG_DEBUG, "volfile server %s", why);
             if (!err[0]) /* the first server's reason: the one people name */
                 snprintf(err, errlen, "%s", why);
-            free(a.buf);
+            bfs_body_free(&a.body);
             continue;
         }
         if (idx != fu->server) {
@@ -161,19 +143,21 @@ int bfs_fuse_volfile_fetch(struct bfs_fuse *fu, const char *etag, struct bfs_fus
         }
         fu->server = idx;
         bfs_fuse_server_fmt(s, out->source, sizeof(out->source));
-        if (status == 304)
+        if (status == 304) {
+            bfs_body_free(&a.body); /* a 304 has no body; a stray one is dropped */
             return 304;
+        }
         if (status != 200) {
             answer_error(s, status, &a, err, errlen);
-            free(a.buf);
+            bfs_body_free(&a.body);
             return status == 404 ? -ENOENT : -EPROTO;
         }
-        if (!a.buf && !(a.buf = strdup(""))) {
+        out->len = a.body.len;
+        out->text = bfs_body_take(&a.body);
+        if (!out->text) {
             snprintf(err, errlen, "out of memory");
             return -ENOMEM;
         }
-        out->text = a.buf;
-        out->len = a.len;
         snprintf(out->etag, sizeof(out->etag), "%s", a.etag);
         return 200;
     }

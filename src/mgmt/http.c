@@ -15,6 +15,7 @@
 
 #include <microhttpd.h>
 
+#include "core/body.h"
 #include "core/log.h"
 #include "mgmt/mgmt.h"
 
@@ -26,9 +27,7 @@ struct bfs_http {
 };
 
 struct conn {
-    char *buf;
-    size_t len;
-    bool too_big;
+    struct bfs_body body;  /* at most MAX_BODY; over: answered 413 */
 };
 
 static enum MHD_Result send_reply(struct MHD_Connection *c, struct bfs_http_reply *r)
@@ -64,32 +63,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cc = calloc(1, sizeof(*cc));
         if (!cc)
             return MHD_NO;
+        bfs_body_init(&cc->body, MAX_BODY);
         *con_cls = cc;
         return MHD_YES;
     }
     if (*upload_size) {
-        if (cc->len + *upload_size > MAX_BODY) {
-            cc->too_big = true;
-        } else {
-            char *nb = realloc(cc->buf, cc->len + *upload_size + 1);
-            if (!nb)
-                return MHD_NO;
-            memcpy(nb + cc->len, upload, *upload_size);
-            cc->buf = nb;
-            cc->len += *upload_size;
-            cc->buf[cc->len] = 0;
-        }
+        /* past the cap the rest is read and dropped, to answer 413 */
+        if (bfs_body_append(&cc->body, upload, *upload_size) == -ENOMEM)
+            return MHD_NO;
         *upload_size = 0;
         return MHD_YES;
     }
     struct bfs_http_reply r = {0};
-    if (cc->too_big) {
+    if (cc->body.over) {
         r.status = 413;
         r.body = strdup("{\"error\": \"request body larger than 64 KiB\"}\n");
     } else {
         const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match");
         const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
-        bfs_api_dispatch(h->m, method, url, cc->buf, cc->len, inm, host, &r);
+        bfs_api_dispatch(h->m, method, url, cc->body.p, cc->body.len, inm, host, &r);
     }
     bfs_log(MGMT_LOG, BFS_LOG_DEBUG, "%s %s -> %d", method, url, r.status);
     return send_reply(c, &r);
@@ -103,7 +95,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)c;
     (void)toe;
     if (cc) {
-        free(cc->buf);
+        bfs_body_free(&cc->body);
         free(cc);
         *con_cls = NULL;
     }

@@ -19,6 +19,7 @@
 #include <curl/curl.h>
 #include <json-c/json.h>
 
+#include "core/body.h"
 #include "core/log.h"
 #include "mgmt/pool.h"
 #include "mgmt/store.h"
@@ -499,32 +500,15 @@ int bfs_op_pool_list(struct bfs_mgmt *m, bool peers_only, struct json_object **o
 
 /* ---- probe ---- */
 
-struct body {
-    char *p;
-    size_t n;
-};
-
-static size_t on_body(char *d, size_t sz, size_t nm, void *arg)
-{
-    struct body *b = arg;
-    size_t n = sz * nm;
-    if (b->n + n > 65536)
-        return 0;
-    char *np = realloc(b->p, b->n + n + 1);
-    if (!np)
-        return 0;
-    memcpy(np + b->n, d, n);
-    b->n += n;
-    np[b->n] = 0;
-    b->p = np;
-    return n;
-}
+/* GET /v1/node answers a few hundred bytes (uuid, name, address, pool). */
+#define NODE_ANSWER_MAX ((size_t)64 << 10)
 
 /* GET http://addr/v1/node -> parsed JSON, or fills e. */
 static int fetch_node(const char *addr, struct json_object **out, struct bfs_err *e)
 {
-    char url[400];
-    struct body b = {0};
+    char url[400], cap[32];
+    struct bfs_body b;
+    bfs_body_init(&b, NODE_ANSWER_MAX);
     snprintf(url, sizeof(url), "http://%s/v1/node", addr);
     CURL *c = curl_easy_init();
     if (!c)
@@ -533,14 +517,18 @@ static int fetch_node(const char *addr, struct json_object **out, struct bfs_err
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, bfs_body_curl_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     CURLcode cc = curl_easy_perform(c);
     long code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     curl_easy_cleanup(c);
     struct json_object *j = cc == CURLE_OK && code == 200 && b.p ? json_tokener_parse(b.p) : NULL;
-    free(b.p);
+    bool over = b.over;
+    bfs_body_free(&b);
+    if (over)
+        return bfs_fail(e, 502, "%s answered more than %s to GET /v1/node: not a brickfsd of "
+                        "this version", addr, bfs_body_cap_str(NODE_ANSWER_MAX, cap, sizeof(cap)));
     if (cc != CURLE_OK)
         return bfs_fail(e, 502, "cannot reach brickfsd at %s: %s", addr, curl_easy_strerror(cc));
     if (!j)

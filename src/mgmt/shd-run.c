@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/body.h"
 #include "core/event.h"
 #include "mgmt/mgmt.h"
 
@@ -28,13 +29,10 @@ extern char **environ;
 
 #define OUT_MAX (16u << 20) /* a heal listing of many entries; more is cut */
 
-struct sink {
-    char *p;
-    size_t len, cap;
-};
-
-/* Reads what is there; 0 at EOF, 1 if more may come. */
-static int drain(int fd, struct sink *s)
+/* Reads what is there; 0 at EOF, 1 if more may come. What does not fit
+ * in s (OUT_MAX) is read and dropped, so the child never blocks on a full
+ * pipe. */
+static int drain(int fd, struct bfs_body *s)
 {
     char buf[16384];
     ssize_t n = read(fd, buf, sizeof(buf));
@@ -42,21 +40,7 @@ static int drain(int fd, struct sink *s)
         return errno == EINTR || errno == EAGAIN ? 1 : 0;
     if (n == 0)
         return 0;
-    if (s->len + (size_t)n + 1 > s->cap && s->len < OUT_MAX) {
-        size_t cap = s->cap ? s->cap : 16384;
-        while (cap < s->len + (size_t)n + 1)
-            cap *= 2;
-        char *np = realloc(s->p, cap);
-        if (np) {
-            s->p = np;
-            s->cap = cap;
-        }
-    }
-    if (s->p && s->len + (size_t)n + 1 <= s->cap) {
-        memcpy(s->p + s->len, buf, (size_t)n);
-        s->len += (size_t)n;
-        s->p[s->len] = 0;
-    }
+    bfs_body_append(s, buf, (size_t)n);
     return 1;
 }
 
@@ -104,7 +88,9 @@ int bfs_run_capture(char *const argv[], int timeout_ms, struct bfs_run_result *r
         close(pe[0]);
         return rc;
     }
-    struct sink out = {0}, err = {0};
+    struct bfs_body out, err;
+    bfs_body_init(&out, OUT_MAX);
+    bfs_body_init(&err, OUT_MAX);
     struct pollfd fds[2] = {{.fd = po[0], .events = POLLIN}, {.fd = pe[0], .events = POLLIN}};
     uint64_t deadline = bfs_now_ms() + (uint64_t)timeout_ms;
     while (fds[0].fd >= 0 || fds[1].fd >= 0) {
@@ -133,8 +119,8 @@ int bfs_run_capture(char *const argv[], int timeout_ms, struct bfs_run_result *r
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
     r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    r->out = out.p ? out.p : strdup("");
-    r->err = err.p ? err.p : strdup("");
+    r->out = bfs_body_take(&out);
+    r->err = bfs_body_take(&err);
     return 0;
 }
 

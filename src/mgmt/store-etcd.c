@@ -38,12 +38,25 @@
 #include <curl/curl.h>
 #include <json-c/json.h>
 
+#include "core/body.h"
+#include "core/log.h"
 #include "mgmt/store.h"
 
 #define MAX_EPS 8
 #define DEF_TIMEOUT_MS 2000
 #define DEF_TTL_S 10
 #define DEF_PREFIX "brickfs/"
+/* The most one answer (or one watch message) may hold. The largest answer
+ * is a list of every key under a prefix (the whole pool's definitions):
+ * values travel base64 (4/3 of their size) in JSON, and etcd refuses any
+ * single request over 1.5 MiB by default, so a pool of a thousand volumes
+ * of a few KiB each answers in a few MiB. 64 MiB is ten times that and
+ * still a bound on what a wrong or hostile endpoint can make brickfsd
+ * allocate. An answer over it fails the call with -EIO (message "etcd ...
+ * answered more than 64 MiB"), not trying the other endpoints: they hold
+ * the same data. A watch message over it ends the stream, which is then
+ * retried as after a break (every 2 s at most, each time logged). */
+#define ANSWER_MAX ((size_t)64 << 20)
 
 struct lkey {
     char *key, *val;
@@ -130,28 +143,10 @@ static char *b64_dec(const char *s, size_t *len)
 
 /* ---- HTTP ---- */
 
-struct buf {
-    char *p;
-    size_t n;
-};
-
-static size_t on_body(char *d, size_t sz, size_t nm, void *arg)
-{
-    struct buf *b = arg;
-    size_t n = sz * nm;
-    char *np = realloc(b->p, b->n + n + 1);
-    if (!np)
-        return 0;
-    memcpy(np + b->n, d, n);
-    b->n += n;
-    np[b->n] = 0;
-    b->p = np;
-    return n;
-}
-
 /* POSTs body to PATH on the endpoints; *out is the parsed answer.
  * -EHOSTUNREACH when no endpoint answered (or all said 5xx), -EIO when etcd
- * refused the request; bfs_store_errmsg() tells why. */
+ * refused the request or answered more than ANSWER_MAX; bfs_store_errmsg()
+ * tells why. */
 static int call(struct etcd *e, const char *path, struct json_object *req,
                 struct json_object **out)
 {
@@ -163,7 +158,8 @@ static int call(struct etcd *e, const char *path, struct json_object *req,
     for (int k = 0; k < e->neps; k++) {
         int i = (first + k) % e->neps;
         char url[512];
-        struct buf b = {0};
+        struct bfs_body b;
+        bfs_body_init(&b, ANSWER_MAX);
         snprintf(url, sizeof(url), "%s%s", e->eps[i], path);
         CURL *c = curl_easy_init();
         if (!c)
@@ -176,20 +172,27 @@ static int call(struct etcd *e, const char *path, struct json_object *req,
         curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, e->timeout_ms);
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, e->timeout_ms);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, bfs_body_curl_write);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
         CURLcode cc = curl_easy_perform(c);
         long code = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
         curl_slist_free_all(h);
         curl_easy_cleanup(c);
+        if (b.over) {
+            char cap[32];
+            bfs_store_set_errmsg("etcd %s%s answered more than %s: refused", e->eps[i], path,
+                                 bfs_body_cap_str(b.cap, cap, sizeof(cap)));
+            bfs_body_free(&b);
+            return -EIO;
+        }
         if (cc != CURLE_OK || code >= 500) {
             if (cc != CURLE_OK)
                 snprintf(why, sizeof(why), "%s: %s", e->eps[i], curl_easy_strerror(cc));
             else
                 snprintf(why, sizeof(why), "%s: HTTP %ld %.200s", e->eps[i], code,
                          b.p ? b.p : "");
-            free(b.p);
+            bfs_body_free(&b);
             continue;
         }
         pthread_mutex_lock(&e->eplock);
@@ -199,11 +202,11 @@ static int call(struct etcd *e, const char *path, struct json_object *req,
         if (code != 200 || !j) {
             bfs_store_set_errmsg("etcd %s%s answered HTTP %ld: %.200s", e->eps[i], path, code,
                                  b.p ? b.p : "");
-            free(b.p);
+            bfs_body_free(&b);
             json_object_put(j);
             return -EIO;
         }
-        free(b.p);
+        bfs_body_free(&b);
         *out = j;
         return 0;
     }
@@ -767,7 +770,7 @@ struct ewatch {
     volatile int stop;
     bool canceled;           /* etcd canceled the watch: drop the stream */
     unsigned resyncs;        /* compactions seen (for tests) */
-    struct buf line;         /* partial stream message */
+    struct bfs_body line;    /* partial stream message (at most ANSWER_MAX) */
 };
 
 static void deliver(struct ewatch *w, struct json_object *msg)
@@ -807,10 +810,10 @@ static size_t on_stream(char *d, size_t sz, size_t nm, void *arg)
 {
     struct ewatch *w = arg;
     size_t n = sz * nm;
-    if (on_body(d, sz, nm, &w->line) != n)
+    if (bfs_body_curl_write(d, sz, nm, &w->line) != n)
         return 0;
     char *nl;
-    while ((nl = memchr(w->line.p, '\n', w->line.n))) {
+    while ((nl = memchr(w->line.p, '\n', w->line.len))) {
         *nl = 0;
         struct json_object *j = json_tokener_parse(w->line.p);
         if (j)
@@ -818,10 +821,7 @@ static size_t on_stream(char *d, size_t sz, size_t nm, void *arg)
         json_object_put(j);
         if (w->canceled)
             return 0; /* curl ends the transfer; the thread watches again */
-        size_t rest = w->line.n - (size_t)(nl + 1 - w->line.p);
-        memmove(w->line.p, nl + 1, rest);
-        w->line.n = rest;
-        w->line.p[rest] = 0;
+        bfs_body_consume(&w->line, (size_t)(nl + 1 - w->line.p));
     }
     return n;
 }
@@ -871,7 +871,13 @@ static void *watch_thread(void *arg)
         curl_slist_free_all(h);
         curl_easy_cleanup(c);
         json_object_put(req);
-        w->line.n = 0;
+        if (w->line.over) {
+            char cap[32];
+            bfs_log("store-etcd", BFS_LOG_ERROR, "etcd watch of %s on %s: a message larger "
+                    "than %s, stream dropped; watching again", w->key, url,
+                    bfs_body_cap_str(w->line.cap, cap, sizeof(cap)));
+        }
+        bfs_body_free(&w->line);
         if (w->stop)
             break;
         if (w->canceled && w->next_rev != before) { /* resync: at once, same endpoint */
@@ -904,6 +910,7 @@ static int watch_from(struct etcd *e, const char *prefix, uint64_t rev, watch_fn
     w->fn = fn;
     w->arg = arg;
     w->next_rev = rev;
+    bfs_body_init(&w->line, ANSWER_MAX);
     int rc = -pthread_create(&w->thr, NULL, watch_thread, w);
     if (rc < 0) {
         free(w->key);
@@ -937,7 +944,7 @@ static void etcd_unwatch(void *be, void *handle)
     (void)be;
     w->stop = 1;
     pthread_join(w->thr, NULL);
-    free(w->line.p);
+    bfs_body_free(&w->line);
     free(w->key);
     free(w);
 }
