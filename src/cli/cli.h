@@ -6,6 +6,8 @@
 #define BFS_CLI_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 struct json_object;
 
@@ -41,10 +43,21 @@ int cli_volume(const struct cli *c, int argc, char **argv);
 /* cmd-peer.c: argv[0] is "peer" / "pool" */
 int cli_peer(const struct cli *c, int argc, char **argv);
 int cli_pool(const struct cli *c, int argc, char **argv);
-/* One call; prints the JSON with --json and the error line on failure.
- * CLI_OK with r filled (free it), or CLI_ERR. Takes body. */
+
+/* http-client.c: one call; prints the JSON with --json and the error line
+ * on failure. CLI_OK with r filled (free it), or CLI_ERR. Takes body. */
 int cli_call(const struct cli *c, const char *what, const char *method, const char *path,
              struct json_object *body, struct cli_resp *r);
+/* A call whose success prints "WHAT: NAME: success" (nothing else to show). */
+int cli_call_simple(const struct cli *c, const char *what, const char *method, const char *path,
+                    struct json_object *body, const char *name);
+
+/* output.c: fields of an answer; j may be NULL. */
+const char *cli_jstr(struct json_object *j, const char *key);   /* NULL if absent or null */
+const char *cli_jtext(struct json_object *j, const char *key);  /* "" if absent or null */
+int64_t cli_jint(struct json_object *j, const char *key);       /* 0 if absent */
+double cli_jdbl(struct json_object *j, const char *key);        /* 0 if absent */
+struct json_object *cli_jarr(struct json_object *j, const char *key); /* NULL unless an array */
 
 /* cmd-heal.c: `volume heal NAME ...` (argv from NAME on) */
 int cli_volume_heal(const struct cli *c, const char *what, int argc, char **argv);

@@ -17,31 +17,13 @@ static void path_of(char *buf, size_t len, const char *vol, const char *sub)
     snprintf(buf, len, "/v1/volumes/%s/%s", vol, sub);
 }
 
-static int64_t jint(struct json_object *j, const char *k)
-{
-    struct json_object *o;
-    return j && json_object_object_get_ex(j, k, &o) ? json_object_get_int64(o) : 0;
-}
-
-static const char *jstr(struct json_object *j, const char *k)
-{
-    struct json_object *o;
-    return j && json_object_object_get_ex(j, k, &o) ? json_object_get_string(o) : "";
-}
-
-static double jdbl(struct json_object *j, const char *k)
-{
-    struct json_object *o;
-    return j && json_object_object_get_ex(j, k, &o) ? json_object_get_double(o) : 0;
-}
-
 /* The rebalance status as a table, one line per node. */
 static void print_rebal(struct json_object *st)
 {
     struct json_object *nodes, *leaving;
-    printf("volume %s: rebalance %s (%s), layout version %lld%s\n", jstr(st, "volume"),
-           jstr(st, "state"), jstr(st, "kind")[0] ? jstr(st, "kind") : "none",
-           (long long)jint(st, "layout_version"),
+    printf("volume %s: rebalance %s (%s), layout version %lld%s\n", cli_jtext(st, "volume"),
+           cli_jtext(st, "state"), cli_jtext(st, "kind")[0] ? cli_jtext(st, "kind") : "none",
+           (long long)cli_jint(st, "layout_version"),
            json_object_object_get_ex(st, "layout_pending", &nodes) &&
                    json_object_get_boolean(nodes)
                ? ", previous layout still consulted"
@@ -52,22 +34,23 @@ static void print_rebal(struct json_object *st)
         for (size_t i = 0; i < json_object_array_length(nodes); i++) {
             struct json_object *n = json_object_array_get_idx(nodes, i);
             char eta[32];
-            int64_t e = jint(n, "eta_s");
-            if (e < 0 || (e == 0 && strcmp(jstr(n, "state"), "in-progress") == 0))
+            int64_t e = cli_jint(n, "eta_s");
+            if (e < 0 || (e == 0 && strcmp(cli_jtext(n, "state"), "in-progress") == 0))
                 snprintf(eta, sizeof(eta), "-");
             else
                 snprintf(eta, sizeof(eta), "%llds", (long long)e);
             printf("%-38s %-12s %9lld %9lld %9lld %7lld %12lld %9.1f %8.2f %8s\n",
-                   jstr(n, "node"), jstr(n, "state"), (long long)jint(n, "files_scanned"),
-                   (long long)jint(n, "files_moved"), (long long)jint(n, "files_skipped"),
-                   (long long)jint(n, "files_failed"), (long long)jint(n, "bytes_moved"),
-                   jdbl(n, "rate_files_s"), jdbl(n, "rate_mb_s"), eta);
+                   cli_jtext(n, "node"), cli_jtext(n, "state"),
+                   (long long)cli_jint(n, "files_scanned"), (long long)cli_jint(n, "files_moved"),
+                   (long long)cli_jint(n, "files_skipped"), (long long)cli_jint(n, "files_failed"),
+                   (long long)cli_jint(n, "bytes_moved"), cli_jdbl(n, "rate_files_s"),
+                   cli_jdbl(n, "rate_mb_s"), eta);
         }
     if (json_object_object_get_ex(st, "leaving", &leaving))
         for (size_t i = 0; i < json_object_array_length(leaving); i++) {
             struct json_object *b = json_object_array_get_idx(leaving, i);
-            printf("leaving %s:%s: %lld files left\n", jstr(b, "host"), jstr(b, "path"),
-                   (long long)jint(b, "files_left"));
+            printf("leaving %s:%s: %lld files left\n", cli_jtext(b, "host"), cli_jtext(b, "path"),
+                   (long long)cli_jint(b, "files_left"));
         }
 }
 

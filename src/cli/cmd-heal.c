@@ -21,34 +21,6 @@
 
 #include "cli/cli.h"
 
-static const char *str(struct json_object *j, const char *key)
-{
-    struct json_object *o;
-    if (!j || !json_object_object_get_ex(j, key, &o) || json_object_is_type(o, json_type_null))
-        return NULL;
-    return json_object_get_string(o);
-}
-
-static int64_t num(struct json_object *j, const char *key)
-{
-    struct json_object *o;
-    return j && json_object_object_get_ex(j, key, &o) ? json_object_get_int64(o) : 0;
-}
-
-static double dbl(struct json_object *j, const char *key)
-{
-    struct json_object *o;
-    return j && json_object_object_get_ex(j, key, &o) ? json_object_get_double(o) : 0;
-}
-
-static struct json_object *arr(struct json_object *j, const char *key)
-{
-    struct json_object *o;
-    if (!j || !json_object_object_get_ex(j, key, &o) || !json_object_is_type(o, json_type_array))
-        return NULL;
-    return o;
-}
-
 static int usage(const char *what)
 {
     return cli_fail(CLI_USAGE, what, "usage: brickfs %s", CLI_HEAL_USAGE);
@@ -57,14 +29,14 @@ static int usage(const char *what)
 /* "Connected" from "connected" */
 static void print_status(struct json_object *b)
 {
-    const char *s = str(b, "status") ? str(b, "status") : "unknown";
+    const char *s = cli_jstr(b, "status") ? cli_jstr(b, "status") : "unknown";
     printf("Status: %c%s\n", s[0] >= 'a' && s[0] <= 'z' ? s[0] - 32 : s[0], s + 1);
 }
 
 static void print_entry(struct json_object *en, bool mark_split)
 {
     struct json_object *o;
-    const char *path = str(en, "path"), *gfid = str(en, "gfid");
+    const char *path = cli_jstr(en, "path"), *gfid = cli_jstr(en, "gfid");
     bool split = json_object_object_get_ex(en, "split_brain", &o) && json_object_get_boolean(o);
     if (path)
         printf("%s", path);
@@ -75,26 +47,28 @@ static void print_entry(struct json_object *en, bool mark_split)
 
 static void print_info(struct json_object *resp, const char *mode)
 {
-    struct json_object *bricks = arr(resp, "bricks");
+    struct json_object *bricks = cli_jarr(resp, "bricks");
     size_t n = bricks ? json_object_array_length(bricks) : 0;
     bool summary = mode && strcmp(mode, "summary") == 0;
     bool sb = mode && strcmp(mode, "split-brain") == 0;
     for (size_t i = 0; i < n; i++) {
-        struct json_object *b = json_object_array_get_idx(bricks, i), *entries = arr(b, "entries");
-        printf("%sBrick %s\n", i ? "\n" : "", str(b, "brick") ? str(b, "brick") : "?");
+        struct json_object *b = json_object_array_get_idx(bricks, i),
+                           *entries = cli_jarr(b, "entries");
+        printf("%sBrick %s\n", i ? "\n" : "", cli_jstr(b, "brick") ? cli_jstr(b, "brick") : "?");
         if (!summary)
             for (size_t k = 0; entries && k < json_object_array_length(entries); k++)
                 print_entry(json_object_array_get_idx(entries, k), !sb);
         print_status(b);
         if (summary) {
-            int64_t p = num(b, "pending"), s = num(b, "split_brain");
+            int64_t p = cli_jint(b, "pending"), s = cli_jint(b, "split_brain");
             printf("Total Number of entries: %lld\n", (long long)p);
             printf("Number of entries in heal pending: %lld\n", (long long)(p - s));
             printf("Number of entries in split-brain: %lld\n", (long long)s);
         } else if (sb) {
-            printf("Number of entries in split-brain: %lld\n", (long long)num(b, "split_brain"));
+            printf("Number of entries in split-brain: %lld\n",
+                   (long long)cli_jint(b, "split_brain"));
         } else {
-            printf("Number of entries: %lld\n", (long long)num(b, "pending"));
+            printf("Number of entries: %lld\n", (long long)cli_jint(b, "pending"));
         }
     }
 }
@@ -117,28 +91,29 @@ static void print_stats(struct json_object *resp)
     json_object_object_get_ex(resp, "progress", &p);
     bool enabled = d && json_object_get_boolean(json_object_object_get(d, "enabled"));
     bool online = d && json_object_get_boolean(json_object_object_get(d, "online"));
-    printf("Self-heal daemon of volume %s: ", str(resp, "name") ? str(resp, "name") : "?");
+    printf("Self-heal daemon of volume %s: ",
+           cli_jstr(resp, "name") ? cli_jstr(resp, "name") : "?");
     if (!enabled)
         printf("off\n");
     else if (online)
-        printf("online, pid %lld\n", (long long)num(d, "pid"));
+        printf("online, pid %lld\n", (long long)cli_jint(d, "pid"));
     else
         printf("not running\n");
     if (!p || !json_object_is_type(p, json_type_object)) {
         printf("No heal statistics yet\n");
         return;
     }
-    printf("%-26s%s\n", "State:", str(p, "state") ? str(p, "state") : "?");
-    printf("%-26s%lld\n", "Crawls:", (long long)num(p, "crawls"));
-    print_time("Last crawl started:", num(p, "last_crawl_start"));
-    print_time("Last crawl ended:", num(p, "last_crawl_end"));
-    printf("%-26s%lld\n", "Entries healed:", (long long)num(p, "healed"));
-    printf("%-26s%lld\n", "Entries failed:", (long long)num(p, "failed"));
-    printf("%-26s%lld\n", "Entries in split-brain:", (long long)num(p, "split_brain"));
-    printf("%-26s%lld\n", "Entries remaining:", (long long)num(p, "remaining"));
-    printf("%-26s%lld\n", "Bytes healed:", (long long)num(p, "bytes"));
-    printf("%-26s%.1f files/s, %.2f MB/s\n", "Rate:", dbl(p, "rate_files_per_s"),
-           dbl(p, "rate_bytes_per_s") / 1e6);
+    printf("%-26s%s\n", "State:", cli_jstr(p, "state") ? cli_jstr(p, "state") : "?");
+    printf("%-26s%lld\n", "Crawls:", (long long)cli_jint(p, "crawls"));
+    print_time("Last crawl started:", cli_jint(p, "last_crawl_start"));
+    print_time("Last crawl ended:", cli_jint(p, "last_crawl_end"));
+    printf("%-26s%lld\n", "Entries healed:", (long long)cli_jint(p, "healed"));
+    printf("%-26s%lld\n", "Entries failed:", (long long)cli_jint(p, "failed"));
+    printf("%-26s%lld\n", "Entries in split-brain:", (long long)cli_jint(p, "split_brain"));
+    printf("%-26s%lld\n", "Entries remaining:", (long long)cli_jint(p, "remaining"));
+    printf("%-26s%lld\n", "Bytes healed:", (long long)cli_jint(p, "bytes"));
+    printf("%-26s%.1f files/s, %.2f MB/s\n", "Rate:", cli_jdbl(p, "rate_files_per_s"),
+           cli_jdbl(p, "rate_bytes_per_s") / 1e6);
 }
 
 static int get_and_print(const struct cli *c, const char *what, const char *path,
@@ -194,22 +169,23 @@ static int resolve(const struct cli *c, const char *what, const char *vol, int a
     int rc = cli_call(c, what, "POST", path, b, &r);
     if (rc != CLI_OK)
         return rc;
-    struct json_object *res = arr(r.json, "results");
+    struct json_object *res = cli_jarr(r.json, "results");
     size_t n = res ? json_object_array_length(res) : 0;
     for (size_t i = 0; i < n && !c->json; i++) {
         struct json_object *o = json_object_array_get_idx(res, i), *ok;
         bool good = json_object_object_get_ex(o, "ok", &ok) && json_object_get_boolean(ok);
         if (good)
-            printf("Healed %s.\n", str(o, "file") ? str(o, "file") : "?");
+            printf("Healed %s.\n", cli_jstr(o, "file") ? cli_jstr(o, "file") : "?");
         else
-            fprintf(stderr, "brickfs: %s: %s: %s\n", what, str(o, "file") ? str(o, "file") : "?",
-                    str(o, "message") ? str(o, "message") : "failed");
+            fprintf(stderr, "brickfs: %s: %s: %s\n", what,
+                    cli_jstr(o, "file") ? cli_jstr(o, "file") : "?",
+                    cli_jstr(o, "message") ? cli_jstr(o, "message") : "failed");
     }
     if (!c->json && n == 0)
         printf("No file in split-brain on the replica set of %s\n", brick ? brick : "?");
-    if (num(r.json, "failed") > 0)
+    if (cli_jint(r.json, "failed") > 0)
         rc = cli_fail(CLI_ERR, what, "%lld of %zu file(s) could not be resolved",
-                      (long long)num(r.json, "failed"), n);
+                      (long long)cli_jint(r.json, "failed"), n);
     cli_resp_free(&r);
     return rc;
 }

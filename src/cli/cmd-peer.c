@@ -12,30 +12,6 @@
 
 #include "cli/cli.h"
 
-static int call(const struct cli *c, const char *what, const char *method, const char *path,
-                struct json_object *body, struct cli_resp *r)
-{
-    int rc = cli_http(c, method, path, body, r);
-    json_object_put(body);
-    if (rc < 0)
-        return CLI_ERR;
-    if (c->json)
-        fputs(r->body, stdout);
-    if (r->status >= 300) {
-        char msg[1200];
-        cli_fail(0, what, "%s", cli_resp_error(r, msg, sizeof(msg)));
-        cli_resp_free(r);
-        return CLI_ERR;
-    }
-    return CLI_OK;
-}
-
-static const char *field(struct json_object *j, const char *k)
-{
-    struct json_object *o;
-    return json_object_object_get_ex(j, k, &o) ? json_object_get_string(o) : "";
-}
-
 static int probe(const struct cli *c, int argc, char **argv)
 {
     if (argc != 1)
@@ -43,10 +19,10 @@ static int probe(const struct cli *c, int argc, char **argv)
     struct json_object *b = json_object_new_object();
     json_object_object_add(b, "host", json_object_new_string(argv[0]));
     struct cli_resp r;
-    int rc = call(c, "peer probe", "POST", "/v1/peers", b, &r);
+    int rc = cli_call(c, "peer probe", "POST", "/v1/peers", b, &r);
     if (rc == CLI_OK) {
         if (!c->json)
-            printf("peer probe: %s: %s\n", argv[0], field(r.json, "message"));
+            printf("peer probe: %s: %s\n", argv[0], cli_jtext(r.json, "message"));
         cli_resp_free(&r);
     }
     return rc;
@@ -62,21 +38,14 @@ static int detach(const struct cli *c, int argc, char **argv)
     curl_free(esc);
     struct json_object *b = json_object_new_object();
     json_object_object_add(b, "force", json_object_new_boolean(force));
-    struct cli_resp r;
-    int rc = call(c, "peer detach", "DELETE", path, b, &r);
-    if (rc == CLI_OK) {
-        if (!c->json)
-            printf("peer detach: %s: success\n", argv[0]);
-        cli_resp_free(&r);
-    }
-    return rc;
+    return cli_call_simple(c, "peer detach", "DELETE", path, b, argv[0]);
 }
 
 static int status(const struct cli *c, bool pool)
 {
     const char *what = pool ? "pool list" : "peer status";
     struct cli_resp r;
-    int rc = call(c, what, "GET", pool ? "/v1/pool" : "/v1/peers", NULL, &r);
+    int rc = cli_call(c, what, "GET", pool ? "/v1/pool" : "/v1/peers", NULL, &r);
     if (rc != CLI_OK)
         return rc;
     struct json_object *arr = json_object_object_get(r.json, pool ? "nodes" : "peers");
@@ -89,11 +58,13 @@ static int status(const struct cli *c, bool pool)
         struct json_object *d = json_object_array_get_idx(arr, i);
         bool self = json_object_get_boolean(json_object_object_get(d, "self"));
         if (pool)
-            printf("%-36s  %-20s  %-22s  %s\n", field(d, "uuid"),
-                   self ? "localhost" : field(d, "name"), field(d, "address"), field(d, "state"));
+            printf("%-36s  %-20s  %-22s  %s\n", cli_jtext(d, "uuid"),
+                   self ? "localhost" : cli_jtext(d, "name"), cli_jtext(d, "address"),
+                   cli_jtext(d, "state"));
         else
             printf("\nHostname: %s\nAddress: %s\nUuid: %s\nState: Peer in Cluster (%s)\n",
-                   field(d, "name"), field(d, "address"), field(d, "uuid"), field(d, "state"));
+                   cli_jtext(d, "name"), cli_jtext(d, "address"), cli_jtext(d, "uuid"),
+                   cli_jtext(d, "state"));
     }
     cli_resp_free(&r);
     return CLI_OK;

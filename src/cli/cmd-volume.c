@@ -20,38 +20,6 @@ struct vcmd {
     const char *help;
 };
 
-int cli_call(const struct cli *c, const char *what, const char *method, const char *path,
-             struct json_object *body, struct cli_resp *r)
-{
-    int rc = cli_http(c, method, path, body, r);
-    json_object_put(body);
-    if (rc < 0)
-        return CLI_ERR;
-    if (c->json)
-        fputs(r->body, stdout);
-    if (r->status >= 300) {
-        char msg[1200];
-        cli_fail(0, what, "%s", cli_resp_error(r, msg, sizeof(msg)));
-        cli_resp_free(r);
-        return CLI_ERR;
-    }
-    return CLI_OK;
-}
-
-/* A call whose success prints "WHAT: NAME: success". */
-static int simple(const struct cli *c, const char *what, const char *method, const char *path,
-                  struct json_object *body, const char *name)
-{
-    struct cli_resp r;
-    int rc = cli_call(c, what, method, path, body, &r);
-    if (rc == CLI_OK) {
-        if (!c->json)
-            printf("%s: %s: success\n", what, name);
-        cli_resp_free(&r);
-    }
-    return rc;
-}
-
 /* Names go into URLs: refuse what brickfsd would refuse anyway, here, so
  * the message is the same and a '/' cannot change the route. */
 static int name_check(const char *what, const char *name)
@@ -153,7 +121,7 @@ static int do_start(const struct cli *c, const char *what, int argc, char **argv
     snprintf(path, sizeof(path), "/v1/volumes/%s/start", argv[0]);
     struct json_object *b = json_object_new_object();
     json_object_object_add(b, "force", json_object_new_boolean(argc == 2));
-    return simple(c, what, "POST", path, b, argv[0]);
+    return cli_call_simple(c, what, "POST", path, b, argv[0]);
 }
 
 static int do_stop(const struct cli *c, const char *what, int argc, char **argv)
@@ -165,7 +133,7 @@ static int do_stop(const struct cli *c, const char *what, int argc, char **argv)
     if (!confirm(c, q))
         return cli_fail(CLI_ERR, what, "cancelled");
     snprintf(path, sizeof(path), "/v1/volumes/%s/stop", argv[0]);
-    return simple(c, what, "POST", path, NULL, argv[0]);
+    return cli_call_simple(c, what, "POST", path, NULL, argv[0]);
 }
 
 static int do_delete(const struct cli *c, const char *what, int argc, char **argv)
@@ -178,36 +146,55 @@ static int do_delete(const struct cli *c, const char *what, int argc, char **arg
     if (!confirm(c, q))
         return cli_fail(CLI_ERR, what, "cancelled");
     snprintf(path, sizeof(path), "/v1/volumes/%s", argv[0]);
-    return simple(c, what, "DELETE", path, NULL, argv[0]);
+    return cli_call_simple(c, what, "DELETE", path, NULL, argv[0]);
 }
 
-static int do_info(const struct cli *c, const char *what, int argc, char **argv)
+/* Every volume of an answer {"volumes": [...]}, printed by print, a blank
+ * line between two. */
+static void print_volumes(struct json_object *resp, void (*print)(struct json_object *))
+{
+    struct json_object *vols;
+    if (!json_object_object_get_ex(resp, "volumes", &vols))
+        return;
+    size_t n = json_object_array_length(vols);
+    if (n == 0)
+        printf("No volumes present\n");
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            printf("\n");
+        print(json_object_array_get_idx(vols, i));
+    }
+}
+
+/* `volume info|status [NAME]`: GET /v1/volumes/NAME + sub, or all (every
+ * volume, printed one after the other). */
+static int show(const struct cli *c, const char *what, int argc, char **argv, const char *sub,
+                const char *all, void (*print)(struct json_object *))
 {
     char path[256];
     struct cli_resp r;
     if (argc > 1)
-        return cli_fail(CLI_USAGE, what, "usage: volume info [NAME]");
-    snprintf(path, sizeof(path), argc ? "/v1/volumes/%s" : "/v1/volumes", argc ? argv[0] : "");
+        return cli_fail(CLI_USAGE, what, "usage: %s [NAME]", what);
+    if (argc)
+        snprintf(path, sizeof(path), "/v1/volumes/%s%s", argv[0], sub);
+    else
+        snprintf(path, sizeof(path), "%s", all);
     int rc = cli_call(c, what, "GET", path, NULL, &r);
-    if (rc != CLI_OK || c->json)
-        goto out;
-    struct json_object *vols;
-    if (argc) {
-        cli_print_info(r.json);
-    } else if (json_object_object_get_ex(r.json, "volumes", &vols)) {
-        size_t n = json_object_array_length(vols);
-        if (n == 0)
-            printf("No volumes present\n");
-        for (size_t i = 0; i < n; i++) {
-            if (i)
-                printf("\n");
-            cli_print_info(json_object_array_get_idx(vols, i));
-        }
+    if (rc != CLI_OK)
+        return rc;
+    if (c->json) {
+    } else if (argc) {
+        print(r.json);
+    } else {
+        print_volumes(r.json, print);
     }
-out:
-    if (rc == CLI_OK)
-        cli_resp_free(&r);
+    cli_resp_free(&r);
     return rc;
+}
+
+static int do_info(const struct cli *c, const char *what, int argc, char **argv)
+{
+    return show(c, what, argc, argv, "", "/v1/volumes", cli_print_info);
 }
 
 static int do_list(const struct cli *c, const char *what, int argc, char **argv)
@@ -234,31 +221,7 @@ static int do_list(const struct cli *c, const char *what, int argc, char **argv)
 
 static int do_status(const struct cli *c, const char *what, int argc, char **argv)
 {
-    char path[256];
-    struct cli_resp r;
-    if (argc > 1)
-        return cli_fail(CLI_USAGE, what, "usage: volume status [NAME]");
-    snprintf(path, sizeof(path), argc ? "/v1/volumes/%s/status" : "/v1/status",
-             argc ? argv[0] : "");
-    int rc = cli_call(c, what, "GET", path, NULL, &r);
-    if (rc != CLI_OK)
-        return rc;
-    struct json_object *vols;
-    if (c->json) {
-    } else if (argc) {
-        cli_print_status(r.json);
-    } else if (json_object_object_get_ex(r.json, "volumes", &vols)) {
-        size_t n = json_object_array_length(vols);
-        if (n == 0)
-            printf("No volumes present\n");
-        for (size_t i = 0; i < n; i++) {
-            if (i)
-                printf("\n");
-            cli_print_status(json_object_array_get_idx(vols, i));
-        }
-    }
-    cli_resp_free(&r);
-    return rc;
+    return show(c, what, argc, argv, "/status", "/v1/status", cli_print_status);
 }
 
 static int do_set(const struct cli *c, const char *what, int argc, char **argv)

@@ -1,7 +1,8 @@
 /*
- * http-client.c — one HTTP request to brickfsd's REST API with libcurl.
- * A struct cli_resp owns the body and its parsed JSON until
- * cli_resp_free().
+ * http-client.c — one HTTP request to brickfsd's REST API with libcurl,
+ * and the call every command makes through it (cli_call: --json output,
+ * the error line). A struct cli_resp owns the body and its parsed JSON
+ * until cli_resp_free().
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,37 @@ void cli_resp_free(struct cli_resp *r)
     json_object_put(r->json);
     free(r->body);
     memset(r, 0, sizeof(*r));
+}
+
+int cli_call(const struct cli *c, const char *what, const char *method, const char *path,
+             struct json_object *body, struct cli_resp *r)
+{
+    int rc = cli_http(c, method, path, body, r);
+    json_object_put(body);
+    if (rc < 0)
+        return CLI_ERR;
+    if (c->json)
+        fputs(r->body, stdout);
+    if (r->status >= 300) {
+        char msg[1200];
+        cli_fail(0, what, "%s", cli_resp_error(r, msg, sizeof(msg)));
+        cli_resp_free(r);
+        return CLI_ERR;
+    }
+    return CLI_OK;
+}
+
+int cli_call_simple(const struct cli *c, const char *what, const char *method, const char *path,
+                    struct json_object *body, const char *name)
+{
+    struct cli_resp r;
+    int rc = cli_call(c, what, method, path, body, &r);
+    if (rc == CLI_OK) {
+        if (!c->json)
+            printf("%s: %s: success\n", what, name);
+        cli_resp_free(&r);
+    }
+    return rc;
 }
 
 const char *cli_resp_error(const struct cli_resp *r, char *buf, size_t len)
