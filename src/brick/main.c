@@ -21,7 +21,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -145,32 +144,9 @@ static int parse_args(int argc, char **argv, struct args *a)
     return 0;
 }
 
-/* The daemon's default log file: $BRICKFS_LOG_DIR/bricks/<volfile>.log. */
-static char *default_log_file(const char *volfile)
-{
-    const char *dir = getenv("BRICKFS_LOG_DIR");
-    char *copy = strdup(volfile), *name, *out = NULL;
-    if (!copy)
-        return NULL;
-    name = basename(copy);
-    size_t n = strlen(name);
-    if (n > 4 && strcmp(name + n - 4, ".vol") == 0)
-        name[n - 4] = '\0';
-    if (!dir || !*dir)
-        dir = "/var/log/brickfs";
-    char sub[PATH_MAX];
-    snprintf(sub, sizeof(sub), "%s/bricks", dir);
-    mkdir(dir, 0755);
-    mkdir(sub, 0755);
-    if (asprintf(&out, "%s/%s.log", sub, name) < 0)
-        out = NULL;
-    free(copy);
-    return out;
-}
-
 static int setup_logging(struct args *a)
 {
-    if (!a->log_file && !a->foreground && !(a->log_file = default_log_file(a->volfile)))
+    if (!a->log_file && !a->foreground && !(a->log_file = bfs_daemon_log_file(a->volfile, "bricks")))
         return -ENOMEM;
     if (a->log_level) {
         enum bfs_log_level lvl;
@@ -181,22 +157,6 @@ static int setup_logging(struct args *a)
     if (rc < 0)
         fprintf(stderr, PROG ": cannot open log file %s: %s\n", a->log_file, strerror(-rc));
     return rc;
-}
-
-/* Blocks the signals we wait for in this thread and every thread created
- * after, and returns a signalfd for them. */
-static int signals_setup(void)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    signal(SIGPIPE, SIG_IGN);
-    if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
-        return -EINVAL;
-    int fd = signalfd(-1, &set, SFD_CLOEXEC);
-    return fd < 0 ? -errno : fd;
 }
 
 static void on_graph_event(struct bfs_graph *g, enum bfs_event ev, void *data)
@@ -230,7 +190,7 @@ static int run(struct args *a)
 {
     char err[1024];
     struct bfs_graph *g = NULL;
-    int sfd = signals_setup();
+    int sfd = bfs_daemon_signalfd(0);
     if (sfd < 0) {
         fprintf(stderr, PROG ": cannot set up signal handling: %s\n", strerror(-sfd));
         return 1;

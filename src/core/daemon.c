@@ -2,10 +2,18 @@
  * daemon.c — bfs_daemonize / bfs_daemon_ready (daemon.h): the double fork
  * of brickfs-brick and brickfs-shd, and the pipe through which the daemon
  * tells the process that was started whether it came up. The pipe's write
- * end (ready_fd) lives from bfs_daemonize to bfs_daemon_ready.
+ * end (ready_fd) lives from bfs_daemonize to bfs_daemon_ready. Also their
+ * default log file and signalfd.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -76,4 +84,42 @@ void bfs_daemon_ready(int ok)
     ready_fd = -1;
     if (ok)
         to_devnull(STDERR_FILENO);
+}
+
+char *bfs_daemon_log_file(const char *volfile, const char *sub)
+{
+    const char *dir = getenv("BRICKFS_LOG_DIR");
+    char *copy = strdup(volfile), *out = NULL;
+    if (!copy)
+        return NULL;
+    char *name = basename(copy);
+    size_t n = strlen(name);
+    if (n > 4 && strcmp(name + n - 4, ".vol") == 0)
+        name[n - 4] = '\0';
+    if (!dir || !*dir)
+        dir = "/var/log/brickfs";
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s", dir, sub);
+    mkdir(dir, 0755);
+    mkdir(path, 0755);
+    if (asprintf(&out, "%s/%s.log", path, name) < 0)
+        out = NULL;
+    free(copy);
+    return out;
+}
+
+int bfs_daemon_signalfd(int extra)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    if (extra)
+        sigaddset(&set, extra);
+    signal(SIGPIPE, SIG_IGN);
+    if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
+        return -EINVAL;
+    int fd = signalfd(-1, &set, SFD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
 }

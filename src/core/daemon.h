@@ -8,6 +8,9 @@
  * `PROGRAM --volfile X && next-step` is reliable. Startup errors are still
  * printed on the terminal because the daemon keeps stderr until it reports
  * ready. One daemon per process: the pipe's end is process state.
+ *
+ * Also what both daemons do the same way around it: the default log file
+ * and the signalfd their main thread waits on.
  */
 #ifndef BFS_CORE_DAEMON_H
 #define BFS_CORE_DAEMON_H
@@ -26,5 +29,16 @@ int bfs_daemonize(void);
  * stderr moves to /dev/null too. Harmless when not daemonized, and after
  * the first call. */
 void bfs_daemon_ready(int ok);
+
+/* The default log file of a daemon started from volfile:
+ * $BRICKFS_LOG_DIR (or /var/log/brickfs) /SUB/NAME.log, NAME the volfile's
+ * base name without ".vol"; the folders are made if missing. A malloc'ed
+ * path, NULL when out of memory. */
+char *bfs_daemon_log_file(const char *volfile, const char *sub);
+
+/* Blocks SIGTERM, SIGINT, SIGHUP and `extra` (0: none) in this thread and
+ * every thread created after (call before creating any), ignores SIGPIPE,
+ * and returns a close-on-exec signalfd for them, or -errno. */
+int bfs_daemon_signalfd(int extra);
 
 #endif

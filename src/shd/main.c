@@ -18,7 +18,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -170,35 +169,13 @@ static int parse_args(int argc, char **argv, struct args *a)
     return 0;
 }
 
-static char *default_log_file(const char *volfile)
-{
-    const char *dir = getenv("BRICKFS_LOG_DIR");
-    char *copy = strdup(volfile), *out = NULL;
-    if (!copy)
-        return NULL;
-    char *name = basename(copy);
-    size_t n = strlen(name);
-    if (n > 4 && strcmp(name + n - 4, ".vol") == 0)
-        name[n - 4] = '\0';
-    if (!dir || !*dir)
-        dir = "/var/log/brickfs";
-    char sub[PATH_MAX];
-    snprintf(sub, sizeof(sub), "%s/shd", dir);
-    mkdir(dir, 0755);
-    mkdir(sub, 0755);
-    if (asprintf(&out, "%s/%s.log", sub, name) < 0)
-        out = NULL;
-    free(copy);
-    return out;
-}
-
 static int setup_logging(struct args *a, bool daemon)
 {
     enum bfs_log_level lvl = daemon ? BFS_LOG_INFO : BFS_LOG_ERROR;
     if (a->log_level)
         bfs_log_level_parse(a->log_level, &lvl);
     bfs_log_set_level(lvl);
-    if (daemon && !a->log_file && !a->foreground && !(a->log_file = default_log_file(a->volfile)))
+    if (daemon && !a->log_file && !a->foreground && !(a->log_file = bfs_daemon_log_file(a->volfile, "shd")))
         return -ENOMEM;
     if (!a->log_file)
         return 0;
@@ -206,21 +183,6 @@ static int setup_logging(struct args *a, bool daemon)
     if (rc < 0)
         fprintf(stderr, SHD_PROG ": cannot open log file %s: %s\n", a->log_file, strerror(-rc));
     return rc;
-}
-
-static int signals_setup(void)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGUSR1);
-    signal(SIGPIPE, SIG_IGN);
-    if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
-        return -EINVAL;
-    int fd = signalfd(-1, &set, SFD_CLOEXEC);
-    return fd < 0 ? -errno : fd;
 }
 
 /* The main thread of the daemon: signals, the interval, children coming up. */
@@ -268,7 +230,7 @@ static void serve(struct shd *s, int sfd, const struct args *a)
 
 static int run_daemon(struct shd *s, const struct args *a)
 {
-    int sfd = signals_setup();
+    int sfd = bfs_daemon_signalfd(SIGUSR1);
     if (sfd < 0) {
         fprintf(stderr, SHD_PROG ": cannot set up signal handling: %s\n", strerror(-sfd));
         return 1;
