@@ -114,6 +114,26 @@ static const char *status_state(struct json_object *st)
 static void *watch(void *arg);
 static bool runs_here(struct bfs_mgmt *m, const struct bfs_volume *v);
 
+struct watch_arg {
+    struct bfs_mgmt *m;
+    struct rproc *r;
+};
+
+/* A detached thread (watch) that waits for r's process to end. */
+static void watch_start(struct bfs_mgmt *m, struct rproc *r)
+{
+    pthread_t th;
+    struct watch_arg *arg = malloc(sizeof(*arg));
+    if (!arg)
+        return;
+    arg->m = m;
+    arg->r = r;
+    if (pthread_create(&th, NULL, watch, arg) == 0)
+        pthread_detach(th);
+    else
+        free(arg);
+}
+
 static int spawn_proc(struct bfs_mgmt *m, struct bfs_volume *v, struct bfs_err *e)
 {
     char bin[4200], volfile[4200], state[4200], status[4200], log[4200], pidf[4200], lv[32];
@@ -153,7 +173,6 @@ static int spawn_proc(struct bfs_mgmt *m, struct bfs_volume *v, struct bfs_err *
         return bfs_fail(e, 500, "cannot run %s: %s", bin, strerror(rc));
     int fd = pidfd_open(pid, 0);
     struct rproc *r = calloc(1, sizeof(*r));
-    pthread_t th;
     if (fd < 0 || !r) {
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
@@ -179,13 +198,7 @@ static int spawn_proc(struct bfs_mgmt *m, struct bfs_volume *v, struct bfs_err *
         r->backoff_ms = old->backoff_ms;
     r->next = m->rebal->procs;
     m->rebal->procs = r;
-    struct { struct bfs_mgmt *m; struct rproc *r; } *arg = malloc(sizeof(*arg));
-    if (arg) {
-        arg->m = m;
-        arg->r = r;
-        if (pthread_create(&th, NULL, watch, arg) == 0)
-            pthread_detach(th);
-    }
+    watch_start(m, r);
     bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s: rebalance %s started, pid %d (log: %s)", v->name,
             v->rebal.id, (int)pid, log);
     return 0;
@@ -245,7 +258,7 @@ out:
 
 static void *watch(void *arg)
 {
-    struct { struct bfs_mgmt *m; struct rproc *r; } *a = arg;
+    struct watch_arg *a = arg;
     struct bfs_mgmt *m = a->m;
     struct rproc *r = a->r;
     free(a);
@@ -295,28 +308,6 @@ int bfs_rebal_init(struct bfs_mgmt *m)
     return m->rebal ? 0 : -ENOMEM;
 }
 
-/* Is /proc/PID/cmdline a brickfs-rebalance of vol? */
-static bool is_our_proc(pid_t pid, const char *vol)
-{
-    char path[64], buf[8192];
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    buf[n] = 0;
-    if (!strstr(buf, "brickfs-rebalance"))
-        return false;
-    for (char *a = buf; a < buf + n; a += strlen(a) + 1)
-        if (strcmp(a, "--volume") == 0 && a + strlen(a) + 1 < buf + n &&
-            strcmp(a + strlen(a) + 1, vol) == 0)
-            return true;
-    return false;
-}
-
 void bfs_rebal_reconcile(struct bfs_mgmt *m)
 {
     struct bfs_volume **vols;
@@ -337,8 +328,8 @@ void bfs_rebal_reconcile(struct bfs_mgmt *m)
         }
         int fd = pid > 0 ? pidfd_open(pid, 0) : -1;
         struct rproc *r = NULL;
-        pthread_t th;
-        if (fd >= 0 && is_our_proc(pid, v->name) && (r = calloc(1, sizeof(*r)))) {
+        if (fd >= 0 && bfs__cmdline_matches(pid, "brickfs-rebalance", "--volume", v->name) &&
+            (r = calloc(1, sizeof(*r)))) {
             snprintf(r->vol, sizeof(r->vol), "%s", v->name);
             snprintf(r->id, sizeof(r->id), "%s", v->rebal.id);
             r->pid = pid;
@@ -346,13 +337,7 @@ void bfs_rebal_reconcile(struct bfs_mgmt *m)
             r->backoff_ms = 1000;
             r->next = m->rebal->procs;
             m->rebal->procs = r;
-            struct { struct bfs_mgmt *m; struct rproc *r; } *arg = malloc(sizeof(*arg));
-            if (arg) {
-                arg->m = m;
-                arg->r = r;
-                if (pthread_create(&th, NULL, watch, arg) == 0)
-                    pthread_detach(th);
-            }
+            watch_start(m, r);
             bfs_log(MGMT_LOG, BFS_LOG_INFO, "volume %s: adopted rebalance process %d", v->name,
                     (int)pid);
             continue;

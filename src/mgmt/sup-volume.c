@@ -138,9 +138,9 @@ void bfs_sup_stop_unowned(struct bfs_mgmt *m, const struct bfs_volume *v)
     }
 }
 
-/* /proc/PID/cmdline is BIN ... --volfile VOLFILE ... with BIN's base name
- * that of the brick program. */
-bool bfs__cmdline_matches(pid_t pid, const char *bin, const char *volfile)
+/* /proc/PID/cmdline is BIN ... OPT VAL ... with BIN's base name that of
+ * bin (the brick program, the self-heal daemon, the rebalance process). */
+bool bfs__cmdline_matches(pid_t pid, const char *bin, const char *opt, const char *val)
 {
     char path[64], buf[8192];
     snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
@@ -157,8 +157,8 @@ bool bfs__cmdline_matches(pid_t pid, const char *bin, const char *volfile)
     if (strcmp(a0, base) != 0)
         return false;
     for (char *a = buf; a < buf + n; a += strlen(a) + 1)
-        if (strcmp(a, "--volfile") == 0 && a + strlen(a) + 1 < buf + n &&
-            strcmp(a + strlen(a) + 1, volfile) == 0)
+        if (strcmp(a, opt) == 0 && a + strlen(a) + 1 < buf + n &&
+            strcmp(a + strlen(a) + 1, val) == 0)
             return true;
     return false;
 }
@@ -172,7 +172,7 @@ static pid_t scan_proc(const char *bin, const char *volfile)
         if (!isdigit((unsigned char)de->d_name[0]))
             continue;
         pid_t pid = (pid_t)atoi(de->d_name);
-        if (pid != getpid() && bfs__cmdline_matches(pid, bin, volfile))
+        if (pid != getpid() && bfs__cmdline_matches(pid, bin, "--volfile", volfile))
             found = pid;
     }
     if (d)
@@ -191,14 +191,14 @@ int bfs__sup_find_running(struct bfs_mgmt *m, struct bproc *p, const char *bin, 
         pid = (pid_t)atoi(txt);
         free(txt);
     }
-    if (pid <= 0 || !bfs__cmdline_matches(pid, bin, p->volfile))
+    if (pid <= 0 || !bfs__cmdline_matches(pid, bin, "--volfile", p->volfile))
         pid = scan_proc(bin, p->volfile);
     if (pid <= 0)
         return -1;
     int fd = pidfd_open(pid, 0);
     if (fd < 0)
         return -1;
-    if (!bfs__cmdline_matches(pid, bin, p->volfile)) {
+    if (!bfs__cmdline_matches(pid, bin, "--volfile", p->volfile)) {
         close(fd);
         return -1;
     }

@@ -73,8 +73,9 @@ int bfs__sup_track(struct bfs_mgmt *m, struct bproc *p, pid_t pid, struct bfs_er
 /* Spawns v's self-heal daemon (sup-shd.c); fills e on failure. */
 int bfs__sup_spawn_shd(struct bfs_mgmt *m, const struct bfs_volume *v, struct bproc *p,
                        struct bfs_err *e);
-/* True if /proc/PID/cmdline is BIN ... --volfile VOLFILE ... (sup-volume.c). */
-bool bfs__cmdline_matches(pid_t pid, const char *bin, const char *volfile);
+/* True if /proc/PID/cmdline is BIN ... OPT VAL ... (BIN's base name that of
+ * bin; opt "--volfile" for bricks and self-heal daemons) (sup-volume.c). */
+bool bfs__cmdline_matches(pid_t pid, const char *bin, const char *opt, const char *val);
 /* A running process of p found by pid file or /proc scan, as a checked
  * pidfd, or -1 (sup-volume.c). */
 int bfs__sup_find_running(struct bfs_mgmt *m, struct bproc *p, const char *bin, pid_t *pid_out);
