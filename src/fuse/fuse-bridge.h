@@ -181,6 +181,10 @@ struct bfs_fuse_call {
 /* Starts a call for req with the caller's credentials. On failure replies
  * ENOMEM itself and returns NULL. */
 struct bfs_fuse_call *bfs_fuse_call_new(fuse_req_t req);
+/* For a request on ino (an inode, or the parent of a name) whose checks
+ * gave rc: rc < 0 replies -rc and returns NULL; else bfs_fuse_call_new
+ * with c->ino = ino. */
+struct bfs_fuse_call *bfs_fuse_call_on(fuse_req_t req, fuse_ino_t ino, int rc);
 /* Like bfs_fuse_call_new for lock operations: stack->lk_owner = owner. */
 struct bfs_fuse_call *bfs_fuse_call_new_lk(fuse_req_t req, uint64_t owner);
 /* A call of our own on generation gr, with no request to answer, on

@@ -115,6 +115,18 @@ nomem:
     return NULL;
 }
 
+struct bfs_fuse_call *bfs_fuse_call_on(fuse_req_t req, fuse_ino_t ino, int rc)
+{
+    if (rc < 0) {
+        fuse_reply_err(req, -rc);
+        return NULL;
+    }
+    struct bfs_fuse_call *c = bfs_fuse_call_new(req);
+    if (c)
+        c->ino = ino;
+    return c;
+}
+
 struct bfs_fuse_call *bfs_fuse_call_new_lk(fuse_req_t req, uint64_t owner)
 {
     struct bfs_fuse_call *c = bfs_fuse_call_new(req);

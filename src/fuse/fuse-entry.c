@@ -47,6 +47,20 @@ static void parent_changed(struct bfs_fuse_call *c, int rc, const struct bfs_iat
         bfs_fuse_node_dir_attr_put(c->fu, c->ino, post);
 }
 
+/* The location of a new entry (parent, name) and the xdata that asks for
+ * the GFID chosen here (the caller unrefs it): 0, or -ENOMEM after ending
+ * c. */
+static int new_entry(struct bfs_fuse_call *c, fuse_ino_t parent, const char *name,
+                     struct bfs_loc *loc, struct bfs_dict **xdata)
+{
+    struct bfs_gfid gfid;
+    if (bfs_fuse_loc_name(c, loc, parent, name) < 0 || !(*xdata = bfs_fuse_gfid_req(&gfid))) {
+        bfs_fuse_call_fail(c, -ENOMEM);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 static void entry_done(struct bfs_fuse_call *c, int rc, const struct bfs_iatt *attr)
 {
     if (rc < 0)
@@ -78,11 +92,7 @@ static void lookup_cbk(struct bfs_frame *frame, void *cookie, int rc,
 void bfs_fuse_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     int rc = check_old_name(parent, name);
-    if (rc < 0) {
-        fuse_reply_err(req, -rc);
-        return;
-    }
-    struct bfs_fuse_call *c = bfs_fuse_call_new(req);
+    struct bfs_fuse_call *c = bfs_fuse_call_on(req, parent, rc);
     if (!c)
         return;
     struct bfs_lookup_req r = {0};
@@ -121,21 +131,13 @@ void bfs_fuse_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
                     dev_t rdev)
 {
     int rc = check_new_name(parent, name);
-    if (rc < 0) {
-        fuse_reply_err(req, -rc);
-        return;
-    }
-    struct bfs_fuse_call *c = bfs_fuse_call_new(req);
+    struct bfs_fuse_call *c = bfs_fuse_call_on(req, parent, rc);
     if (!c)
         return;
-    c->ino = parent;
     /* The kernel has applied the umask already (no FUSE_CAP_DONT_MASK). */
     struct bfs_mknod_req r = {.mode = mode, .rdev = rdev, .umask = 0};
-    struct bfs_gfid gfid;
-    if (bfs_fuse_loc_name(c, &r.loc, parent, name) < 0 || !(r.xdata = bfs_fuse_gfid_req(&gfid))) {
-        bfs_fuse_call_fail(c, -ENOMEM);
+    if (new_entry(c, parent, name, &r.loc, &r.xdata) < 0)
         return;
-    }
     rc = bfs_wind_mknod(c->frame, bfs_fuse_top(c), mknod_cbk, NULL, &r);
     bfs_dict_unref(r.xdata);
     if (rc < 0)
@@ -153,20 +155,12 @@ static void mkdir_cbk(struct bfs_frame *frame, void *cookie, int rc,
 void bfs_fuse_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
     int rc = check_new_name(parent, name);
-    if (rc < 0) {
-        fuse_reply_err(req, -rc);
-        return;
-    }
-    struct bfs_fuse_call *c = bfs_fuse_call_new(req);
+    struct bfs_fuse_call *c = bfs_fuse_call_on(req, parent, rc);
     if (!c)
         return;
-    c->ino = parent;
     struct bfs_mkdir_req r = {.mode = mode, .umask = 0};
-    struct bfs_gfid gfid;
-    if (bfs_fuse_loc_name(c, &r.loc, parent, name) < 0 || !(r.xdata = bfs_fuse_gfid_req(&gfid))) {
-        bfs_fuse_call_fail(c, -ENOMEM);
+    if (new_entry(c, parent, name, &r.loc, &r.xdata) < 0)
         return;
-    }
     rc = bfs_wind_mkdir(c->frame, bfs_fuse_top(c), mkdir_cbk, NULL, &r);
     bfs_dict_unref(r.xdata);
     if (rc < 0)
@@ -186,20 +180,12 @@ void bfs_fuse_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const
     int rc = check_new_name(parent, name);
     if (rc == 0 && strlen(link) >= PATH_MAX)
         rc = -ENAMETOOLONG;
-    if (rc < 0) {
-        fuse_reply_err(req, -rc);
-        return;
-    }
-    struct bfs_fuse_call *c = bfs_fuse_call_new(req);
+    struct bfs_fuse_call *c = bfs_fuse_call_on(req, parent, rc);
     if (!c)
         return;
-    c->ino = parent;
     struct bfs_symlink_req r = {.target = link, .umask = 0};
-    struct bfs_gfid gfid;
-    if (bfs_fuse_loc_name(c, &r.loc, parent, name) < 0 || !(r.xdata = bfs_fuse_gfid_req(&gfid))) {
-        bfs_fuse_call_fail(c, -ENOMEM);
+    if (new_entry(c, parent, name, &r.loc, &r.xdata) < 0)
         return;
-    }
     rc = bfs_wind_symlink(c->frame, bfs_fuse_top(c), symlink_cbk, NULL, &r);
     bfs_dict_unref(r.xdata);
     if (rc < 0)
@@ -217,14 +203,9 @@ static void link_cbk(struct bfs_frame *frame, void *cookie, int rc,
 void bfs_fuse_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
     int rc = check_new_name(newparent, newname);
-    if (rc < 0) {
-        fuse_reply_err(req, -rc);
-        return;
-    }
-    struct bfs_fuse_call *c = bfs_fuse_call_new(req);
+    struct bfs_fuse_call *c = bfs_fuse_call_on(req, newparent, rc);
     if (!c)
         return;
-    c->ino = newparent;
     struct bfs_link_req r = {0};
     rc = bfs_fuse_loc_ino(c, &r.oldloc, ino);
     if (rc == 0)
@@ -254,14 +235,9 @@ static void unlink_cbk(struct bfs_frame *frame, void *cookie, int rc,
 void bfs_fuse_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     int rc = check_old_name(parent, name);
-    if (rc < 0) {
-        fuse_reply_err(req, -rc);
-        return;
-    }
-    struct bfs_fuse_call *c = bfs_fuse_call_new(req);
+    struct bfs_fuse_call *c = bfs_fuse_call_on(req, parent, rc);
     if (!c)
         return;
-    c->ino = parent;
     struct bfs_unlink_req r = {0};
     rc = bfs_fuse_loc_name(c, &r.loc, parent, name);
     if (rc == 0)
@@ -281,14 +257,9 @@ static void rmdir_cbk(struct bfs_frame *frame, void *cookie, int rc,
 void bfs_fuse_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     int rc = check_old_name(parent, name);
-    if (rc < 0) {
-        fuse_reply_err(req, -rc);
-        return;
-    }
-    struct bfs_fuse_call *c = bfs_fuse_call_new(req);
+    struct bfs_fuse_call *c = bfs_fuse_call_on(req, parent, rc);
     if (!c)
         return;
-    c->ino = parent;
     struct bfs_rmdir_req r = {0};
     rc = bfs_fuse_loc_name(c, &r.loc, parent, name);
     if (rc == 0)
@@ -316,11 +287,7 @@ void bfs_fuse_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_i
     int rc = check_old_name(parent, name);
     if (rc == 0)
         rc = check_new_name(newparent, newname);
-    if (rc < 0) {
-        fuse_reply_err(req, -rc);
-        return;
-    }
-    struct bfs_fuse_call *c = bfs_fuse_call_new(req);
+    struct bfs_fuse_call *c = bfs_fuse_call_on(req, parent, rc);
     if (!c)
         return;
     c->u64[0] = parent;

@@ -88,14 +88,9 @@ void bfs_fuse_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const c
                        size_t size, int flags)
 {
     int local = bfs_fuse_xattr_local(bfs_fuse_of(req), name, BFS_FUSE_XSET);
-    if (local) {
-        fuse_reply_err(req, local);
-        return;
-    }
-    struct bfs_fuse_call *c = bfs_fuse_call_new(req);
+    struct bfs_fuse_call *c = bfs_fuse_call_on(req, ino, -local);
     if (!c)
         return;
-    c->ino = ino;
     struct bfs_setxattr_req r = {.xattrs = bfs_dict_new(), .flags = (uint32_t)flags};
     if (!r.xattrs || bfs_dict_set_bin(r.xattrs, name, value, size) < 0) {
         bfs_dict_unref(r.xattrs);
@@ -119,14 +114,9 @@ static void removexattr_cbk(struct bfs_frame *frame, void *cookie, int rc,
 void bfs_fuse_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
     int local = bfs_fuse_xattr_local(bfs_fuse_of(req), name, BFS_FUSE_XREMOVE);
-    if (local) {
-        fuse_reply_err(req, local);
-        return;
-    }
-    struct bfs_fuse_call *c = bfs_fuse_call_new(req);
+    struct bfs_fuse_call *c = bfs_fuse_call_on(req, ino, -local);
     if (!c)
         return;
-    c->ino = ino;
     struct bfs_removexattr_req r = {.name = name};
     int rc = bfs_fuse_loc_ino(c, &r.loc, ino);
     if (rc == 0)
