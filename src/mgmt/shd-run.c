@@ -24,8 +24,7 @@
 #include "core/body.h"
 #include "core/event.h"
 #include "mgmt/mgmt.h"
-
-extern char **environ;
+#include "mgmt/supervisor.h"
 
 #define OUT_MAX (16u << 20) /* a heal listing of many entries; more is cut */
 
@@ -47,24 +46,13 @@ static int drain(int fd, struct bfs_body *s)
 static int spawn(char *const argv[], int out, int err, pid_t *pid)
 {
     posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, out, 1);
     posix_spawn_file_actions_adddup2(&fa, err, 2);
-    posix_spawnattr_init(&at);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setpgroup(&at, 0);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    int rc = posix_spawn(pid, argv[0], &fa, &at, argv, environ);
+    int rc = bfs__spawn(argv, &fa, POSIX_SPAWN_SETPGROUP, pid);
     posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
-    return -rc;
+    return rc;
 }
 
 int bfs_run_capture(char *const argv[], int timeout_ms, struct bfs_run_result *r)

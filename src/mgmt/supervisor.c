@@ -148,28 +148,35 @@ static int ensure_port(struct bfs_mgmt *m, struct bfs_volume *v, int idx, struct
     return 0;
 }
 
-int bfs__spawn_daemon(char *const argv[], const char *logfile, pid_t *pid)
+int bfs__spawn(char *const argv[], const posix_spawn_file_actions_t *fa, short flags,
+               pid_t *pid)
 {
-    posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     sigset_t none, all;
     sigemptyset(&none);
     sigfillset(&all);
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setflags(&at, flags | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (flags & POSIX_SPAWN_SETPGROUP)
+        posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    int rc = posix_spawn(pid, argv[0], fa, &at, argv, environ);
+    posix_spawnattr_destroy(&at);
+    return -rc;
+}
+
+int bfs__spawn_daemon(char *const argv[], const char *logfile, pid_t *pid)
+{
+    posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, logfile, O_WRONLY | O_APPEND | O_CREAT, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawnattr_init(&at);
-    /* own session: a brick outlives brickfsd and its terminal's signals;
-     * brickfsd blocks signals for sigwait, the brick must not inherit that */
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    int rc = posix_spawn(pid, argv[0], &fa, &at, argv, environ);
+    /* own session: a brick outlives brickfsd and its terminal's signals */
+    int rc = bfs__spawn(argv, &fa, POSIX_SPAWN_SETSID, pid);
     posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
-    return -rc;
+    return rc;
 }
 
 static int do_spawn(struct bfs_mgmt *m, struct bproc *p, pid_t *pid)

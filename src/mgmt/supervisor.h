@@ -10,6 +10,7 @@
 #define BFS_MGMT_SUPERVISOR_H
 
 #include <stdbool.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -68,6 +69,12 @@ int bfs__sup_stop(struct bfs_mgmt *m, struct bproc *p, struct bfs_err *e);
 /* posix_spawn of a daemon in its own session, stdin /dev/null, stdout and
  * stderr appended to logfile, default signals. 0 or -errno. */
 int bfs__spawn_daemon(char *const argv[], const char *logfile, pid_t *pid);
+/* posix_spawn of argv[0] with file actions fa and flags (POSIX_SPAWN_SETSID,
+ * or POSIX_SPAWN_SETPGROUP: a group of its own), the default signal mask
+ * and handlers (brickfsd blocks signals for sigwait; a child must not
+ * inherit that). 0 or -errno. */
+int bfs__spawn(char *const argv[], const posix_spawn_file_actions_t *fa, short flags,
+               pid_t *pid);
 /* After a spawn: pidfd, pid file, state RUNNING. Kills pid on failure. */
 int bfs__sup_track(struct bfs_mgmt *m, struct bproc *p, pid_t pid, struct bfs_err *e);
 /* Spawns v's self-heal daemon (sup-shd.c); fills e on failure. */
