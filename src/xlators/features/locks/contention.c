@@ -55,8 +55,8 @@ static void notice_free(struct pl_notice *n)
 static void note(struct pl_notices *out, uint32_t kind, const struct pl_inode *pin,
                  const struct pl_domain *d, struct pl_lock *l, uint64_t now, uint64_t delay)
 {
-    if (l->notified_ns && now - l->notified_ns < delay)
-        return;
+    if (l->notified_ns && (now - l->notified_ns < delay || l->notified_ns == now))
+        return; /* told recently, or already in this scan */
     struct pl_notice *n = calloc(1, sizeof(*n));
     if (!n)
         return;
