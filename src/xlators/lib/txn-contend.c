@@ -14,11 +14,12 @@
  * domain and GFID must match too (a defence against a foreign owner).
  *
  * Concurrency: the held list is walked under cl->timers_lock, comparing
- * lk->owner (atomic) only; a match is pinned by a reference on its inode
- * (as bfs_txn_quiesce does), then checked and changed under lk->m. The
- * release is posted to the event loop: a notice may come from inside a
- * call of ours (a brick in the same process), which must not wind more.
+ * lk->owner (atomic) only; a match is pinned by taking its lk->m there
+ * (find_locked), then checked and changed. The release is posted to the
+ * event loop: a notice may come from inside a call of ours (a brick in the
+ * same process), which must not wind more.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,32 +63,51 @@ static bool __end_window(struct bfs_txn_lock *lk, const struct bfs_upcall *up)
     return false;
 }
 
+/* The shared lock of cl whose owner is `owner`, with lk->m held, or NULL.
+ * Found under cl->timers_lock, where lk->m may only be tried (the lock
+ * order is lk->m, then timers_lock): a lock in the held list whose mutex we
+ * hold cannot become FREE (that takes lk->m) nor be freed. Busy: look
+ * again; still busy after many tries, give the notice up (the window bound
+ * covers it). */
+static struct bfs_txn_lock *find_locked(struct bfs_cluster *cl, uint64_t owner)
+{
+    for (int tries = 0; tries < 1000; tries++) {
+        struct bfs_txn_lock *found = NULL;
+        bool busy = false;
+        pthread_mutex_lock(&cl->timers_lock);
+        for (struct bfs_txn_lock *l = cl->held; l; l = l->held_next) {
+            if (__atomic_load_n(&l->owner, __ATOMIC_RELAXED) == owner) {
+                if (pthread_mutex_trylock(&l->m) == 0)
+                    found = l;
+                else
+                    busy = true;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&cl->timers_lock);
+        if (found || !busy)
+            return found;
+        sched_yield();
+    }
+    XL_DBG(cl->xl, "contention notice for lock owner %llx: its lock stayed busy",
+           (unsigned long long)owner);
+    return NULL;
+}
+
 bool bfs_txn_contention(struct bfs_cluster *cl, const struct bfs_upcall *up)
 {
     if (!bfs_upcall_is_contention(up->kind))
         return false;
-    if (!up->owner)
-        return true;
-    struct bfs_txn_lock *lk = NULL;
-    struct bfs_inode *inode = NULL;
-    pthread_mutex_lock(&cl->timers_lock);
-    for (struct bfs_txn_lock *l = cl->held; l; l = l->held_next) {
-        if (__atomic_load_n(&l->owner, __ATOMIC_RELAXED) == up->owner && l->inode) {
-            lk = l;
-            inode = bfs_inode_ref(l->inode); /* keeps lk's context alive */
-            break;
-        }
-    }
-    pthread_mutex_unlock(&cl->timers_lock);
+    struct bfs_txn_lock *lk = up->owner ? find_locked(cl, up->owner) : NULL;
     if (!lk)
         return true; /* not ours, or that window is over already */
-    pthread_mutex_lock(&lk->m);
     bool release = lk->stack && lk->stack->lk_owner == up->owner && __end_window(lk, up);
     pthread_mutex_unlock(&lk->m);
     XL_DBG(cl->xl, "contention notice for lock owner %llx: %s",
            (unsigned long long)up->owner, release ? "releasing now" : "released when idle");
+    /* a RELEASING lock keeps its inode (and so itself) until the release
+     * is over */
     if (release && (!cl->loop || bfs_loop_post(cl->loop, release_task, lk) < 0))
         bfs__txn_start_release(lk); /* no loop: here rather than never */
-    bfs_inode_unref(inode); /* a RELEASING lock holds its own reference */
     return true;
 }
