@@ -227,8 +227,9 @@ void bfs_txn_lock_install(struct bfs_cluster *cl, struct bfs_txn_lock *lk,
  * if it names a shared lock this cluster holds (its lock owner, domain and
  * GFID), that window admits no newcomer, skips the delayed post-op and is
  * released as soon as its transactions in flight are done. Returns true
- * for every contention notice (the translator consumes it: nobody above
- * holds cluster locks), false for other upcalls (pass them on). */
+ * for every contention notice (the translator consumes it: nothing above
+ * acts on one, and md-cache would count it as an invalidation), false for
+ * other upcalls (pass them on). */
 struct bfs_upcall;
 bool bfs_txn_contention(struct bfs_cluster *cl, const struct bfs_upcall *up);
 

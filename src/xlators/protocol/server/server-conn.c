@@ -204,6 +204,12 @@ void srv_send_reply(struct srv_conn *sc, uint64_t id, uint32_t proc, int rc, voi
 
 void srv_broadcast_upcall(struct srv_priv *priv, const struct bfs_upcall *up)
 {
+    /* up->to is only compared, never followed: a connection gone since the
+     * notice was made matches nothing (or a new one at the same address,
+     * whose owners differ: it ignores the notice) */
+    bool contention = bfs_upcall_is_contention(up->kind);
+    if (contention && !up->to) /* a lock of a caller inside this process */
+        return;
     struct bfs_wbuf w;
     bfs_wbuf_init(&w);
     if (bfs_enc_upcall(&w, up) < 0) {
@@ -212,11 +218,6 @@ void srv_broadcast_upcall(struct srv_priv *priv, const struct bfs_upcall *up)
     }
     struct bfs_wire_hdr h = {.type = BFS_WIRE_UPCALL};
     struct iovec iov = {w.p, w.len};
-    bool contention = bfs_upcall_is_contention(up->kind);
-    if (contention && !up->to) { /* a lock of a caller inside this process */
-        bfs_wbuf_free(&w);
-        return;
-    }
     pthread_mutex_lock(&priv->lock);
     for (struct srv_conn *sc = priv->conns; sc; sc = sc->next) {
         pthread_mutex_lock(&sc->lock);
