@@ -53,7 +53,6 @@ static bool __end_window(struct bfs_txn_lock *lk, const struct bfs_upcall *up)
         named = set_matches(&lk->sets[s], up);
     if (!named || (lk->state != BFS_TXL_ACQUIRING && lk->state != BFS_TXL_HELD))
         return false;
-    lk->contended = true;
     lk->release_now = true; /* no joiner, no delayed post-op (leave() releases) */
     if (lk->state == BFS_TXL_HELD && !lk->active) {
         bfs__txn_timer_disarm(lk);

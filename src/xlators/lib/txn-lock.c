@@ -159,7 +159,6 @@ int bfs__txn_holder_setup(struct bfs_txn_lock *lk, const struct bfs_txn *t)
     lk->ro_window = t->readonly;
     lk->window++;
     lk->since_ms = bfs_now_ms();
-    lk->contended = false;
     __atomic_store_n(&lk->owner, lk->stack->lk_owner, __ATOMIC_RELAXED);
     if (lk->shared && lk->inode)
         held_add(lk);

@@ -138,7 +138,6 @@ struct bfs_txn_lock {
     uint64_t since_ms;            /* when the window was acquired (bfs_now_ms) */
     uint64_t owner;               /* atomic: the holder's lock owner, 0 when FREE (for
                                    * contention notices, read under cl->timers_lock) */
-    bool contended;               /* a contention notice ended this window */
     uint64_t joined;              /* statistics: transactions that found the lock held */
     struct bfs_txn *active;       /* transactions past admission, not yet left */
     struct bfs_txn *waiting;      /* FIFO of transactions not admitted yet */
