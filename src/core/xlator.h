@@ -95,14 +95,34 @@ enum bfs_event {
 #define BFS_CLIENT_LOCAL ((void *)(uintptr_t)1)
 
 /* Server-to-client message (cache invalidation, lock contention). */
+enum bfs_upcall_kind {
+    BFS_UPCALL_INODE = 1,              /* invalidate gfid's attributes */
+    BFS_UPCALL_ENTRY = 2,              /* invalidate name in pargfid */
+    BFS_UPCALL_INODELK_CONTENTION = 3, /* someone waits for owner's inodelk on gfid */
+    BFS_UPCALL_ENTRYLK_CONTENTION = 4, /* someone waits for owner's entrylk (gfid, name) */
+};
+
+static inline bool bfs_upcall_is_contention(uint32_t kind)
+{
+    return kind == BFS_UPCALL_INODELK_CONTENTION || kind == BFS_UPCALL_ENTRYLK_CONTENTION;
+}
+
 struct bfs_upcall {
-    uint32_t kind; /* 1 = invalidate inode, 2 = invalidate entry, 3 = lock contention */
+    uint32_t kind; /* enum bfs_upcall_kind */
     struct bfs_gfid gfid;
     struct bfs_gfid pargfid;
     const char *name;
+    /* Contention only (on the wire after name): the lock domain and the
+     * lock owner (stack->lk_owner) holding the contended lock. */
+    const char *domain;
+    uint64_t owner;
     /* Not on the wire: the stack->client of the change that caused it;
-     * protocol/server sends the upcall to every client but that one. */
+     * protocol/server sends an invalidation to every client but that one. */
     void *except;
+    /* Not on the wire, contention only: the stack->client holding the lock
+     * (NULL: a caller inside the brick's process); protocol/server sends a
+     * contention notice to that client only. */
+    void *to;
 };
 
 /* xdata key features/upcall adds to replies: the brick that answered sends

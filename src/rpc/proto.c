@@ -63,6 +63,10 @@ int bfs_enc_upcall(struct bfs_wbuf *w, const struct bfs_upcall *u)
     bfs_put_gfid(w, &u->gfid);
     bfs_put_gfid(w, &u->pargfid);
     bfs_put_str(w, u->name);
+    if (bfs_upcall_is_contention(u->kind)) {
+        bfs_put_str(w, u->domain);
+        bfs_put_u64(w, u->owner);
+    }
     return w->err;
 }
 
@@ -73,5 +77,9 @@ int bfs_dec_upcall(struct bfs_rbuf *rd, struct bfs_upcall *u)
     bfs_get_gfid(rd, &u->gfid);
     bfs_get_gfid(rd, &u->pargfid);
     bfs_get_str(rd, &u->name);
+    if (bfs_upcall_is_contention(u->kind)) {
+        bfs_get_str(rd, &u->domain);
+        bfs_get_u64(rd, &u->owner);
+    }
     return bfs_proto_dec_end(rd, rd->err);
 }

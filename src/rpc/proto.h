@@ -61,7 +61,11 @@ int bfs_dec_setvolume_req(struct bfs_rbuf *rd, struct bfs_setvolume_req *r);
 int bfs_enc_setvolume_rep(struct bfs_wbuf *w, const struct bfs_setvolume_rep *r);
 int bfs_dec_setvolume_rep(struct bfs_rbuf *rd, struct bfs_setvolume_rep *r);
 
-/* Upcall body: kind gfid pargfid name:str. name points into the buffer. */
+/* Upcall body: kind gfid pargfid name:str, then for the contention kinds
+ * (3, 4) domain:str owner:u64. Strings point into the buffer. A client
+ * gets contention upcalls only if its SETVOLUME xdata carried
+ * BFS_SETVOLUME_CONTENTION (older clients reject the longer body). */
+#define BFS_SETVOLUME_CONTENTION "brickfs.upcall.contention"
 struct bfs_upcall;
 int bfs_enc_upcall(struct bfs_wbuf *w, const struct bfs_upcall *u);
 int bfs_dec_upcall(struct bfs_rbuf *rd, struct bfs_upcall *u);

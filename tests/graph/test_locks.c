@@ -374,6 +374,134 @@ static void test_inodelk(struct bfs_stack *a, struct bfs_stack *b, const struct 
     bfs_stack_unref(c);
 }
 
+/* ---- contention notices (features/locks/contention.c) ---- */
+
+static pthread_mutex_t ups_m = PTHREAD_MUTEX_INITIALIZER;
+static int ups_n;
+static struct bfs_upcall ups_last;
+static char ups_domain[32], ups_name[32];
+
+static void on_event(struct bfs_graph *g, enum bfs_event ev, void *data)
+{
+    (void)g;
+    if (ev != BFS_EV_UPCALL || !data)
+        return;
+    const struct bfs_upcall *up = data;
+    pthread_mutex_lock(&ups_m);
+    ups_n++;
+    ups_last = *up;
+    snprintf(ups_domain, sizeof(ups_domain), "%s", up->domain ? up->domain : "");
+    snprintf(ups_name, sizeof(ups_name), "%s", up->name ? up->name : "");
+    pthread_mutex_unlock(&ups_m);
+}
+
+/* Notices heard so far; *last (may be NULL) gets the last one. */
+static int ups_count(struct bfs_upcall *last)
+{
+    pthread_mutex_lock(&ups_m);
+    int n = ups_n;
+    if (last)
+        *last = ups_last;
+    pthread_mutex_unlock(&ups_m);
+    return n;
+}
+
+static void set_opt(const char *key, const char *val)
+{
+    struct bfs_dict *d = bfs_dict_new();
+    bfs_dict_set_str(d, key, val);
+    is_int(top->mod->reconfigure(top, d), 0, "reconfigure %s %s", key, val);
+    bfs_dict_unref(d);
+}
+
+static bool notice_is(const struct bfs_upcall *up, uint32_t kind, void *to, uint64_t owner,
+                      const struct bfs_gfid *g, const char *name)
+{
+    return up->kind == kind && up->to == to && up->owner == owner && bfs_gfid_eq(&up->gfid, g) &&
+           strcmp(ups_domain, "cd") == 0 && strcmp(ups_name, name ? name : "") == 0;
+}
+
+static void test_contention_inodelk(struct bfs_stack *a, struct bfs_stack *b,
+                                    const struct bfs_gfid *g)
+{
+    struct bfs_upcall up;
+    set_opt("notify-contention-delay", "60000");
+    int n0 = ups_count(NULL);
+    is_int(inodelk(a, "cd", g, BFS_LK_SETLK, F_WRLCK, 0, 0), 0, "contention: A holds an inodelk");
+    is_int(inodelk(b, "cd", g, BFS_LK_SETLK, F_WRLCK, 0, 0), -EAGAIN,
+           "contention: B's non-blocking request is refused");
+    is_int(ups_count(NULL), n0, "contention: a non-blocking request tells nobody");
+    struct bfs_inodelk_req req = ilk_req("cd", g, BFS_LK_SETLKW, F_WRLCK, 0, 0);
+    struct pending *pb = start(BFS_FOP_INODELK, b, &req);
+    ok(!is_done(pb) && ups_count(&up) == n0 + 1,
+       "contention: B's blocking request waits and one notice goes out");
+    ok(notice_is(&up, BFS_UPCALL_INODELK_CONTENTION, &client_a, 1, g, NULL),
+       "contention: it goes to the holder only (client A, its lock owner) and names the "
+       "domain and the GFID");
+    struct bfs_stack *c = stack_for(&client_c, 3), *d = stack_for(&client_c, 4);
+    struct pending *pc = start(BFS_FOP_INODELK, c, &req);
+    is_int(ups_count(NULL), n0 + 1,
+           "contention: a second waiter within notify-contention-delay: A is not told again");
+    set_opt("notify-contention-delay", "0");
+    struct pending *pd = start(BFS_FOP_INODELK, d, &req);
+    ok(ups_count(&up) == n0 + 2 && up.to == &client_a,
+       "contention: with a delay of 0, the next waiter tells A again (once)");
+    is_int(inodelk(a, "cd", g, BFS_LK_SETLK, F_UNLCK, 0, 0), 0, "contention: A unlocks");
+    ok(wait_for(pb, 2000) && pb->rc == 0, "contention: B is granted");
+    ok(ups_count(&up) == n0 + 3 && notice_is(&up, BFS_UPCALL_INODELK_CONTENTION, &client_b, 2,
+                                             g, NULL),
+       "contention: the new holder B is told at once that others still wait (one notice)");
+    is_int(inodelk(b, "cd", g, BFS_LK_SETLK, F_UNLCK, 0, 0), 0, "contention: B unlocks");
+    ok(wait_for(pc, 2000) && pc->rc == 0, "contention: C's first owner is granted");
+    ok(ups_count(&up) == n0 + 4 && up.to == &client_c && up.owner == 3,
+       "contention: C's other owner waits for it: C is told");
+    is_int(inodelk(c, "cd", g, BFS_LK_SETLK, F_UNLCK, 0, 0), 0, "contention: C unlocks");
+    ok(wait_for(pd, 2000) && pd->rc == 0, "contention: the last waiter is granted");
+    is_int(ups_count(NULL), n0 + 4, "contention: nobody waits: no notice");
+    is_int(inodelk(d, "cd", g, BFS_LK_SETLK, F_UNLCK, 0, 0), 0, "contention: it unlocks");
+    pending_free(pb);
+    pending_free(pc);
+    pending_free(pd);
+    bfs_stack_unref(c);
+    bfs_stack_unref(d);
+}
+
+static void test_contention(struct bfs_stack *a, struct bfs_stack *b, const struct bfs_gfid *g)
+{
+    graph->on_event = on_event;
+    test_contention_inodelk(a, b, g);
+
+    struct bfs_upcall up;
+    int n0 = ups_count(NULL);
+    is_int(entrylk(a, "cd", "x", BFS_ENTRYLK_LOCK_NB, BFS_ENTRYLK_WRLCK), 0,
+           "contention: A holds an entrylk on x");
+    struct bfs_entrylk_req ereq = elk_req("cd", "x", BFS_ENTRYLK_LOCK, BFS_ENTRYLK_RDLCK);
+    struct pending *p = start(BFS_FOP_ENTRYLK, b, &ereq);
+    ok(!is_done(p) && ups_count(&up) == n0 + 1 &&
+           notice_is(&up, BFS_UPCALL_ENTRYLK_CONTENTION, &client_a, 1, &bfs_gfid_root, "x"),
+       "contention: a blocked entrylk tells the holder, naming domain, directory and name");
+    is_int(entrylk(a, "cd", "x", BFS_ENTRYLK_UNLOCK, BFS_ENTRYLK_WRLCK), 0,
+           "contention: A drops x");
+    ok(wait_for(p, 2000) && p->rc == 0, "contention: B's entrylk is granted");
+    pending_free(p);
+    is_int(entrylk(b, "cd", "x", BFS_ENTRYLK_UNLOCK, BFS_ENTRYLK_RDLCK), 0,
+           "contention: B drops x");
+
+    set_opt("notify-contention", "off");
+    n0 = ups_count(NULL);
+    is_int(inodelk(a, "cd", g, BFS_LK_SETLK, F_WRLCK, 0, 0), 0, "contention off: A holds");
+    struct bfs_inodelk_req req = ilk_req("cd", g, BFS_LK_SETLKW, F_WRLCK, 0, 0);
+    p = start(BFS_FOP_INODELK, b, &req);
+    ok(!is_done(p) && ups_count(NULL) == n0, "contention off: B waits, nobody is told");
+    is_int(inodelk(a, "cd", g, BFS_LK_SETLK, F_UNLCK, 0, 0), 0, "contention off: A unlocks");
+    ok(wait_for(p, 2000) && p->rc == 0, "contention off: B is granted");
+    pending_free(p);
+    is_int(inodelk(b, "cd", g, BFS_LK_SETLK, F_UNLCK, 0, 0), 0, "contention off: B unlocks");
+    set_opt("notify-contention", "on");
+    set_opt("notify-contention-delay", "5");
+    graph->on_event = NULL;
+}
+
 static void test_entrylk(struct bfs_stack *a, struct bfs_stack *b)
 {
     is_int(entrylk(a, "d", "x", BFS_ENTRYLK_LOCK_NB, BFS_ENTRYLK_RDLCK), 0, "A RD x");
@@ -509,6 +637,7 @@ int main(void)
     test_flock_flush_release(a, b, &g);
     test_inodelk(a, b, &g);
     test_entrylk(a, b);
+    test_contention(a, b, &g);
     test_leases(a, b, &g);
     test_client_gone(a, b, fda, fdb, &g);
     test_bad_requests(a, fda, &g);

@@ -10,6 +10,7 @@
 
 #include "core/xlator.h"
 #include "rpc/codec.h"
+#include "rpc/proto.h"
 #include "rpc/wire.h"
 #include "../lib/tap.h"
 
@@ -763,9 +764,60 @@ static void test_generated(void)
     bfs_wbuf_free(&w);
 }
 
+/* Upcalls (rpc/proto.c): invalidations keep their body; contention
+ * notices add the domain and the lock owner; a body cut short or longer
+ * than its kind says is refused. */
+static void test_upcall(void)
+{
+    struct bfs_upcall inv = {.kind = BFS_UPCALL_ENTRY, .name = "x", .domain = "ignored",
+                             .owner = 9};
+    inv.pargfid.b[15] = 1;
+    struct bfs_wbuf w;
+    bfs_wbuf_init(&w);
+    ok(bfs_enc_upcall(&w, &inv) == 0, "upcall: an invalidation encodes");
+    size_t inv_len = w.len;
+    struct bfs_upcall got;
+    struct bfs_rbuf rd;
+    bfs_rbuf_init(&rd, w.p, w.len);
+    ok(bfs_dec_upcall(&rd, &got) == 0 && got.kind == BFS_UPCALL_ENTRY && got.name &&
+           strcmp(got.name, "x") == 0 && !got.domain && got.owner == 0,
+       "upcall: an invalidation carries no domain or owner (its body is unchanged)");
+    bfs_wbuf_free(&w);
+
+    struct bfs_upcall c = {.kind = BFS_UPCALL_ENTRYLK_CONTENTION, .name = "f", .domain = "rep",
+                           .owner = 0x8000000000000123ull};
+    c.gfid.b[0] = 7;
+    bfs_wbuf_init(&w);
+    ok(bfs_enc_upcall(&w, &c) == 0 && w.len > inv_len, "upcall: a contention notice encodes");
+    bfs_rbuf_init(&rd, w.p, w.len);
+    ok(bfs_dec_upcall(&rd, &got) == 0 && got.kind == c.kind && bfs_gfid_eq(&got.gfid, &c.gfid) &&
+           got.name && strcmp(got.name, "f") == 0 && got.domain &&
+           strcmp(got.domain, "rep") == 0 && got.owner == c.owner,
+       "upcall: a contention notice decodes with its domain, name and owner");
+    bfs_rbuf_init(&rd, w.p, w.len - 1);
+    ok(bfs_dec_upcall(&rd, &got) < 0, "upcall: a notice cut short is refused");
+    uint8_t *longer = malloc(w.len + 1);
+    memcpy(longer, w.p, w.len);
+    longer[w.len] = 0;
+    bfs_rbuf_init(&rd, longer, w.len + 1);
+    ok(bfs_dec_upcall(&rd, &got) == -EBADMSG, "upcall: trailing bytes are refused");
+    struct bfs_wbuf kw; /* the same body under an invalidation's kind (the first u32) */
+    bfs_wbuf_init(&kw);
+    bfs_put_u32(&kw, BFS_UPCALL_INODE);
+    memcpy(longer, kw.p, kw.len);
+    bfs_wbuf_free(&kw);
+    bfs_rbuf_init(&rd, longer, w.len);
+    ok(bfs_dec_upcall(&rd, &got) == -EBADMSG,
+       "upcall: what an older client sees in a notice (an invalidation with trailing bytes) "
+       "is refused: hence the handshake flag");
+    free(longer);
+    bfs_wbuf_free(&w);
+}
+
 int main(void)
 {
     plan_lazy();
+    test_upcall();
     test_scalars();
     test_strings();
     test_fixed();

@@ -159,6 +159,7 @@ int bfs__txn_holder_setup(struct bfs_txn_lock *lk, const struct bfs_txn *t)
     lk->ro_window = t->readonly;
     lk->window++;
     lk->since_ms = bfs_now_ms();
+    __atomic_store_n(&lk->owner, lk->stack->lk_owner, __ATOMIC_RELAXED);
     if (lk->shared && lk->inode)
         held_add(lk);
     return 0;
@@ -181,6 +182,7 @@ void bfs__txn_holder_drop(struct bfs_txn_lock *lk, struct bfs_stack **stack,
 {
     if (lk->shared && lk->inode)
         held_del(lk); /* before the inode reference can go */
+    __atomic_store_n(&lk->owner, 0, __ATOMIC_RELAXED);
     *stack = lk->stack;
     *top = lk->top;
     *fd = lk->fd;

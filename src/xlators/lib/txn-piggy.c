@@ -188,6 +188,7 @@ static int install_locked(struct bfs_txn_lock *lk, const struct bfs_txn_target *
     if (bfs__txn_holder_setup(lk, &tmp) < 0)
         return -ENOMEM;
     lk->stack->lk_owner = owner;
+    __atomic_store_n(&lk->owner, owner, __ATOMIC_RELAXED);
     lk->sets[0].locked = held;
     lk->set = lk->dirtied = held;
     lk->state = BFS_TXL_HELD;

@@ -85,13 +85,14 @@ static void __unlink_active(struct bfs_txn_lock *lk, struct bfs_txn *t)
     }
 }
 
-/* How long one window may go on admitting newcomers. There is no lock
- * contention notice between clients: another client's blocking lock waits
- * at the bricks until we unlock, and a window that keeps being joined (a
- * reader or writer that never pauses for the post-op delay) would starve it
- * for good. Past this age newcomers queue, the window drains and is
- * released, the other client's queued lock is granted, and ours is asked
- * for again behind it. */
+/* How long one window may go on admitting newcomers. Bricks tell the
+ * holder when another client's blocking lock waits (txn-contend.c), and
+ * the window ends at once; this bound is the fallback when no notice comes
+ * (a brick without them, a notice lost with its connection): a window that
+ * keeps being joined (a reader or writer that never pauses for the post-op
+ * delay) would otherwise starve the other client for good. Past this age
+ * newcomers queue, the window drains and is released, the other client's
+ * queued lock is granted, and ours is asked for again behind it. */
 #define TXN_WINDOW_MAX_MS 1000
 
 static bool window_aged(const struct bfs_txn_lock *lk)

@@ -136,6 +136,8 @@ struct bfs_txn_lock {
     bool ro_window;               /* acquired by a reader: shared lock, no pre-op */
     uint64_t window;              /* bumped at each acquisition: names the window */
     uint64_t since_ms;            /* when the window was acquired (bfs_now_ms) */
+    uint64_t owner;               /* atomic: the holder's lock owner, 0 when FREE (for
+                                   * contention notices, read under cl->timers_lock) */
     uint64_t joined;              /* statistics: transactions that found the lock held */
     struct bfs_txn *active;       /* transactions past admission, not yet left */
     struct bfs_txn *waiting;      /* FIFO of transactions not admitted yet */
@@ -219,6 +221,16 @@ int bfs_txn_newlock_xdata(struct bfs_txn *t, int i, uint64_t owner, struct bfs_d
 void bfs_txn_lock_install(struct bfs_cluster *cl, struct bfs_txn_lock *lk,
                           const struct bfs_txn_target *tg, uint64_t owner, uint32_t held,
                           uint32_t ok);
+
+/* A lock contention upcall (BFS_EV_UPCALL from a child; core/xlator.h):
+ * if it names a shared lock this cluster holds (its lock owner, domain and
+ * GFID), that window admits no newcomer, skips the delayed post-op and is
+ * released as soon as its transactions in flight are done. Returns true
+ * for every contention notice (the translator consumes it: nothing above
+ * acts on one, and md-cache would count it as an invalidation), false for
+ * other upcalls (pass them on). */
+struct bfs_upcall;
+bool bfs_txn_contention(struct bfs_cluster *cl, const struct bfs_upcall *up);
 
 /* The lock's state, for dumps and tests. */
 enum bfs_txn_lock_state bfs_txn_lock_state(struct bfs_txn_lock *lk);

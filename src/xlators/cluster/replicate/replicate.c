@@ -286,6 +286,8 @@ static int afr_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
     struct afr_priv *p = afr_priv(xl);
     if (p && ev == BFS_EV_PARENT_DOWN)
         parent_down(p);
+    if (p && ev == BFS_EV_UPCALL && data && bfs_txn_contention(&p->cl, data))
+        return 0; /* a lock contention notice: ends our eager lock (lib/txn-contend.c) */
     if (p && ev == BFS_EV_PARENT_UP && !p->healq && afr_heal_start(p) < 0)
         XL_ERR(xl, "cannot start the heal thread: heals on access are off");
     int i = from ? child_index(xl, from) : -1;

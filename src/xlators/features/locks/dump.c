@@ -123,6 +123,10 @@ char *bfs__pl_dump(struct bfs_xl *xl)
     json_object *root = json_object_new_object();
     json_object *inodes = json_object_new_array();
     json_object_object_add(root, "xlator", json_object_new_string(xl->name));
+    struct pl_priv *priv = xl->private;
+    json_object_object_add(root, "contention_notices",
+                           json_object_new_int64((int64_t)__atomic_load_n(&priv->notices,
+                                                                          __ATOMIC_RELAXED)));
     size_t n;
     struct pl_inode **all = bfs__pl_inode_all(xl, &n);
     for (size_t i = 0; i < n; i++) {

@@ -35,6 +35,11 @@ static bool conflicts(const struct pl_lock *a, const struct pl_lock *b)
            (a->type == F_WRLCK || b->type == F_WRLCK);
 }
 
+bool bfs__pl_entrylk_conflicts(const struct pl_lock *a, const struct pl_lock *b)
+{
+    return conflicts(a, b);
+}
+
 static bool grantable(const struct pl_domain *d, const struct pl_lock *lk,
                       const struct pl_list *upto)
 {
@@ -177,8 +182,11 @@ static int entrylk_common(struct bfs_frame *frame, struct bfs_xl *xl, const stru
 
     struct pl_list wake;
     pl_list_init(&wake);
+    struct pl_notices notes = {0};
     pthread_mutex_lock(&pin->lock);
     int rc = elk_locked(pin, a, &lk, &w, &wake);
+    if (rc == 1 || unlocking) /* queued, or waiters may now wait for another holder */
+        bfs__pl_contention_scan(xl, pin, &notes);
     pthread_mutex_unlock(&pin->lock);
 
     bfs__pl_lock_free(lk);
@@ -189,6 +197,7 @@ static int entrylk_common(struct bfs_frame *frame, struct bfs_xl *xl, const stru
     if (rc <= 0)
         bfs_unwind_any(a->fop, frame, rc, NULL);
     bfs__pl_wake_all(&wake);
+    bfs__pl_contention_send(xl, &notes);
     bfs__pl_inode_put(xl, pin);
     return 0;
 }

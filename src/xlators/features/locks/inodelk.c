@@ -28,6 +28,11 @@ static bool conflicts(const struct pl_lock *a, const struct pl_lock *b)
            b->start <= a->end && (a->type == F_WRLCK || b->type == F_WRLCK);
 }
 
+bool bfs__pl_inodelk_conflicts(const struct pl_lock *a, const struct pl_lock *b)
+{
+    return conflicts(a, b);
+}
+
 static bool conflicts_granted(const struct pl_domain *d, const struct pl_lock *lk)
 {
     const struct pl_list *pos;
@@ -186,8 +191,11 @@ static int inodelk_common(struct bfs_frame *frame, struct bfs_xl *xl, const stru
 
     struct pl_list wake;
     pl_list_init(&wake);
+    struct pl_notices notes = {0};
     pthread_mutex_lock(&pin->lock);
     int rc = ilk_locked(pin, a, &lk, &w, &wake);
+    if (rc == 1 || unlocking) /* queued, or waiters may now wait for another holder */
+        bfs__pl_contention_scan(xl, pin, &notes);
     pthread_mutex_unlock(&pin->lock);
 
     bfs__pl_lock_free(lk);
@@ -198,6 +206,7 @@ static int inodelk_common(struct bfs_frame *frame, struct bfs_xl *xl, const stru
     if (rc <= 0)
         bfs_unwind_any(a->fop, frame, rc, NULL);
     bfs__pl_wake_all(&wake);
+    bfs__pl_contention_send(xl, &notes);
     bfs__pl_inode_put(xl, pin);
     return 0;
 }

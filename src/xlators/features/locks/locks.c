@@ -16,6 +16,9 @@
 #include "locks.h"
 
 #define PL_BUCKETS 4096 /* power of two */
+/* notify-contention-delay: a holder acts on its first notice; repeats only
+ * cover one that came before it knew the lock (docs/design/lock-contention.md) */
+#define PL_NOTIFY_DELAY_STR "5"
 
 static size_t gfid_bucket(const struct bfs_gfid *g)
 {
@@ -160,11 +163,14 @@ int bfs__pl_domain_drop(struct bfs_xl *xl, const struct bfs_gfid *gfid, const ch
         return -EINVAL;
     struct pl_list wake;
     pl_list_init(&wake);
+    struct pl_notices notes = {0};
     pthread_mutex_lock(&pin->lock);
     struct pl_domain *d = bfs__pl_domain_get(pin, domain, false);
     int rc = d ? unlock(d, want, &wake) : -EINVAL;
+    bfs__pl_contention_scan(xl, pin, &notes);
     pthread_mutex_unlock(&pin->lock);
     bfs__pl_wake_all(&wake);
+    bfs__pl_contention_send(xl, &notes);
     bfs__pl_inode_put(xl, pin);
     return rc;
 }
@@ -273,8 +279,11 @@ static void client_gone(struct bfs_xl *xl, void *client)
         bfs__pl_inodelk_client_gone(all[i], client, &wake);
         bfs__pl_entrylk_client_gone(all[i], client, &wake);
         bfs__pl_lease_client_gone(all[i], client);
+        struct pl_notices notes = {0};
+        bfs__pl_contention_scan(xl, all[i], &notes);
         pthread_mutex_unlock(&all[i]->lock);
         bfs__pl_wake_all(&wake);
+        bfs__pl_contention_send(xl, &notes);
         bfs__pl_inode_put(xl, all[i]);
     }
     free(all);
@@ -300,7 +309,28 @@ static int pl_init(struct bfs_xl *xl)
     }
     priv->nbuckets = PL_BUCKETS;
     pthread_mutex_init(&priv->lock, NULL);
+    priv->notify = bfs_xl_opt_bool(xl, "notify-contention");
+    priv->notify_delay_ns = (uint64_t)bfs_xl_opt_int(xl, "notify-contention-delay") * 1000000u;
     xl->private = priv;
+    return 0;
+}
+
+static int pl_reconfigure(struct bfs_xl *xl, struct bfs_dict *options)
+{
+    struct pl_priv *priv = xl->private;
+    bool on;
+    int64_t ms;
+    const char *s;
+    if (bfs_dict_get_str(options, "notify-contention", &s) == 0) {
+        if (bfs_parse_bool(s, &on) < 0)
+            return -EINVAL;
+        __atomic_store_n(&priv->notify, on, __ATOMIC_RELAXED);
+    }
+    if (bfs_dict_get_str(options, "notify-contention-delay", &s) == 0) {
+        if (bfs_parse_int(s, &ms) < 0 || ms < 0 || ms > 60000)
+            return -EINVAL;
+        __atomic_store_n(&priv->notify_delay_ns, (uint64_t)ms * 1000000u, __ATOMIC_RELAXED);
+    }
     return 0;
 }
 
@@ -382,6 +412,17 @@ static void pl_fini(struct bfs_xl *xl)
     xl->private = NULL;
 }
 
+static const struct bfs_option_desc pl_options[] = {
+    {.key = "notify-contention", .type = BFS_OPT_BOOL, .def = "on",
+     .flags = BFS_OPT_F_RECONF,
+     .description = "tell the holder of an inodelk or entrylk when another owner's blocking "
+                    "request waits for it (cluster translators then end their eager lock)"},
+    {.key = "notify-contention-delay", .type = BFS_OPT_INT, .def = PL_NOTIFY_DELAY_STR,
+     .min = 0, .max = 60000, .flags = BFS_OPT_F_RECONF,
+     .description = "milliseconds before the holder of the same lock is told again"},
+    {.key = NULL},
+};
+
 static const struct bfs_fops pl_fops = {
     .lk = bfs__pl_lk,
     .flush = bfs__pl_flush,
@@ -401,6 +442,7 @@ static const struct bfs_fops pl_fops = {
     .rmdir = bfs__pl_rmdir,
 };
 
-BFS_XL_MODULE(.type = "features/locks", .fops = &pl_fops, .init = pl_init, .fini = pl_fini,
+BFS_XL_MODULE(.type = "features/locks", .fops = &pl_fops, .options = pl_options,
+              .init = pl_init, .fini = pl_fini, .reconfigure = pl_reconfigure,
               .notify = pl_notify, .release = bfs__pl_release, .dump = bfs__pl_dump,
               .min_children = 1, .max_children = 1);

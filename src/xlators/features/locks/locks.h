@@ -54,6 +54,7 @@ struct pl_lock {
     char *basename;         /* entrylk: the name; NULL = the whole directory */
     const struct bfs_fd *fd;/* POSIX/flock: the fd it came through (identity, no ref) */
     uint64_t since_ns;      /* granted at (or queued at, while waiting) */
+    uint64_t notified_ns;   /* inodelk/entrylk: last contention notice to the holder */
 };
 
 /* A blocked request. It owns its lock until the grant moves it into a
@@ -102,6 +103,10 @@ struct pl_priv {
     struct pl_inode **buckets;
     size_t nbuckets;
     size_t count;
+    /* contention.c; atomic (reconfigure changes them) */
+    bool notify;               /* notify-contention */
+    uint64_t notify_delay_ns;  /* notify-contention-delay */
+    uint64_t notices;          /* statistics: contention notices sent */
 };
 
 /* ---- locks.c: inode table, owners, waiters ---- */
@@ -173,6 +178,23 @@ int bfs__pl_symlink(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs
 int bfs__pl_link(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_link_req *req);
 int bfs__pl_unlink(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_unlink_req *req);
 int bfs__pl_rmdir(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_rmdir_req *req);
+
+/* ---- contention.c: telling a holder that someone waits for its lock ---- */
+/* Notices found under pin->lock, sent after it is released. */
+struct pl_notice;
+struct pl_notices {
+    struct pl_notice *head;
+};
+/* pin->lock held: for every blocked inodelk/entrylk request, a notice to
+ * the holder of each granted lock it waits for (at most one per lock per
+ * notify-contention-delay). */
+void bfs__pl_contention_scan(struct bfs_xl *xl, struct pl_inode *pin, struct pl_notices *out);
+/* No mutex held: sends the notices up the graph (to protocol/server, which
+ * delivers each to the holder's connection only) and frees them. */
+void bfs__pl_contention_send(struct bfs_xl *xl, struct pl_notices *n);
+/* Whether a and b conflict (inodelk.c, entrylk.c). */
+bool bfs__pl_inodelk_conflicts(const struct pl_lock *a, const struct pl_lock *b);
+bool bfs__pl_entrylk_conflicts(const struct pl_lock *a, const struct pl_lock *b);
 
 /* ---- lease.c ---- */
 int bfs__pl_lease(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_lease_req *req);

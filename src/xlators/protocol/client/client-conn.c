@@ -201,12 +201,18 @@ static void connect_failed(struct cli_priv *priv, int rc)
 
 static void send_setvolume(struct cli_priv *priv, struct bfs_conn *conn)
 {
+    /* xdata: we take lock contention upcalls (cluster translators above
+     * end their eager locks on them) */
+    struct bfs_dict *x = bfs_dict_new();
     struct bfs_setvolume_req req = {.version = BFS_PROTO_VERSION, .subvol = priv->subvol,
-                                    .uuid = priv->uuid, .name = priv->xl->name};
+                                    .uuid = priv->uuid, .name = priv->xl->name, .xdata = x};
     struct cli_call *call = calloc(1, sizeof(*call));
     struct bfs_wbuf w;
     bfs_wbuf_init(&w);
-    int rc = call ? bfs_enc_setvolume_req(&w, &req) : -ENOMEM;
+    int rc = call && x ? bfs_dict_set_int(x, BFS_SETVOLUME_CONTENTION, 1) : -ENOMEM;
+    if (rc == 0)
+        rc = bfs_enc_setvolume_req(&w, &req);
+    bfs_dict_unref(x);
     if (rc == 0) {
         call->priv = priv;
         call->kind = CALL_SETVOLUME;

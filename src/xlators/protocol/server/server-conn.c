@@ -204,6 +204,12 @@ void srv_send_reply(struct srv_conn *sc, uint64_t id, uint32_t proc, int rc, voi
 
 void srv_broadcast_upcall(struct srv_priv *priv, const struct bfs_upcall *up)
 {
+    /* up->to is only compared, never followed: a connection gone since the
+     * notice was made matches nothing (or a new one at the same address,
+     * whose owners differ: it ignores the notice) */
+    bool contention = bfs_upcall_is_contention(up->kind);
+    if (contention && !up->to) /* a lock of a caller inside this process */
+        return;
     struct bfs_wbuf w;
     bfs_wbuf_init(&w);
     if (bfs_enc_upcall(&w, up) < 0) {
@@ -215,17 +221,24 @@ void srv_broadcast_upcall(struct srv_priv *priv, const struct bfs_upcall *up)
     pthread_mutex_lock(&priv->lock);
     for (struct srv_conn *sc = priv->conns; sc; sc = sc->next) {
         pthread_mutex_lock(&sc->lock);
-        bool to = sc->handshaken && !sc->closed && (void *)sc != up->except;
+        bool to = sc->handshaken && !sc->closed &&
+                  (contention ? (void *)sc == up->to && sc->contention
+                              : (void *)sc != up->except);
         pthread_mutex_unlock(&sc->lock);
         if (!to)
             continue;
         int rc = bfs_conn_send(sc->conn, &h, &iov, 1); /* never calls back */
-        if (rc < 0 && rc != -ENOTCONN) {
+        if (rc < 0 && rc != -ENOTCONN && !contention) {
             /* A lost invalidation could leave that client's cache stale:
              * dropping the connection makes it empty its cache. */
             XL_WARN(priv->xl, "peer %s: cannot send an upcall (%s): closing", sc->peer,
                     strerror(-rc));
             bfs_conn_close(sc->conn, rc);
+        } else if (rc < 0 && rc != -ENOTCONN) {
+            /* a lost contention notice only delays the other client: the
+             * holder's window bound ends its lock anyway */
+            XL_DBG(priv->xl, "peer %s: cannot send a contention notice (%s)", sc->peer,
+                   strerror(-rc));
         }
     }
     pthread_mutex_unlock(&priv->lock);
@@ -353,8 +366,11 @@ static void srv_handshake(struct srv_conn *sc, const struct bfs_wire_hdr *h, voi
     if (rc == 0) {
         char *uuid = strdup(req.uuid ? req.uuid : "");
         char *name = strdup(req.name ? req.name : "");
+        int64_t contention = 0;
+        (void)bfs_dict_get_int(req.xdata, BFS_SETVOLUME_CONTENTION, &contention);
         pthread_mutex_lock(&sc->lock);
         sc->handshaken = true;
+        sc->contention = contention != 0;
         sc->uuid = uuid;
         sc->client_name = name;
         pthread_mutex_unlock(&sc->lock);
