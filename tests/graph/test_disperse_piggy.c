@@ -12,8 +12,9 @@
  *     + 4 KiB write + flush costs each brick one entrylk (the pre-op rides
  *     in the create, the unlock in the post-op), one xattrop (the entry
  *     post-op), no inodelk (the create took the file's data lock), the
- *     write, two fxattrops (size, data post-op carrying the unlock) and no
- *     read (a write of whole new stripes reads nothing);
+ *     write carrying the size delta (lib/wadd-wire.h), one fxattrop (the
+ *     data post-op carrying the unlock) and no read (a write of whole new
+ *     stripes reads nothing);
  *   - the files read back right, the data fragments on the bricks are the
  *     file's bytes, no dirty mark is left and the data locks are free;
  *   - an unlink costs one entrylk, the unlink and one xattrop;
@@ -335,6 +336,9 @@ static void test_small_files(struct cg_vol *v)
     struct bfs_gfid g[F];
     char name[32];
     ok(warm_up(v), "warm-up: creates carry their pre-op");
+    /* the first extending write to a brick asks whether it takes the size
+     * delta in the write (probe, with the fxattrop beside it) */
+    is_int(small_file(v, "warmw", 1, 100, &g[0]), 0, "warm-up: a first small file");
     snap_quiet(v, &s);
     for (int k = 0; k < F; k++) {
         snprintf(name, sizeof(name), "f%d", k);
@@ -350,8 +354,8 @@ static void test_small_files(struct cg_vol *v)
         is_int(since(v, &s, i, "xattrop"), F, "c%d: one xattrop per file (entry post-op)", i);
         is_int(since(v, &s, i, "inodelk") + since(v, &s, i, "finodelk"), 0,
                "c%d: no inodelk (the create took the data lock, the post-op released it)", i);
-        is_int(since(v, &s, i, "fxattrop"), 2 * F,
-               "c%d: two fxattrops per file (size, data post-op)", i);
+        is_int(since(v, &s, i, "fxattrop"), F,
+               "c%d: one fxattrop per file (data post-op; the size rides in the write)", i);
         is_int(since(v, &s, i, "write"), F, "c%d: one write per file", i);
         is_int(since(v, &s, i, "read"), 0, "c%d: no read (whole new stripes)", i);
     }
@@ -372,6 +376,9 @@ static void test_small_files(struct cg_vol *v)
         is_int(since(v, &s, i, "read"), 0, "c%d: written without reading", i);
     ok(reads_right(v, "big", 99, 2 * STRIPE + 100), "it reads back right");
     ok(fragments_right(v, "big", 99, 2 * STRIPE + 100, 0xf), "its data fragments are right");
+    for (int i = 0; i < N; i++)
+        is_int((int)xnum(v, i, "big", "trusted.brickfs.ec.size", 0), 2 * STRIPE + 100,
+               "c%d: the size counter moved with the write", i);
 
     snap_quiet(v, &s);
     for (int k = 0; k < F; k++) {
@@ -390,6 +397,50 @@ static void test_small_files(struct cg_vol *v)
         snprintf(p, sizeof(p), "%s/f3", v->brick[i]);
         ok(access(p, F_OK) < 0 && errno == ENOENT, "c%d: f3 is gone", i);
     }
+}
+
+/* storage/posix alone (through s0): a write carrying counter deltas adds
+ * them once written and acknowledges; a probe is acknowledged and adds
+ * nothing; a failed write adds nothing. */
+static void test_posix_wadd(struct cg_vol *v)
+{
+    struct bfs_gfid g;
+    struct bfs_fd *fd = NULL;
+    is_int(create(v, "ctr", &g, &fd), 0, "create ctr");
+    struct bfs_xl *s0 = xl_of(v, "s", 0);
+    uint64_t be = htobe64(5);
+    struct bfs_dict *x = bfs_dict_new();
+    bfs_dict_set_bin(x, "brickfs.wadd:trusted.brickfs.test", &be, 8);
+    struct bfs_write_req w = {.fd = fd, .offset = 0, .xdata = x};
+    w.data.data = "abc";
+    w.data.len = 3;
+    struct bfs_write_rep rep;
+    int64_t acked = 0;
+    is_int(bfs_sync_write(s0, v->st, &w, &rep), 3, "a write with a delta");
+    ok(bfs_dict_get_int(rep.xdata, "brickfs.wadded", &acked) == 0 && acked == 1, "acknowledged");
+    bfs_write_rep_clear_dup(&rep);
+    is_int(bfs_sync_write(s0, v->st, &w, NULL), 3, "again");
+    is_int((int)xnum(v, 0, "ctr", "trusted.brickfs.test", 0), 10, "the counter moved by 5 twice");
+    bfs_dict_unref(x);
+    x = bfs_dict_new();
+    bfs_dict_set_int(x, "brickfs.wadd-probe", 1);
+    w.xdata = x;
+    acked = 0;
+    is_int(bfs_sync_write(s0, v->st, &w, &rep), 3, "a write with a probe");
+    ok(bfs_dict_get_int(rep.xdata, "brickfs.wadded", &acked) == 0 && acked == 1,
+       "acknowledged too");
+    bfs_write_rep_clear_dup(&rep);
+    bfs_dict_unref(x);
+    x = bfs_dict_new();
+    bfs_dict_set_bin(x, "brickfs.wadd:trusted.brickfs.test", &be, 8);
+    w.xdata = x;
+    w.offset = UINT64_MAX - 1; /* refused by the brick */
+    ok(bfs_sync_write(s0, v->st, &w, NULL) < 0, "a write that fails");
+    is_int((int)xnum(v, 0, "ctr", "trusted.brickfs.test", 0), 10, "adds nothing");
+    bfs_dict_unref(x);
+    struct bfs_flush_req f = {.fd = fd};
+    bfs_sync_flush(v->top, v->st, &f, NULL);
+    bfs_fd_unref(fd);
 }
 
 static void test_failures(struct cg_vol *v)
@@ -417,6 +468,9 @@ static void test_failures(struct cg_vol *v)
     ok(reads_right(v, "deg", 7, STRIPE + 10), "lookup after they are back heals, reads right");
     ok(fragments_right(v, "deg", 7, STRIPE + 10, 0xf), "data fragments right on every data brick");
     ok(clean_soon(v, "deg", 0, 0x3f), "no data dirty mark after the heal");
+    for (int i = 0; i < N; i++)
+        is_int((int)xnum(v, i, "deg", "trusted.brickfs.ec.size", 0), STRIPE + 10,
+               "c%d: size counter right after the heal", i);
 }
 
 int main(void)
@@ -430,6 +484,7 @@ int main(void)
         ok(false, "graph");
     } else {
         test_small_files(&v);
+        test_posix_wadd(&v);
         test_failures(&v);
         cg_vol_close(&v);
     }

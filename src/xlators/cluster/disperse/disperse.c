@@ -270,8 +270,10 @@ static int ec_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from, 
     uint32_t mask = ec_up(p);
     mask = up ? mask | BFS_BIT(i) : mask & ~BFS_BIT(i);
     __atomic_store_n(&p->cl.up, mask, __ATOMIC_RELEASE);
-    if (!up) /* the next connection may reach another brick */
+    if (!up) { /* the next connection may reach another brick */
         __atomic_and_fetch(&p->cl.piggy, ~BFS_BIT(i), __ATOMIC_ACQ_REL);
+        __atomic_and_fetch(&p->wadd, ~BFS_BIT(i), __ATOMIC_ACQ_REL);
+    }
     __atomic_add_fetch(&p->gen, 1, __ATOMIC_ACQ_REL);
     p->reported |= BFS_BIT(i);
     bool ready = bfs_mask_count(mask) >= p->k || (p->reported == ec_all(p) && mask != 0);
