@@ -18,6 +18,8 @@
  *   - the files read back right, the data fragments on the bricks are the
  *     file's bytes, no dirty mark is left and the data locks are free;
  *   - an unlink costs one entrylk, the unlink and one xattrop;
+ *   - a sequential write of 1 MiB blocks costs each brick one write per
+ *     block and one fxattrop (the post-op at the flush);
  *   - a create that fails everywhere (EEXIST) leaves no dirty mark;
  *   - a file created and never written loses its lock and its mark at the
  *     delayed post-op;
@@ -399,6 +401,42 @@ static void test_small_files(struct cg_vol *v)
     }
 }
 
+/* A sequential write of 1 MiB blocks, as dd through FUSE: one call per
+ * brick per block (the size rides in it), one post-op at the flush. */
+static void test_seq_write(struct cg_vol *v)
+{
+    enum { BLOCKS = 8, BS = 1 << 20 };
+    struct counts s;
+    struct bfs_gfid g;
+    struct bfs_fd *fd = NULL;
+    uint8_t *buf = malloc(BS);
+    snap_quiet(v, &s);
+    is_int(create(v, "seq", &g, &fd), 0, "create seq");
+    int good = 0;
+    for (int b = 0; b < BLOCKS && buf; b++) {
+        fill(buf, BS, b);
+        struct bfs_write_req w = {.fd = fd, .offset = (uint64_t)b * BS};
+        w.data.data = buf;
+        w.data.len = BS;
+        good += bfs_sync_write(v->top, v->st, &w, NULL) == BS;
+    }
+    is_int(good, BLOCKS, "%d writes of 1 MiB", BLOCKS);
+    struct bfs_flush_req f = {.fd = fd};
+    is_int(bfs_sync_flush(v->top, v->st, &f, NULL), 0, "flush");
+    bfs_fd_unref(fd);
+    for (int i = 0; i < N; i++) {
+        print_counts(v, &s, i, BLOCKS);
+        is_int(since(v, &s, i, "write"), BLOCKS, "c%d: one write per block", i);
+        is_int(since(v, &s, i, "fxattrop"), 1, "c%d: one fxattrop in all (the post-op)", i);
+        is_int(since(v, &s, i, "inodelk") + since(v, &s, i, "finodelk"), 0, "c%d: no inodelk",
+               i);
+        is_int((int)xnum(v, i, "seq", "trusted.brickfs.ec.size", 0), BLOCKS * BS,
+               "c%d: size counter", i);
+    }
+    ok(buf && clean_soon(v, "seq", 0, 0x3f), "no data dirty mark");
+    free(buf);
+}
+
 /* storage/posix alone (through s0): a write carrying counter deltas adds
  * them once written and acknowledges; a probe is acknowledged and adds
  * nothing; a failed write adds nothing. */
@@ -484,6 +522,7 @@ int main(void)
         ok(false, "graph");
     } else {
         test_small_files(&v);
+        test_seq_write(&v);
         test_posix_wadd(&v);
         test_failures(&v);
         cg_vol_close(&v);
