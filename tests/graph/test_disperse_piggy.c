@@ -25,6 +25,9 @@
  *     delayed post-op;
  *   - with R children down the same path still works (the create takes the
  *     lock on the others) and the returning children are healed.
+ * EC_PIGGY_BENCH=N instead times N small files (create + 4 KiB write +
+ * flush, then unlink): files/s and CPU per file of the whole process,
+ * printed, nothing asserted.
  * Needs root (trusted xattrs); skips otherwise.
  */
 #include <endian.h>
@@ -34,6 +37,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -511,6 +516,47 @@ static void test_failures(struct cg_vol *v)
                "c%d: size counter right after the heal", i);
 }
 
+/* CPU seconds of the process (client and the 6 bricks: all in here). */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* EC_PIGGY_BENCH=N: N small files created and removed, timed (CPU of the
+ * whole process per file: less bound to the machine's load than the wall
+ * clock). Figures only, nothing asserted. */
+static void measure(struct cg_vol *v, int n)
+{
+    char name[32];
+    struct bfs_gfid g;
+    double c0 = cpu_s(), w0 = wall_s();
+    int bad = 0;
+    for (int k = 0; k < n; k++) {
+        snprintf(name, sizeof(name), "m%d", k);
+        bad += small_file(v, name, k, STRIPE, &g) != 0;
+    }
+    double c1 = cpu_s(), w1 = wall_s();
+    for (int k = 0; k < n; k++) {
+        snprintf(name, sizeof(name), "m%d", k);
+        struct bfs_unlink_req u = {.loc = L(name)};
+        bad += bfs_sync_unlink(v->top, v->st, &u, NULL) != 0;
+    }
+    double c2 = cpu_s(), w2 = wall_s();
+    printf("# bench %d files: create %.0f/s, %.0f us CPU each; delete %.0f/s, %.0f us CPU "
+           "each; %d failed\n",
+           n, n / (w1 - w0), 1e6 * (c1 - c0) / n, n / (w2 - w1), 1e6 * (c2 - c1) / n, bad);
+}
+
 int main(void)
 {
     plan_lazy();
@@ -521,6 +567,13 @@ int main(void)
     if (cg_init("ecpiggy") < 0 || vol_open(&v) < 0) {
         ok(false, "graph");
     } else {
+        if (getenv("EC_PIGGY_BENCH")) {
+            ok(warm_up(&v), "warm-up");
+            measure(&v, atoi(getenv("EC_PIGGY_BENCH")));
+            cg_vol_close(&v);
+            cg_fini();
+            return done_testing();
+        }
         test_small_files(&v);
         test_seq_write(&v);
         test_posix_wadd(&v);
