@@ -8,8 +8,8 @@
 #   1brick  one brick          issue 2 (ratios to the passthrough)
 #   dist3   3-brick distribute issue 4 (ratios to GlusterFS, seq write to the disk)
 #   rep3    replica 3          issue 5 (+ heal rate after a brick was down)
-#   disp    disperse 6 redundancy 2, issue 6 (brickfs: n/a while its CLI
-#           refuses disperse)
+#   disp    disperse 6 redundancy 2, issue 6 (brickfs: a volume made by
+#           brickfsd, 4+2 fragments, default chunk 1 KiB: 4 KiB stripes)
 # Targets of every section (BENCH_TARGETS, default all four):
 #   disk         a folder of the local file system
 #   passthrough  that folder through bench/passthrough.c, a minimal FUSE file

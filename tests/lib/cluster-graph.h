@@ -17,7 +17,7 @@
 
 #include "core/graph.h"
 
-#define CG_MAX 3
+#define CG_MAX 8
 
 struct cg_vol {
     struct bfs_graph *g;

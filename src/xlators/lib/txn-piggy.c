@@ -150,6 +150,51 @@ struct bfs_dict *bfs_txn_fop_xdata(struct bfs_txn *t, int i, const struct bfs_di
     return a.out;
 }
 
+bool bfs_txn_wind_entry(struct bfs_txn *t, int i, int fop, const void *req,
+                        uint64_t newlock_owner)
+{
+    const struct bfs_fop_info *fi = &bfs_fop_info[fop];
+    const struct bfs_loc *ploc;
+    if (!t->piggy)
+        return false;
+    union {
+        struct bfs_create_req c;
+        struct bfs_mknod_req mn;
+        struct bfs_mkdir_req md;
+        struct bfs_symlink_req s;
+        struct bfs_link_req l;
+        struct bfs_unlink_req u;
+        struct bfs_rmdir_req r;
+    } copy;
+    struct bfs_dict **xd = NULL;
+    int err = -EINVAL;
+    struct bfs_dict *x = NULL;
+    if (fi->req_size <= sizeof(copy)) {
+        memcpy(&copy, req, fi->req_size); /* shallow: lives for the wind only */
+        xd = bfs_txn_entry_xdata(fop, &copy, &ploc);
+    }
+    if (xd)
+        x = bfs_txn_fop_xdata(t, i, *xd, &err);
+    if (x && fop == BFS_FOP_CREATE && newlock_owner &&
+        bfs_txn_newlock_xdata(t, i, newlock_owner, x) < 0) {
+        bfs_dict_unref(x); /* all or nothing: the create goes nowhere without it */
+        x = NULL;
+        err = -ENOMEM;
+    }
+    if (!x) { /* never the change without its pre-op: count child i as failed */
+        struct bfs_op_reply *rp = &t->op.replies[i];
+        rp->valid = true;
+        rp->rc = err < 0 ? err : -EINVAL;
+        rp->fop = fop;
+        bfs_op_expect(&t->op, -1);
+        return true;
+    }
+    *xd = x;
+    bfs_op_wind(&t->op, i, fop, t->op.xl->children[i], &copy);
+    bfs_dict_unref(x);
+    return true;
+}
+
 /* ---- lock on create ---- */
 
 int bfs_txn_newlock_xdata(struct bfs_txn *t, int i, uint64_t owner, struct bfs_dict *out)
@@ -168,6 +213,30 @@ int bfs_txn_newlock_xdata(struct bfs_txn *t, int i, uint64_t owner, struct bfs_d
         rc = bfs_dict_foreach(rows, add_row, &a);
     bfs_dict_unref(rows);
     return rc;
+}
+
+uint64_t bfs_txn_newlock_owner(struct bfs_cluster *cl, const void *salt)
+{
+    /* the brick grants it only if nobody holds that GFID's lock, and
+     * bfs_txn_lock_install gives it back if our lock object is busy */
+    if (!__atomic_load_n(&cl->eager, __ATOMIC_RELAXED) ||
+        !__atomic_load_n(&cl->delay_ms, __ATOMIC_RELAXED))
+        return 0;
+    return bfs_txn_owner_new(salt);
+}
+
+uint32_t bfs_txn_newlock_acked(const struct bfs_txn *t)
+{
+    uint32_t m = 0;
+    for (int i = 0; i < t->cl->n; i++) {
+        const struct bfs_op_reply *r = &t->op.replies[i];
+        int64_t v = 0;
+        if (r->valid && r->rc >= 0 && r->rep && r->fop == BFS_FOP_CREATE &&
+            bfs_dict_get_int(((const struct bfs_create_rep *)r->rep)->xdata, BFS_TXN_X_NEWLOCKED,
+                             &v) == 0 && v == 1)
+            m |= BFS_BIT(i);
+    }
+    return m;
 }
 
 static void free_detached(void *arg)

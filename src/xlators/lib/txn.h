@@ -204,6 +204,16 @@ int bfs_txn_lock_flush(struct bfs_txn_lock *lk, bfs_task_fn fn, void *arg);
 struct bfs_dict *bfs_txn_fop_xdata(struct bfs_txn *t, int i, const struct bfs_dict *xdata,
                                    int *err);
 
+/* For the fop hook's wind to child i of an entry transaction (fop, req:
+ * the request as the caller gave it): when t's pre-op rides in the fop,
+ * winds to child i a copy of req whose xdata carries child i's pre-op and,
+ * for a create with newlock_owner != 0, the request for the new file's data
+ * lock (bfs_txn_newlock_xdata); when that xdata cannot be made, child i
+ * counts as failed (never the change without its pre-op). Returns false
+ * when the pre-op does not ride: wind req as is. */
+bool bfs_txn_wind_entry(struct bfs_txn *t, int i, int fop, const void *req,
+                        uint64_t newlock_owner);
+
 /* A lock owner no other lock object uses (salt: any address of ours). */
 uint64_t bfs_txn_owner_new(const void *salt);
 
@@ -231,6 +241,13 @@ void bfs_txn_lock_install(struct bfs_cluster *cl, struct bfs_txn_lock *lk,
  * other upcalls (pass them on). */
 struct bfs_upcall;
 bool bfs_txn_contention(struct bfs_cluster *cl, const struct bfs_upcall *up);
+
+/* A lock owner for a create's data lock (salt: any address of ours), or 0
+ * when the cluster keeps no eager window (no write would join it). */
+uint64_t bfs_txn_newlock_owner(struct bfs_cluster *cl, const void *salt);
+/* The children whose brick granted a create's data lock: the reply of
+ * slot i acknowledges it (BFS_TXN_X_NEWLOCKED). */
+uint32_t bfs_txn_newlock_acked(const struct bfs_txn *t);
 
 /* The lock's state, for dumps and tests. */
 enum bfs_txn_lock_state bfs_txn_lock_state(struct bfs_txn_lock *lk);

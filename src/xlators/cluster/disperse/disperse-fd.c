@@ -17,7 +17,11 @@
  *   FAN_STATFS  the child with the least space, scaled by k;
  *   FAN_LK      every reachable child; a lock granted on some children but
  *               refused on another is released again where granted.
- * flush first waits for the file's eager lock to be released (post-op).
+ * flush answers once the file's eager lock is released (post-op and unlock)
+ * and the children's flushes are done; both go out at once (a brick's
+ * flush drops the caller's POSIX locks, unrelated to the cluster lock, whose
+ * owner is the lock object's own), so close() costs one round trip more
+ * than the write, not two.
  *
  * Lifetime: struct ec_fan from the fop call to its answer.
  */
@@ -46,6 +50,11 @@ struct ec_fan {
     int rc;
     void (*then)(void *arg, int rc); /* FAN_INTERNAL */
     void *then_arg;
+    /* flush: answered once both the children's flushes and the release of
+     * the file's eager lock are done (atomic count of the two; 0: only the
+     * flushes); the flushes' result waits here for the release */
+    int join;
+    int join_rc;
 };
 
 static void fan_destroy(struct bfs_op *op)
@@ -241,6 +250,12 @@ static int fan_done(struct ec_fan *f)
     case FAN_INTERNAL:
         return internal_done(f, ok);
     case FAN_ANY:
+        if (f->join) { /* a flush: the lock's release may still be going */
+            f->join_rc = enough(f, ok) ? 0 : ok ? -EIO : fan_error(f);
+            if (__atomic_sub_fetch(&f->join, 1, __ATOMIC_ACQ_REL) > 0)
+                return BFS_OP_DONE; /* flush_released answers (it holds a reference) */
+            return fan_answer(f, f->join_rc, -1);
+        }
         return enough(f, ok) ? fan_answer(f, 0, first_ok(f, ok))
                              : fan_answer(f, ok ? -EIO : fan_error(f), -1);
     case FAN_ALL:
@@ -365,10 +380,13 @@ int ec_opendir(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_open
     return 0;
 }
 
-static void flush_resume(void *arg)
+/* The file's eager lock is released: answer if the flushes are done. */
+static void flush_released(void *arg)
 {
     struct ec_fan *f = arg;
-    bfs_op_run(&f->op);
+    if (__atomic_sub_fetch(&f->join, 1, __ATOMIC_ACQ_REL) == 0)
+        (void)fan_answer(f, f->join_rc, -1);
+    bfs_op_unref(&f->op);
 }
 
 int ec_flush(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_flush_req *req)
@@ -378,11 +396,17 @@ int ec_flush(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_flush_
         return -ENOMEM;
     struct bfs_inode *inode = ec_inode_of_fd(xl, req->fd);
     struct ec_inode *c = ec_ictx_peek(xl, inode);
-    int later = c ? bfs_txn_lock_flush(&c->dlock, flush_resume, f) : 0;
+    /* set before asking: the release may be done (posted) at once */
+    f->join = 2;
+    bfs_op_ref(&f->op);
+    int later = c ? bfs_txn_lock_flush(&c->dlock, flush_released, f) : 0;
     if (inode)
         bfs_inode_unref(inode);
-    if (later != 1)
-        bfs_op_run(&f->op);
+    if (later != 1) { /* FREE already (or no memory to wait: as before, go on) */
+        f->join = 0;
+        bfs_op_unref(&f->op);
+    }
+    bfs_op_run(&f->op);
     return 0;
 }
 

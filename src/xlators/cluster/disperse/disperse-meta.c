@@ -33,6 +33,8 @@ struct ec_mtxn {
     struct bfs_inode *inode;  /* ref: the inode changed, or the parent */
     struct bfs_fd *fd;        /* fd-based fops */
     int chosen;
+    uint64_t nl_owner;        /* create: owner of the new file's data lock (0: not asked) */
+    bool nl_asked;            /* nl_owner chosen */
 };
 
 static void mtxn_free(struct ec_mtxn *m)
@@ -67,15 +69,57 @@ static uint32_t mt_usable(struct bfs_txn *t, uint32_t set)
     return m->fd ? set & ec_fd_opened(m->p->xl, m->fd) : set;
 }
 
+/* An entry change whose pre-op rides in it (lib/txn-piggy.c) carries it
+ * to each child; a create asks for its new file's data lock as well, so
+ * that the first write joins a window (no inodelk, no pre-op of its own). */
 static uint32_t mt_wind(struct bfs_txn *t, uint32_t run)
 {
     struct ec_mtxn *m = (struct ec_mtxn *)t;
     struct ec_priv *p = m->p;
+    if (t->piggy && m->fop == BFS_FOP_CREATE && !m->nl_asked) {
+        m->nl_owner = bfs_txn_newlock_owner(&p->cl, m);
+        m->nl_asked = true;
+    }
     bfs_op_expect(&t->op, bfs_mask_count(run));
     for (int i = 0; i < p->n; i++)
-        if (bfs_mask_has(run, i))
+        if (bfs_mask_has(run, i) && !bfs_txn_wind_entry(t, i, m->fop, m->req, m->nl_owner))
             bfs_op_wind(&t->op, i, m->fop, p->xl->children[i], m->req);
     return 0;
+}
+
+/* The new file's data lock, granted by the bricks with the create (ok: the
+ * create is acknowledged): made the inode's eager window, as if a write had
+ * just acquired it with the file's size (0) and good children (those that
+ * made it) read under it; else what the bricks granted is released. */
+static void newlock_install(struct ec_mtxn *m, const struct bfs_iatt *attr, bool ok)
+{
+    uint32_t held = m->nl_owner ? bfs_txn_newlock_acked(&m->t) : 0;
+    if (!held)
+        return;
+    struct ec_priv *p = m->p;
+    const struct bfs_create_rep *cr = m->t.op.replies[bfs_mask_first(held)].rep;
+    struct bfs_gfid g = attr ? attr->gfid : cr->attr.gfid;
+    struct bfs_inode *inode = ec_inode_of_gfid(p->xl, &g, S_IFREG);
+    struct ec_inode *c = ok ? ec_ictx(p->xl, inode) : NULL;
+    struct bfs_txn_target tg = {.nsets = 1, .nobj = 1, .inode = inode,
+                                .fd = ((struct bfs_create_req *)m->req)->fd,
+                                .fd_open = m->t.ok};
+    tg.lk[0].kind = BFS_LKSET_INODE;
+    tg.lk[0].gfid = g;
+    tg.obj[0] = g;
+    bfs_txn_lock_install(&p->cl, c ? &c->dlock : NULL, &tg, m->nl_owner, held,
+                         ok ? m->t.ok : 0);
+    if (c) {
+        pthread_mutex_lock(&c->dlock.m);
+        uint64_t win = c->dlock.state == BFS_TXL_HELD ? c->dlock.window : 0;
+        pthread_mutex_unlock(&c->dlock.m);
+        pthread_mutex_lock(&c->lock);
+        if (win) /* size and good children known under this window */
+            c->win = win;
+        pthread_mutex_unlock(&c->lock);
+    }
+    if (inode)
+        bfs_inode_unref(inode);
 }
 
 /* The attributes of a new entry in the reply of child i (NULL if none). */
@@ -133,16 +177,21 @@ static int mt_combine(struct bfs_txn *t)
     }
     __atomic_add_fetch(&p->n_txn, 1, __ATOMIC_RELAXED);
     ec_ictx_failed(ec_ictx_peek(p->xl, m->inode), t->type, t->failed);
-    if (m->chosen < 0)
+    if (m->chosen < 0) {
+        newlock_install(m, NULL, false);
         return err ? err : -EIO;
+    }
     if (bfs_mask_count(t->ok) < ec_quorum(p)) {
         XL_WARN(p->xl, "a %s change reached %d child(ren), %d needed: EIO",
                 t->type == EC_ENTRY ? "name" : "metadata", bfs_mask_count(t->ok),
                 ec_quorum(p));
+        newlock_install(m, NULL, false);
         return -EIO;
     }
     if (t->type == EC_ENTRY)
         remember_new(m);
+    if (m->fop == BFS_FOP_CREATE)
+        newlock_install(m, new_attr(m, m->chosen), true);
     return t->op.replies[m->chosen].rc;
 }
 

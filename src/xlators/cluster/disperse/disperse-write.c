@@ -35,6 +35,7 @@
 
 #include "core/graph.h"
 #include "disperse.h"
+#include "xlators/lib/wadd-wire.h"
 
 enum { W_WRITE = 1, W_TRUNC, W_ZERO, W_DISCARD, W_FALLOC };
 enum { WS_PLAN = 0, WS_READ, WS_WRITE, WS_UNDO, WS_DONE };
@@ -81,6 +82,7 @@ struct ec_wtxn {
     int chosen;
     struct bfs_open_rep *open_rep; /* open with O_TRUNC: answered as open */
     int saved_rc[EC_MAX];     /* the fop's answers, kept across an undo stage */
+    uint32_t wadd;            /* children whose size delta rode in the fragment write */
 };
 
 static void wtxn_free(struct ec_wtxn *w)
@@ -373,15 +375,60 @@ static void wind_main(struct ec_wtxn *w, int i, struct bfs_xl *child)
     }
 }
 
-static void wind_piece(struct ec_wtxn *w, int j, int slot, int i, struct bfs_xl *child)
+/* xdata: NULL, or the size delta riding in the write (lib/wadd-wire.h). */
+static void wind_piece(struct ec_wtxn *w, int j, int slot, int i, struct bfs_xl *child,
+                       struct bfs_dict *xdata)
 {
     struct ec_priv *p = w->p;
     struct ec_piece *pc = &w->pc[j];
     uint64_t ns = pc->b - pc->a;
-    struct bfs_write_req req = {.fd = w->fd, .offset = pc->a * p->chunk};
+    struct bfs_write_req req = {.fd = w->fd, .offset = pc->a * p->chunk, .xdata = xdata};
     req.data.data = pc->buf + ns * p->stripe + (uint64_t)i * ns * p->chunk;
     req.data.len = ns * p->chunk;
     bfs_op_wind(&w->t.op, slot, BFS_FOP_WRITE, child, &req);
+}
+
+/*
+ * The size delta of a write rides in its fragment write (no fxattrop beside
+ * it) on bricks that acknowledged such a write since they came up; the
+ * others get the fxattrop and a probe in the write, which teaches us that
+ * their brick understands. Only for a plain write (one piece in slot i, no
+ * other call to fold): its one answer says whether the delta was added.
+ * Two dicts: [0] with the delta, [1] the probe; NULL when not to be used.
+ */
+static void wadd_dicts(struct ec_wtxn *w, uint64_t be, struct bfs_dict *d[2])
+{
+    d[0] = d[1] = NULL;
+    if (w->kind != W_WRITE || w->npieces != 1 || w->main_fop >= 0 || !w->delta)
+        return;
+    d[0] = bfs_dict_new();
+    d[1] = bfs_dict_new();
+    if (d[0] && bfs_dict_set_bin(d[0], BFS_WADD EC_KEY_SIZE, &be, 8) < 0) {
+        bfs_dict_unref(d[0]);
+        d[0] = NULL;
+    }
+    if (d[1] && bfs_dict_set_int(d[1], BFS_WADD_PROBE, 1) < 0) {
+        bfs_dict_unref(d[1]);
+        d[1] = NULL;
+    }
+}
+
+/* Bricks that acknowledged a write carrying a delta or a probe. */
+static void wadd_learn(struct ec_wtxn *w)
+{
+    struct ec_priv *p = w->p;
+    uint32_t acked = 0;
+    for (int i = 0; i < p->n; i++) {
+        const struct bfs_op_reply *r = &w->t.op.replies[i];
+        int64_t v = 0;
+        if (bfs_mask_has(w->t.run, i) && r->valid && r->rc >= 0 && r->rep &&
+            r->fop == BFS_FOP_WRITE &&
+            bfs_dict_get_int(((const struct bfs_write_rep *)r->rep)->xdata, BFS_WADDED, &v) == 0 &&
+            v == 1)
+            acked |= BFS_BIT(i);
+    }
+    if (acked & ~__atomic_load_n(&p->wadd, __ATOMIC_ACQUIRE))
+        __atomic_or_fetch(&p->wadd, acked, __ATOMIC_ACQ_REL);
 }
 
 static int wind_writes(struct ec_wtxn *w)
@@ -404,18 +451,24 @@ static int wind_writes(struct ec_wtxn *w)
         w->stage = WS_DONE;
         return BFS_OP_CONTINUE;
     }
-    bfs_op_expect(&t->op, per * bfs_mask_count(t->run));
     uint64_t be = htobe64((uint64_t)w->delta);
+    struct bfs_dict *wd[2];
+    wadd_dicts(w, be, wd);
+    uint32_t known = __atomic_load_n(&p->wadd, __ATOMIC_ACQUIRE);
+    w->wadd = wd[0] ? t->run & known : 0;
+    bfs_op_expect(&t->op, per * bfs_mask_count(t->run) - bfs_mask_count(w->wadd));
     for (int i = 0; i < p->n; i++) {
         if (!bfs_mask_has(t->run, i))
             continue;
         struct bfs_xl *child = p->xl->children[i];
+        bool rides = bfs_mask_has(w->wadd, i);
         int extra = 2; /* slots 2n+i, 3n+i for pieces not in slot i */
         if (w->main_fop >= 0)
             wind_main(w, i, child);
         for (int j = 0; j < w->npieces; j++)
-            wind_piece(w, j, (w->main_fop < 0 && j == 0) ? i : (extra++) * p->n + i, i, child);
-        if (w->delta) {
+            wind_piece(w, j, (w->main_fop < 0 && j == 0) ? i : (extra++) * p->n + i, i, child,
+                       j ? NULL : wd[rides ? 0 : 1]);
+        if (w->delta && !rides) {
             struct bfs_fxattrop_req req = {.fd = w->fd, .optype = BFS_XATTROP_ADD64,
                                            .xattrs = bfs_dict_new()};
             if (req.xattrs && bfs_dict_set_bin(req.xattrs, EC_KEY_SIZE, &be, 8) == 0) {
@@ -430,6 +483,8 @@ static int wind_writes(struct ec_wtxn *w)
             bfs_dict_unref(req.xattrs);
         }
     }
+    bfs_dict_unref(wd[0]);
+    bfs_dict_unref(wd[1]);
     return BFS_OP_WAIT;
 }
 
@@ -498,6 +553,8 @@ static int undo_size(struct ec_wtxn *w)
         const struct bfs_op_reply *x = &op->replies[p->n + i];
         if (w->delta && x->valid && x->rc >= 0 && x->fop == BFS_FOP_FXATTROP)
             moved |= BFS_BIT(i);
+        /* riding in the write, the delta moved only if the write succeeded:
+         * not here (it failed), so nothing to take back on i */
     }
     struct ec_inode *c = ec_ictx_peek(p->xl, w->inode);
     if (!c || !w->delta)
@@ -589,6 +646,7 @@ static int tx_next(struct bfs_txn *t)
         return BFS_OP_CONTINUE;
     }
     case WS_WRITE:
+        wadd_learn(w);
         fold(w);
         w->stage = WS_DONE;
         return undo_size(w);

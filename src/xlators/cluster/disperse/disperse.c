@@ -194,6 +194,7 @@ static int ec_init(struct bfs_xl *xl)
     p->cl.n = n;
     p->cl.cl = &ec_changelog_ops;
     p->cl.cl_arg = p;
+    p->cl.preop_in_fop = true; /* entry pre-ops ride in the entry fop (lib/txn-piggy.c) */
     p->cl.loop = xl->graph && xl->graph->proc ? xl->graph->proc->loop : NULL;
     bfs_cluster_init_timers(&p->cl);
     xl->private = p;
@@ -271,6 +272,10 @@ static int ec_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from, 
     uint32_t mask = ec_up(p);
     mask = up ? mask | BFS_BIT(i) : mask & ~BFS_BIT(i);
     __atomic_store_n(&p->cl.up, mask, __ATOMIC_RELEASE);
+    if (!up) { /* the next connection may reach another brick */
+        __atomic_and_fetch(&p->cl.piggy, ~BFS_BIT(i), __ATOMIC_ACQ_REL);
+        __atomic_and_fetch(&p->wadd, ~BFS_BIT(i), __ATOMIC_ACQ_REL);
+    }
     __atomic_add_fetch(&p->gen, 1, __ATOMIC_ACQ_REL);
     p->reported |= BFS_BIT(i);
     bool ready = bfs_mask_count(mask) >= p->k || (p->reported == ec_all(p) && mask != 0);

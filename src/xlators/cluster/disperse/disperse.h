@@ -61,6 +61,8 @@ struct ec_priv {
     bool announced_up;
     uint64_t gen;                /* atomic: bumped by every child event */
     uint64_t dseq;               /* atomic: bumped by every data change (sizes in motion) */
+    uint32_t wadd;               /* atomic: children whose brick acknowledged a write carrying
+                                  * the size delta (lib/wadd-wire.h) since they last came up */
     struct bfs_healq *healq;
     /* statistics (atomic) */
     uint64_t n_txn, n_rmw, n_decode, n_heal_ok, n_heal_fail;

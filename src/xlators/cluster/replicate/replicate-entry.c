@@ -76,34 +76,11 @@ static void remember_new(struct afr_txn *a)
 
 bool afr_newlock_wanted(struct afr_txn *a)
 {
-    struct afr_priv *p = a->p;
-    if (a->newlock)
-        return a->newlock > 0;
-    a->newlock = -1;
-    /* the brick grants it only if nobody holds that GFID's lock, and
-     * bfs_txn_lock_install gives it back if our lock object is busy (a GFID
-     * the caller chose may name an inode we know) */
-    if (!__atomic_load_n(&p->cl.eager, __ATOMIC_RELAXED) ||
-        !__atomic_load_n(&p->cl.delay_ms, __ATOMIC_RELAXED))
-        return false;
-    a->nl_owner = bfs_txn_owner_new(a);
-    a->newlock = 1;
-    return true;
-}
-
-/* Children whose brick granted the new file's data lock (reply xdata). */
-static uint32_t newlock_acked(const struct afr_txn *a)
-{
-    uint32_t m = 0;
-    for (int i = 0; i < a->p->n; i++) {
-        const struct bfs_op_reply *r = &a->t.op.replies[i];
-        int64_t v = 0;
-        if (r->valid && r->rc >= 0 && r->rep && r->fop == BFS_FOP_CREATE &&
-            bfs_dict_get_int(((const struct bfs_create_rep *)r->rep)->xdata, BFS_TXN_X_NEWLOCKED,
-                             &v) == 0 && v == 1)
-            m |= BFS_BIT(i);
+    if (!a->newlock) {
+        a->nl_owner = bfs_txn_newlock_owner(&a->p->cl, a);
+        a->newlock = a->nl_owner ? 1 : -1;
     }
-    return m;
+    return a->newlock > 0;
 }
 
 /* The created file's data lock, taken with the create: the first write
@@ -111,7 +88,7 @@ static uint32_t newlock_acked(const struct afr_txn *a)
  * acknowledged (rc < 0) gives back what its bricks granted. */
 static void newlock_install(struct afr_txn *a, int rc, const struct bfs_iatt *attr)
 {
-    uint32_t held = a->newlock > 0 ? newlock_acked(a) : 0;
+    uint32_t held = a->newlock > 0 ? bfs_txn_newlock_acked(&a->t) : 0;
     if (!held)
         return;
     struct afr_priv *p = a->p;

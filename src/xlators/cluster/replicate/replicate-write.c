@@ -59,52 +59,13 @@ static uint32_t tx_usable(struct bfs_txn *t, uint32_t set)
     return a->fd ? set & afr_fd_opened(a->p->xl, a->fd) : set;
 }
 
-/* An entry fop whose pre-op rides in it (lib/txn-piggy.c): winds a copy of
- * the request whose xdata carries child i's pre-op. false: not such a
- * transaction, wind the request as is. */
+/* An entry fop whose pre-op rides in it (lib/txn-piggy.c); a create asks
+ * for its file's data lock too. false: wind the request as is. */
 static bool afr_wind_piggy(struct bfs_txn *t, int i, int fop, const void *req)
 {
-    const struct bfs_fop_info *fi = &bfs_fop_info[fop];
-    const struct bfs_loc *ploc;
-    if (!t->piggy)
-        return false;
-    union {
-        struct bfs_create_req c;
-        struct bfs_mknod_req mn;
-        struct bfs_mkdir_req md;
-        struct bfs_symlink_req s;
-        struct bfs_link_req l;
-        struct bfs_unlink_req u;
-        struct bfs_rmdir_req r;
-    } copy;
-    struct bfs_dict **xd = NULL;
-    int err = -EINVAL;
-    struct bfs_dict *x = NULL;
-    if (fi->req_size <= sizeof(copy)) {
-        memcpy(&copy, req, fi->req_size); /* shallow: lives for the wind only */
-        xd = bfs_txn_entry_xdata(fop, &copy, &ploc);
-    }
-    if (xd)
-        x = bfs_txn_fop_xdata(t, i, *xd, &err);
     struct afr_txn *a = (struct afr_txn *)t;
-    if (x && fop == BFS_FOP_CREATE && afr_newlock_wanted(a) &&
-        bfs_txn_newlock_xdata(t, i, a->nl_owner, x) < 0) {
-        bfs_dict_unref(x); /* all or nothing: the create goes nowhere without it */
-        x = NULL;
-        err = -ENOMEM;
-    }
-    if (!x) { /* never the change without its pre-op: count child i as failed */
-        struct bfs_op_reply *rp = &t->op.replies[i];
-        rp->valid = true;
-        rp->rc = err < 0 ? err : -EINVAL;
-        rp->fop = fop;
-        bfs_op_expect(&t->op, -1);
-        return true;
-    }
-    *xd = x;
-    bfs_op_wind(&t->op, i, fop, t->op.xl->children[i], &copy);
-    bfs_dict_unref(x);
-    return true;
+    uint64_t owner = t->piggy && fop == BFS_FOP_CREATE && afr_newlock_wanted(a) ? a->nl_owner : 0;
+    return bfs_txn_wind_entry(t, i, fop, req, owner);
 }
 
 static uint32_t tx_wind(struct bfs_txn *t, uint32_t run)

@@ -15,6 +15,9 @@
  * O_NOATIME; others (O_DIRECT included, whose alignment rules a network
  * buffer cannot promise) are dropped.
  *
+ * A write may carry deltas of counter xattrs to add once it is written
+ * (lib/wadd-wire.h: disperse's size counter rides in its fragment write).
+ *
  * Return values: read, write and copy_file_range answer rc = bytes done
  * (read also fills data and eof; a read longer than PX_READ_MAX is short).
  */
@@ -28,6 +31,7 @@
 #include <unistd.h>
 
 #include "posix.h"
+#include "xlators/lib/wadd-wire.h"
 
 #define PX_OPEN_FLAGS (O_ACCMODE | O_APPEND | O_TRUNC | O_SYNC | O_DSYNC | O_NOATIME)
 #define PX_FALLOC_OK (FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)
@@ -233,6 +237,42 @@ static int do_read(struct px_job *j, const struct bfs_read_req *req, struct bfs_
 }
 PX_FOP_DEFINE(read, BFS_FOP_READ)
 
+struct wadd_arg {
+    struct bfs_dict *deltas;
+    bool asked;
+};
+
+static int wadd_collect(const char *key, enum bfs_val_type type, const void *val, size_t len,
+                        void *arg)
+{
+    struct wadd_arg *a = arg;
+    if (strcmp(key, BFS_WADD_PROBE) == 0)
+        a->asked = true;
+    if (strncmp(key, BFS_WADD, BFS_WADD_LEN) != 0)
+        return 0;
+    a->asked = true;
+    if (type != BFS_VAL_BIN || !key[BFS_WADD_LEN])
+        return -EINVAL;
+    if (!a->deltas && !(a->deltas = bfs_dict_new()))
+        return -ENOMEM;
+    return bfs_dict_set_bin(a->deltas, key + BFS_WADD_LEN, val, len);
+}
+
+/* After a write: the counters its xdata moves with it (lib/wadd-wire.h),
+ * and the acknowledgement in the reply. 0 or -errno. */
+static int write_adds(struct px_job *j, struct px_fd *pf, const struct bfs_dict *xdata,
+                      struct bfs_write_rep *rep)
+{
+    struct wadd_arg a = {0};
+    int rc = bfs_dict_foreach(xdata, wadd_collect, &a);
+    if (rc == 0 && a.deltas)
+        rc = bfs__px_fd_add64(j, pf, a.deltas);
+    bfs_dict_unref(a.deltas);
+    if (rc == 0 && a.asked && (rep->xdata = bfs_dict_new()))
+        (void)bfs_dict_set_int(rep->xdata, BFS_WADDED, 1);
+    return rc;
+}
+
 static int do_write(struct px_job *j, const struct bfs_write_req *req, struct bfs_write_rep *rep)
 {
     struct px_fd *pf;
@@ -255,6 +295,8 @@ static int do_write(struct px_job *j, const struct bfs_write_req *req, struct bf
     }
     if (rc == 0)
         rc = bfs__px_fstat_iatt(pf->fd, &pf->gfid, &rep->post);
+    if (rc == 0 && done && req->xdata)
+        rc = write_adds(j, pf, req->xdata, rep);
     return rc < 0 ? rc : (int)done;
 }
 PX_FOP_DEFINE(write, BFS_FOP_WRITE)

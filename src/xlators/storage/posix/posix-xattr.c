@@ -487,3 +487,13 @@ static int do_fxattrop(struct px_job *j, const struct bfs_fxattrop_req *req,
     return xattrop(j, &t, &pf->gfid, req->optype, req->xattrs, &rep->xattrs);
 }
 PX_FOP_DEFINE(fxattrop, BFS_FOP_FXATTROP)
+
+int bfs__px_fd_add64(struct px_job *j, struct px_fd *pf, const struct bfs_dict *deltas)
+{
+    struct xt t;
+    struct bfs_dict *out = NULL;
+    xt_init(&t, pf->fd, false);
+    int rc = xattrop(j, &t, &pf->gfid, BFS_XATTROP_ADD64, deltas, &out);
+    bfs_dict_unref(out);
+    return rc;
+}

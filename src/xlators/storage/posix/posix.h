@@ -313,6 +313,9 @@ int bfs__px_fstat_iatt(int fd, const struct bfs_gfid *g, struct bfs_iatt *ia);
 /* ---- fds (posix.c) ---- */
 
 int bfs__px_fd_get(struct px_job *j, struct bfs_fd *fd, struct px_fd **out); /* -EBADF */
+/* fxattrop ADD64 of deltas on pf's file (posix-xattr.c; a write's
+ * counters, lib/wadd-wire.h). 0 or -errno. */
+int bfs__px_fd_add64(struct px_job *j, struct px_fd *pf, const struct bfs_dict *deltas);
 int bfs__px_fd_install(struct px_job *j, struct bfs_fd *fd, int realfd, DIR *dir,
                        const struct bfs_gfid *g);
 /* Opens the object behind an O_PATH fd again with real flags, as the
