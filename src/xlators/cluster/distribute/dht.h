@@ -283,6 +283,8 @@ struct dht_dirfd *dht__dirfd(struct bfs_xl *xl, struct bfs_fd *fd);
 
 /* dht-migrate.c: writes that follow a file the rebalance moved */
 int dht__write(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_write_req *req);
+/* Reads: passed down with a cookie; a frozen reply goes through dht__generic. */
+int dht__read(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_read_req *req);
 #define DHT_MIGRATE_DOMAIN "dht.migrate" /* the rebalance's inodelk on the destination */
 /* Other fops that change a file's data or attributes (open, truncate,
  * setattr, fallocate...): true when fop is one of them. dht-inode.c routes
