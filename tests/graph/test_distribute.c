@@ -693,6 +693,117 @@ static void test_rename_dirs(struct dg_vol *v, const struct bfs_gfid *rg)
     is_int(dirs, v->n, "and nothing changed");
 }
 
+/* A rename asks for both entry locks at once without waiting
+ * (performance-notes, note 23); when one is held by someone else it must
+ * give back the one it got and wait in the fixed order: it completes only
+ * after the holder lets go, and leaves no lock behind. */
+struct rename_bg {
+    struct dg_vol *v;
+    struct bfs_gfid par;
+    const char *from, *to;
+    atomic_int rc, done;
+};
+
+static void *rename_bg_run(void *arg)
+{
+    struct rename_bg *m = arg;
+    atomic_store(&m->rc, rename_(m->v, &m->par, m->from, &m->par, m->to));
+    atomic_store(&m->done, 1);
+    return NULL;
+}
+
+static int elk(struct dg_vol *v, int b, struct bfs_stack *st, const struct bfs_gfid *par,
+               const char *name, uint32_t cmd)
+{
+    char bn[16];
+    snprintf(bn, sizeof(bn), "b%d", b);
+    struct bfs_entrylk_req q = {.domain = "dht", .basename = name, .cmd = cmd,
+                                .type = BFS_ENTRYLK_WRLCK};
+    q.loc.gfid = *par;
+    return bfs_sync_entrylk(bfs_graph_find(v->g, bn), st, &q, NULL);
+}
+
+/* Does brick b's features/locks list a waiter for an entry lock? */
+static bool lock_waiter(struct dg_vol *v, int b)
+{
+    char bn[32];
+    snprintf(bn, sizeof(bn), "b%d-locks", b);
+    struct bfs_xl *lx = bfs_graph_find(v->g, bn);
+    char *d = lx && lx->mod->dump ? lx->mod->dump(lx) : NULL;
+    const char *w = d ? strstr(d, "\"entrylk_blocked\"") : NULL;
+    bool any = w && strncmp(w, "\"entrylk_blocked\":[]", 20) != 0 &&
+               strncmp(w, "\"entrylk_blocked\": [ ]", 23) != 0 &&
+               strncmp(w, "\"entrylk_blocked\": []", 21) != 0;
+    free(d);
+    return any;
+}
+
+/* Calls seen by brick b's error-gen so far. */
+static long eg_calls(struct dg_vol *v, int b)
+{
+    char bn[16];
+    snprintf(bn, sizeof(bn), "b%d", b);
+    struct bfs_xl *x = bfs_graph_find(v->g, bn);
+    char *d = x->mod->dump(x);
+    const char *c = d ? strstr(d, "\"calls\":") : NULL;
+    long n = c ? strtol(c + 8, NULL, 10) : -1;
+    free(d);
+    return n;
+}
+
+static void test_rename_locks(struct dg_vol *v)
+{
+    struct bfs_gfid pg;
+    char src[64], dst[64];
+    is_int(mkdir_(v, &bfs_gfid_root, "rl", &pg), 0, "rl: mkdir");
+    dg_name_on(v, &pg, "s", 0, src, sizeof(src));
+    dg_name_on(v, &pg, "d", 1, dst, sizeof(dst));
+    is_int(dg_put(v, &pg, src, "abc", NULL), 0, "rl: a file on b0");
+    is_int(rename_(v, &pg, src, &pg, dst), 0, "rl: rename across bricks (both locks free)");
+    is_int(rename_(v, &pg, dst, &pg, src), 0, "rl: and back");
+    struct bfs_stack *other = bfs_stack_new();
+    other->lk_owner = 0x5eed;
+    is_int(elk(v, 1, other, &pg, dst, BFS_ENTRYLK_LOCK), 0, "rl: another owner holds the "
+           "destination name's lock on b1");
+    struct rename_bg m = {.v = v, .par = pg, .from = src, .to = dst};
+    pthread_t th;
+    pthread_create(&th, NULL, rename_bg_run, &m);
+    while (!atomic_load(&m.done) && !lock_waiter(v, 1))
+        usleep(1000);
+    ok(!atomic_load(&m.done), "rl: the rename waits for it (a waiter is queued on b1)");
+    struct bfs_stack *third = bfs_stack_new();
+    third->lk_owner = 0x7a11;
+    is_int(elk(v, 0, third, &pg, src, BFS_ENTRYLK_LOCK_NB), -EAGAIN,
+           "rl: meanwhile the source name's lock on b0 is held (by the waiting rename)");
+    is_int(elk(v, 1, other, &pg, dst, BFS_ENTRYLK_UNLOCK), 0, "rl: the holder lets go");
+    pthread_join(th, NULL);
+    is_int(atomic_load(&m.rc), 0, "rl: the rename completes");
+    struct bfs_iatt a;
+    ok(lookup_(v, &pg, dst, &a) == 0 && a.size == 3 && lookup_(v, &pg, src, NULL) == -ENOENT,
+       "rl: the file is under its new name only");
+    ok(elk(v, 0, third, &pg, src, BFS_ENTRYLK_LOCK_NB) == 0 &&
+       elk(v, 1, third, &pg, dst, BFS_ENTRYLK_LOCK_NB) == 0, "rl: no lock left behind");
+    elk(v, 0, third, &pg, src, BFS_ENTRYLK_UNLOCK);
+    elk(v, 1, third, &pg, dst, BFS_ENTRYLK_UNLOCK);
+    /* both asked at once: with b0 refusing every entrylk, b1 was asked too
+     * (and its lock given back); the ordered way never reached b1 */
+    struct bfs_xl *e0 = bfs_graph_find(v->g, "b0");
+    dg_reconf(e0, "enable", "entrylk");
+    dg_reconf(e0, "error-no", "EIO");
+    dg_reconf(e0, "failure", "100");
+    long before = eg_calls(v, 1);
+    is_int(rename_(v, &pg, dst, &pg, src), -EIO, "rl: b0 refuses its lock: EIO");
+    is_int(eg_calls(v, 1) - before, 2, "rl: b1 got the other lock at the same time, and gave "
+           "it back (2 calls)");
+    dg_reconf(e0, "failure", "0");
+    dg_reconf(e0, "enable", "all");
+    dg_reconf(e0, "error-no", "ENOTCONN");
+    is_int(elk(v, 1, third, &pg, dst, BFS_ENTRYLK_LOCK_NB), 0, "rl: no lock left on b1");
+    elk(v, 1, third, &pg, dst, BFS_ENTRYLK_UNLOCK);
+    bfs_stack_unref(other);
+    bfs_stack_unref(third);
+}
+
 static void test_rename(struct dg_vol *v)
 {
     struct bfs_gfid rg;
@@ -1537,6 +1648,7 @@ int main(void)
         test_dirs(&v);
         test_mkdir_parallel(&v);
         test_rename(&v);
+        test_rename_locks(&v);
         test_hardlink(&v);
         test_down(&v);
         test_heal(&v);

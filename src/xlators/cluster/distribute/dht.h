@@ -134,6 +134,9 @@ struct dht_op {
     int nlocks, nheld;
     bool lock_wound;
     int lock_slot;              /* two reply slots reserved for locks */
+    int lock_nb;                /* two locks: 1 ask both at once (LOCK_NB), 2 asked,
+                                 * 3 releasing after a busy one; 0 the ordered way */
+    int lock_err;
 };
 
 /* Allocates size bytes (a family struct with struct dht_op first), nslots
