@@ -804,6 +804,47 @@ static void test_rename_locks(struct dg_vol *v)
     bfs_stack_unref(third);
 }
 
+/* Diagnostics for docs/design/performance-notes.md (notes 22-23): calls
+ * each brick's error-gen saw per operation, for names hashing to b0 (H);
+ * a rename's new name hashes to b1. Printed, not asserted (a background
+ * statfs every 5 s may add one call per brick). */
+#define CALLS_N 40
+static void calls_diag(struct dg_vol *v)
+{
+    struct bfs_gfid pg;
+    char nm[CALLS_N][64], dn[CALLS_N][64];
+    if (mkdir_(v, &bfs_gfid_root, "calls", &pg) < 0)
+        return;
+    for (int i = 0; i < CALLS_N; i++) {
+        char p[16];
+        snprintf(p, sizeof(p), "c%d", i);
+        dg_name_on(v, &pg, p, 0, nm[i], sizeof(nm[i]));
+        snprintf(p, sizeof(p), "r%d", i);
+        dg_name_on(v, &pg, p, 1, dn[i], sizeof(dn[i]));
+    }
+    static const char *what[] = {"lookup of a missing name", "create + write", "rename to b1",
+                                 "unlink (data on b0, link file on b1)", "mkdir", "rmdir"};
+    for (int k = 0; k < 6; k++) {
+        long c0[3];
+        for (int b = 0; b < 3; b++)
+            c0[b] = eg_calls(v, b);
+        for (int i = 0; i < CALLS_N; i++) {
+            switch (k) {
+            case 0: lookup_(v, &pg, nm[i], NULL); break;
+            case 1: dg_put(v, &pg, nm[i], "x", NULL); break;
+            case 2: rename_(v, &pg, nm[i], &pg, dn[i]); break;
+            case 3: unlink_(v, &pg, dn[i]); break;
+            case 4: mkdir_(v, &pg, nm[i], NULL); break;
+            default: rmdir_(v, &pg, nm[i]); break;
+            }
+        }
+        printf("# calls per op, %s: b0 %.2f, b1 %.2f, b2 %.2f\n", what[k],
+               (double)(eg_calls(v, 0) - c0[0]) / CALLS_N,
+               (double)(eg_calls(v, 1) - c0[1]) / CALLS_N,
+               (double)(eg_calls(v, 2) - c0[2]) / CALLS_N);
+    }
+}
+
 static void test_rename(struct dg_vol *v)
 {
     struct bfs_gfid rg;
@@ -1649,6 +1690,7 @@ int main(void)
         test_mkdir_parallel(&v);
         test_rename(&v);
         test_rename_locks(&v);
+        calls_diag(&v);
         test_hardlink(&v);
         test_down(&v);
         test_heal(&v);
