@@ -843,6 +843,32 @@ static void calls_diag(struct dg_vol *v)
                (double)(eg_calls(v, 1) - c0[1]) / CALLS_N,
                (double)(eg_calls(v, 2) - c0[2]) / CALLS_N);
     }
+    /* serial round trips: every brick answers 50 ms late, so an operation
+     * takes about 50 ms per round trip it waits for */
+    for (int b = 0; b < 3; b++) {
+        char bn[16];
+        snprintf(bn, sizeof(bn), "b%d", b);
+        dg_reconf(bfs_graph_find(v->g, bn), "delay-ms", "50");
+    }
+    static const char *rt[] = {"create", "mkdir", "rename to b1", "unlink (link file on b1)"};
+    for (int k = 0; k < 4; k++) {
+        uint64_t t0 = bfs_now_ms();
+        for (int i = 0; i < 3; i++) {
+            switch (k) {
+            case 0: dg_put(v, &pg, nm[i], NULL, NULL); break;
+            case 1: mkdir_(v, &pg, dn[i], NULL); break;
+            case 2: rename_(v, &pg, nm[i], &pg, dn[i + 3]); break;
+            default: unlink_(v, &pg, dn[i + 3]); break;
+            }
+        }
+        printf("# round trips (50 ms each) per %s: %.1f\n", rt[k],
+               (double)(bfs_now_ms() - t0) / 3 / 50);
+    }
+    for (int b = 0; b < 3; b++) {
+        char bn[16];
+        snprintf(bn, sizeof(bn), "b%d", b);
+        dg_reconf(bfs_graph_find(v->g, bn), "delay-ms", "0");
+    }
 }
 
 static void test_rename(struct dg_vol *v)
