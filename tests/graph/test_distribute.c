@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -515,6 +516,75 @@ static bool no_tmp_names(struct dg_vol *v, const char *rel)
     return true;
 }
 
+/* mkdir asks every brick at once under the entry lock (performance-notes,
+ * note 22): with the hashed brick's answer held back (error-gen delays its
+ * refusal), the other bricks already have the directory; when that answer
+ * is a refusal, their copies are removed again and the refusal is the
+ * answer. On the previous code the others were asked only after the
+ * hashed brick had answered, and a refusal made nothing anywhere. */
+struct mkdir_bg {
+    struct dg_vol *v;
+    struct bfs_gfid par;
+    const char *name;
+    atomic_int rc, done;
+};
+
+static void *mkdir_bg_run(void *arg)
+{
+    struct mkdir_bg *m = arg;
+    atomic_store(&m->rc, mkdir_(m->v, &m->par, m->name, NULL));
+    atomic_store(&m->done, 1);
+    return NULL;
+}
+
+static void test_mkdir_parallel(struct dg_vol *v)
+{
+    struct bfs_gfid pg;
+    char name[64], rel[128], bn[16];
+    is_int(mkdir_(v, &bfs_gfid_root, "par", &pg), 0, "par: mkdir");
+    snprintf(name, sizeof(name), "d");
+    int h = dg_hashed(v, &pg, name);
+    snprintf(bn, sizeof(bn), "b%d", h);
+    struct bfs_xl *eg = bfs_graph_find(v->g, bn);
+    dg_reconf(eg, "enable", "mkdir");
+    dg_reconf(eg, "error-no", "EACCES");
+    dg_reconf(eg, "delay-ms", "3000");
+    dg_reconf(eg, "failure", "100");
+    snprintf(rel, sizeof(rel), "par/%s", name);
+    struct mkdir_bg m = {.v = v, .par = pg, .name = name};
+    pthread_t th;
+    pthread_create(&th, NULL, mkdir_bg_run, &m);
+    int seen = 0, data, links, dirs;
+    while (!atomic_load(&m.done) && seen < v->n - 1) {
+        census(v, rel, &data, &links, &dirs);
+        seen = dirs > seen ? dirs : seen;
+        usleep(1000);
+    }
+    pthread_join(th, NULL);
+    is_int(seen, v->n - 1, "par: while the hashed brick's answer is held back, the others "
+           "have the directory (asked at once)");
+    is_int(atomic_load(&m.rc), -EACCES, "par: the hashed brick's refusal is the answer");
+    census(v, rel, &data, &links, &dirs);
+    is_int(dirs + data + links, 0, "par: the others' copies are removed again");
+    dg_reconf(eg, "failure", "0");
+    dg_reconf(eg, "delay-ms", "0");
+    dg_reconf(eg, "enable", "all");
+    dg_reconf(eg, "error-no", "ENOTCONN");
+    struct bfs_gfid g, dgf;
+    is_int(mkdir_(v, &pg, name, &dgf), 0, "par: mkdir again, the brick accepting");
+    int same = 0;
+    for (int b = 0; b < v->n; b++)
+        same += disk_gfid(v, b, rel, &g) && bfs_gfid_eq(&g, &dgf);
+    is_int(same, v->n, "par: on every brick, one GFID");
+    brick_down(v, h, true);
+    snprintf(name, sizeof(name), "%s", dg_name_on(v, &pg, "dn", h, rel, sizeof(rel)));
+    is_int(mkdir_(v, &pg, name, NULL), -ENOTCONN, "par: mkdir on a down hashed brick: ENOTCONN");
+    brick_down(v, h, false);
+    snprintf(rel, sizeof(rel), "par/%s", name);
+    census(v, rel, &data, &links, &dirs);
+    is_int(dirs, 0, "par: and nothing made on the others");
+}
+
 static void test_rename_files(struct dg_vol *v, const struct bfs_gfid *rg)
 {
     char s[32], d[32], e[32], x[32], y[32], p[32], q[32], rel[96], buf[64];
@@ -621,6 +691,184 @@ static void test_rename_dirs(struct dg_vol *v, const struct bfs_gfid *rg)
            "rename a directory into itself: EINVAL");
     census(v, "rn/empty", &data, &links, &dirs);
     is_int(dirs, v->n, "and nothing changed");
+}
+
+/* A rename asks for both entry locks at once without waiting
+ * (performance-notes, note 23); when one is held by someone else it must
+ * give back the one it got and wait in the fixed order: it completes only
+ * after the holder lets go, and leaves no lock behind. */
+struct rename_bg {
+    struct dg_vol *v;
+    struct bfs_gfid par;
+    const char *from, *to;
+    atomic_int rc, done;
+};
+
+static void *rename_bg_run(void *arg)
+{
+    struct rename_bg *m = arg;
+    atomic_store(&m->rc, rename_(m->v, &m->par, m->from, &m->par, m->to));
+    atomic_store(&m->done, 1);
+    return NULL;
+}
+
+static int elk(struct dg_vol *v, int b, struct bfs_stack *st, const struct bfs_gfid *par,
+               const char *name, uint32_t cmd)
+{
+    char bn[16];
+    snprintf(bn, sizeof(bn), "b%d", b);
+    struct bfs_entrylk_req q = {.domain = "dht", .basename = name, .cmd = cmd,
+                                .type = BFS_ENTRYLK_WRLCK};
+    q.loc.gfid = *par;
+    return bfs_sync_entrylk(bfs_graph_find(v->g, bn), st, &q, NULL);
+}
+
+/* Does brick b's features/locks list a waiter for an entry lock? */
+static bool lock_waiter(struct dg_vol *v, int b)
+{
+    char bn[32];
+    snprintf(bn, sizeof(bn), "b%d-locks", b);
+    struct bfs_xl *lx = bfs_graph_find(v->g, bn);
+    char *d = lx && lx->mod->dump ? lx->mod->dump(lx) : NULL;
+    const char *w = d ? strstr(d, "\"entrylk_blocked\"") : NULL;
+    bool any = w && strncmp(w, "\"entrylk_blocked\":[]", 20) != 0 &&
+               strncmp(w, "\"entrylk_blocked\": [ ]", 23) != 0 &&
+               strncmp(w, "\"entrylk_blocked\": []", 21) != 0;
+    free(d);
+    return any;
+}
+
+/* Calls seen by brick b's error-gen so far. */
+static long eg_calls(struct dg_vol *v, int b)
+{
+    char bn[16];
+    snprintf(bn, sizeof(bn), "b%d", b);
+    struct bfs_xl *x = bfs_graph_find(v->g, bn);
+    char *d = x->mod->dump(x);
+    const char *c = d ? strstr(d, "\"calls\":") : NULL;
+    long n = c ? strtol(c + 8, NULL, 10) : -1;
+    free(d);
+    return n;
+}
+
+static void test_rename_locks(struct dg_vol *v)
+{
+    struct bfs_gfid pg;
+    char src[64], dst[64];
+    is_int(mkdir_(v, &bfs_gfid_root, "rl", &pg), 0, "rl: mkdir");
+    dg_name_on(v, &pg, "s", 0, src, sizeof(src));
+    dg_name_on(v, &pg, "d", 1, dst, sizeof(dst));
+    is_int(dg_put(v, &pg, src, "abc", NULL), 0, "rl: a file on b0");
+    is_int(rename_(v, &pg, src, &pg, dst), 0, "rl: rename across bricks (both locks free)");
+    is_int(rename_(v, &pg, dst, &pg, src), 0, "rl: and back");
+    struct bfs_stack *other = bfs_stack_new();
+    other->lk_owner = 0x5eed;
+    is_int(elk(v, 1, other, &pg, dst, BFS_ENTRYLK_LOCK), 0, "rl: another owner holds the "
+           "destination name's lock on b1");
+    struct rename_bg m = {.v = v, .par = pg, .from = src, .to = dst};
+    pthread_t th;
+    pthread_create(&th, NULL, rename_bg_run, &m);
+    while (!atomic_load(&m.done) && !lock_waiter(v, 1))
+        usleep(1000);
+    ok(!atomic_load(&m.done), "rl: the rename waits for it (a waiter is queued on b1)");
+    struct bfs_stack *third = bfs_stack_new();
+    third->lk_owner = 0x7a11;
+    is_int(elk(v, 0, third, &pg, src, BFS_ENTRYLK_LOCK_NB), -EAGAIN,
+           "rl: meanwhile the source name's lock on b0 is held (by the waiting rename)");
+    is_int(elk(v, 1, other, &pg, dst, BFS_ENTRYLK_UNLOCK), 0, "rl: the holder lets go");
+    pthread_join(th, NULL);
+    is_int(atomic_load(&m.rc), 0, "rl: the rename completes");
+    struct bfs_iatt a;
+    ok(lookup_(v, &pg, dst, &a) == 0 && a.size == 3 && lookup_(v, &pg, src, NULL) == -ENOENT,
+       "rl: the file is under its new name only");
+    ok(elk(v, 0, third, &pg, src, BFS_ENTRYLK_LOCK_NB) == 0 &&
+       elk(v, 1, third, &pg, dst, BFS_ENTRYLK_LOCK_NB) == 0, "rl: no lock left behind");
+    elk(v, 0, third, &pg, src, BFS_ENTRYLK_UNLOCK);
+    elk(v, 1, third, &pg, dst, BFS_ENTRYLK_UNLOCK);
+    /* both asked at once: with b0 refusing every entrylk, b1 was asked too
+     * (and its lock given back); the ordered way never reached b1 */
+    struct bfs_xl *e0 = bfs_graph_find(v->g, "b0");
+    dg_reconf(e0, "enable", "entrylk");
+    dg_reconf(e0, "error-no", "EIO");
+    dg_reconf(e0, "failure", "100");
+    long before = eg_calls(v, 1);
+    is_int(rename_(v, &pg, dst, &pg, src), -EIO, "rl: b0 refuses its lock: EIO");
+    is_int(eg_calls(v, 1) - before, 2, "rl: b1 got the other lock at the same time, and gave "
+           "it back (2 calls)");
+    dg_reconf(e0, "failure", "0");
+    dg_reconf(e0, "enable", "all");
+    dg_reconf(e0, "error-no", "ENOTCONN");
+    is_int(elk(v, 1, third, &pg, dst, BFS_ENTRYLK_LOCK_NB), 0, "rl: no lock left on b1");
+    elk(v, 1, third, &pg, dst, BFS_ENTRYLK_UNLOCK);
+    bfs_stack_unref(other);
+    bfs_stack_unref(third);
+}
+
+/* Diagnostics for docs/design/performance-notes.md (notes 22-23): calls
+ * each brick's error-gen saw per operation, for names hashing to b0 (H);
+ * a rename's new name hashes to b1. Printed, not asserted (a background
+ * statfs every 5 s may add one call per brick). */
+#define CALLS_N 40
+static void calls_diag(struct dg_vol *v)
+{
+    struct bfs_gfid pg;
+    char nm[CALLS_N][64], dn[CALLS_N][64];
+    if (mkdir_(v, &bfs_gfid_root, "calls", &pg) < 0)
+        return;
+    for (int i = 0; i < CALLS_N; i++) {
+        char p[16];
+        snprintf(p, sizeof(p), "c%d", i);
+        dg_name_on(v, &pg, p, 0, nm[i], sizeof(nm[i]));
+        snprintf(p, sizeof(p), "r%d", i);
+        dg_name_on(v, &pg, p, 1, dn[i], sizeof(dn[i]));
+    }
+    static const char *what[] = {"lookup of a missing name", "create + write", "rename to b1",
+                                 "unlink (data on b0, link file on b1)", "mkdir", "rmdir"};
+    for (int k = 0; k < 6; k++) {
+        long c0[3];
+        for (int b = 0; b < 3; b++)
+            c0[b] = eg_calls(v, b);
+        for (int i = 0; i < CALLS_N; i++) {
+            switch (k) {
+            case 0: lookup_(v, &pg, nm[i], NULL); break;
+            case 1: dg_put(v, &pg, nm[i], "x", NULL); break;
+            case 2: rename_(v, &pg, nm[i], &pg, dn[i]); break;
+            case 3: unlink_(v, &pg, dn[i]); break;
+            case 4: mkdir_(v, &pg, nm[i], NULL); break;
+            default: rmdir_(v, &pg, nm[i]); break;
+            }
+        }
+        printf("# calls per op, %s: b0 %.2f, b1 %.2f, b2 %.2f\n", what[k],
+               (double)(eg_calls(v, 0) - c0[0]) / CALLS_N,
+               (double)(eg_calls(v, 1) - c0[1]) / CALLS_N,
+               (double)(eg_calls(v, 2) - c0[2]) / CALLS_N);
+    }
+    /* serial round trips: every brick answers 50 ms late, so an operation
+     * takes about 50 ms per round trip it waits for */
+    for (int b = 0; b < 3; b++) {
+        char bn[16];
+        snprintf(bn, sizeof(bn), "b%d", b);
+        dg_reconf(bfs_graph_find(v->g, bn), "delay-ms", "50");
+    }
+    static const char *rt[] = {"create", "mkdir", "rename to b1", "unlink (link file on b1)"};
+    for (int k = 0; k < 4; k++) {
+        uint64_t t0 = bfs_now_ms();
+        for (int i = 0; i < 3; i++) {
+            switch (k) {
+            case 0: dg_put(v, &pg, nm[i], NULL, NULL); break;
+            case 1: mkdir_(v, &pg, dn[i], NULL); break;
+            case 2: rename_(v, &pg, nm[i], &pg, dn[i + 3]); break;
+            default: unlink_(v, &pg, dn[i + 3]); break;
+            }
+        }
+        printf("# round trips (50 ms each) per %s: %.1f\n", rt[k],
+               (double)(bfs_now_ms() - t0) / 3 / 50);
+    }
+    for (int b = 0; b < 3; b++) {
+        char bn[16];
+        snprintf(bn, sizeof(bn), "b%d", b);
+        dg_reconf(bfs_graph_find(v->g, bn), "delay-ms", "0");
+    }
 }
 
 static void test_rename(struct dg_vol *v)
@@ -1465,7 +1713,10 @@ int main(void)
     struct dg_vol v;
     if (dg_vol_start(&v, 3, "main", "")) {
         test_dirs(&v);
+        test_mkdir_parallel(&v);
         test_rename(&v);
+        test_rename_locks(&v);
+        calls_diag(&v);
         test_hardlink(&v);
         test_down(&v);
         test_heal(&v);

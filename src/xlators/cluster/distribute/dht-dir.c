@@ -2,10 +2,11 @@
  * dht-dir.c — mkdir and rmdir: directories exist on every subvolume with
  * one GFID (docs/design/distribute.md, "Creating and removing names").
  *
- *   mkdir  under the entry lock of (P, N) on N's hashed subvolume H: H
- *          first (its failure is the answer, nothing was made), then every
- *          other subvolume in parallel with the same gfid-req; a down one
- *          is healed by a later lookup.
+ *   mkdir  under the entry lock of (P, N) on N's hashed subvolume H: every
+ *          subvolume at once with the same gfid-req. H's failure is the
+ *          answer, and what the others made is removed again (still under
+ *          the lock); a down one is healed by a later lookup. H known to be
+ *          down: H alone is asked.
  *   rmdir  under the same lock: every subvolume must be up; all but H in
  *          parallel, then H. ENOTEMPTY caused only by stale link files
  *          (whose data a lookup through distribute no longer finds) purges
@@ -28,7 +29,7 @@
 #define PURGE_LIST_SIZE (256u << 10)
 
 enum {
-    D_START, D_LOCK, D_FIRST, D_REST,
+    D_START, D_LOCK, D_FIRST, D_REST, D_UNDONE,
     R_LOCK, R_LOOKED, R_OTHERS, R_LAST,
     R_RESTORE, R_RESTORE_OWNER, R_RESTORED,
     P_OPEN, P_READ, P_CHECK, P_VERIFY, P_UNLINKED,
@@ -132,6 +133,45 @@ static void mkdir_wind(struct dht_dir_op *d, int s)
     bfs_dict_unref(xd);
 }
 
+/* Under the lock, mkdir goes to every subvolume at once (one round trip,
+ * not two). H's answer decides: H refused, so the name is not a directory
+ * of ours; what the others made with our GFID is removed again (as root,
+ * still under the lock, so no other change of the name on a subvolume
+ * other than H can come in between: docs/design/distribute.md). With H
+ * known to be down, only H is asked, as before (nothing made elsewhere). */
+static int mkdir_all(struct dht_dir_op *d)
+{
+    pthread_mutex_lock(&d->o.priv->lock);
+    bool h_down = d->o.priv->child[d->h] < 0;
+    pthread_mutex_unlock(&d->o.priv->lock);
+    mkdir_wind(d, d->h);
+    if (h_down) {
+        d->o.op.state = D_FIRST;
+        return BFS_OP_WAIT;
+    }
+    for (int s = 0; s < d->n; s++)
+        if (s != d->h)
+            mkdir_wind(d, s);
+    d->o.op.state = D_REST;
+    return BFS_OP_WAIT;
+}
+
+/* H refused: undo what the others made (their mkdir succeeded: it is ours). */
+static int mkdir_undo(struct dht_dir_op *d, int rc)
+{
+    bool any = false;
+    for (int s = 0; s < d->n; s++) {
+        if (s == d->h || dht__rc(&d->o, s) < 0)
+            continue;
+        struct bfs_rmdir_req r = {.loc = d->loc};
+        dht__wind(&d->o, SLOT_AUX(d, s), BFS_FOP_RMDIR, s, &r, true);
+        any = true;
+    }
+    d->rc = rc;
+    d->o.op.state = D_UNDONE;
+    return any ? BFS_OP_WAIT : BFS_OP_CONTINUE;
+}
+
 static int mkdir_step(struct dht_dir_op *d)
 {
     int rc;
@@ -146,18 +186,23 @@ static int mkdir_step(struct dht_dir_op *d)
             return BFS_OP_WAIT;
         if (rc < 0)
             return finish(d, rc, -1);
-        d->o.op.state = D_FIRST;
-        mkdir_wind(d, d->h);
-        return BFS_OP_WAIT;
-    case D_FIRST:
-        if ((rc = dht__rc(&d->o, d->h)) < 0)
-            return finish(d, rc, -1); /* nothing was made anywhere */
-        d->o.op.state = D_REST;
-        for (int s = 0; s < d->n; s++)
-            if (s != d->h)
-                mkdir_wind(d, s);
-        return d->n > 1 ? BFS_OP_WAIT : BFS_OP_CONTINUE;
+        return mkdir_all(d);
+    case D_FIRST: /* H was down: only H was asked */
+        return finish(d, dht__rc(&d->o, d->h), d->h);
+    case D_UNDONE:
+        for (int s = 0; s < d->n; s++) {
+            if (s == d->h || dht__rc(&d->o, s) < 0)
+                continue;
+            rc = dht__rc(&d->o, SLOT_AUX(d, s));
+            if (rc < 0)
+                XL_WARN(d->o.priv->xl, "mkdir %s refused by %s: its copy on %s stays: %s",
+                        d->loc.name, d->o.priv->xl->children[d->h]->name,
+                        d->o.priv->xl->children[s]->name, strerror(-rc));
+        }
+        return finish(d, d->rc, -1);
     default: /* D_REST */
+        if ((rc = dht__rc(&d->o, d->h)) < 0)
+            return mkdir_undo(d, rc);
         for (int s = 0; s < d->n; s++) {
             rc = dht__rc(&d->o, s);
             if (s != d->h && rc < 0 && rc != -ENOTCONN)

@@ -20,8 +20,9 @@
  *      bytes there; from now on the fd's subvolume is the new one.
  *
  * The write itself is wound with a small cookie (fd, offset, flags); the
- * redirect op lives from the detection to the answer. Reads through an
- * old fd are not redirected (they read the source's frozen copy).
+ * redirect op lives from the detection to the answer. A read is wound the
+ * same way (a cookie holding its request); a frozen reply restarts it
+ * through the inode router, which follows like open and truncate do.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -353,5 +354,63 @@ int dht__write(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_writ
         bfs_fd_unref(c->fd);
         free(c);
     }
+    return rc;
+}
+
+/* ---- reads ----
+ *
+ * A read through an old fd must not read the dropped source's copy either
+ * (rebalance.md), but a read is the hot path: it is wound with a small
+ * cookie of its own, its reply goes up as it came (no op, no copy of the
+ * data), and only a reply showing the frozen bits is thrown away and the
+ * read started again through the inode router (dht-inode.c), which follows
+ * the file to its destination and moves the fd. */
+
+struct rcookie {
+    struct bfs_xl *xl;
+    struct bfs_read_req req; /* fd and xdata ref'd */
+};
+
+static void rcookie_free(struct rcookie *c)
+{
+    bfs_fd_unref(c->req.fd);
+    if (c->req.xdata)
+        bfs_dict_unref(c->req.xdata);
+    free(c);
+}
+
+static void read_cbk(struct bfs_frame *frame, void *cookie, int rc, const struct bfs_read_rep *rep)
+{
+    struct rcookie *c = cookie;
+    struct dht_priv *priv = c->xl->private;
+    if (rc < 0 || priv->n < 2 || !frozen(&rep->attr)) {
+        bfs_unwind_read(frame, rc, rep);
+        rcookie_free(c);
+        return;
+    }
+    int r = dht__generic(frame, c->xl, BFS_FOP_READ, &c->req); /* follows, then answers */
+    if (r < 0) {
+        struct bfs_read_rep none = {0};
+        bfs_unwind_read(frame, r, &none);
+    }
+    rcookie_free(c);
+}
+
+int dht__read(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_read_req *req)
+{
+    int s = dht__fd_subvol(xl, req->fd);
+    if (s < 0)
+        return -EBADFD;
+    struct rcookie *c = malloc(sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->xl = xl;
+    c->req = *req;
+    bfs_fd_ref(req->fd);
+    if (req->xdata)
+        bfs_dict_ref(req->xdata);
+    int rc = bfs_wind_read(frame, xl->children[s], read_cbk, c, req);
+    if (rc < 0)
+        rcookie_free(c);
     return rc;
 }

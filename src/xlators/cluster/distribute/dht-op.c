@@ -165,6 +165,8 @@ void dht__locks_sort(struct dht_op *o)
     }
     o->nheld = 0;
     o->lock_wound = false;
+    o->lock_nb = o->nlocks == 2 ? 1 : 0;
+    o->lock_err = 0;
 }
 
 static void entrylk_wind(struct dht_op *o, const struct dht_lock *l, uint32_t cmd)
@@ -175,23 +177,86 @@ static void entrylk_wind(struct dht_op *o, const struct dht_lock *l, uint32_t cm
     dht__wind(o, o->lock_slot, BFS_FOP_ENTRYLK, l->subvol, &r, false);
 }
 
+/* One lock's answer: 0 (held, or no features/locks there: proceed
+ * unlocked, as the design allows) or -errno. */
+static int lock_answer(struct dht_op *o, struct dht_lock *l, int rc)
+{
+    if (rc == -ENOSYS) {
+        if (!o->priv->warned_nolocks)
+            XL_WARN(o->priv->xl, "subvolume %s has no features/locks: namespace "
+                    "changes proceed without entry locks", o->priv->xl->children[l->subvol]->name);
+        o->priv->warned_nolocks = true;
+        return 0;
+    }
+    if (rc >= 0)
+        l->held = true;
+    return rc < 0 ? rc : 0;
+}
+
+/* Two locks (rename): both asked at once without waiting (LOCK_NB), one
+ * round trip instead of two when nobody holds either. Not waiting is what
+ * keeps this free of deadlocks: when one is busy (EAGAIN), what was granted
+ * is released and the locks are taken one after the other in the fixed
+ * order, waiting, as before. */
+#define LOCK_ORDERED 2 /* lock_pair: take them the ordered way */
+
+static int lock_pair(struct dht_op *o)
+{
+    int slot = o->lock_slot;
+    if (o->lock_nb == 1) {
+        o->lock_nb = 2;
+        for (int i = 0; i < 2; i++) {
+            o->lock_slot = slot + i;
+            entrylk_wind(o, &o->locks[i], BFS_ENTRYLK_LOCK_NB);
+        }
+        o->lock_slot = slot;
+        return DHT_WAIT;
+    }
+    if (o->lock_nb == 2) {
+        int err = 0, busy = 0;
+        for (int i = 0; i < 2; i++) {
+            int rc = dht__rc(o, slot + i);
+            if (rc == -EAGAIN)
+                busy++;
+            else if ((rc = lock_answer(o, &o->locks[i], rc)) < 0 && !err)
+                err = rc;
+        }
+        if (!busy && !err) {
+            o->nheld = 2;
+            o->lock_nb = 0;
+            return 0;
+        }
+        o->lock_nb = 3; /* release what was granted, then the ordered way */
+        bool any = false;
+        for (int i = 0; i < 2; i++) {
+            if (!o->locks[i].held)
+                continue;
+            o->locks[i].held = false;
+            o->lock_slot = slot + i;
+            entrylk_wind(o, &o->locks[i], BFS_ENTRYLK_UNLOCK);
+            any = true;
+        }
+        o->lock_slot = slot;
+        o->lock_err = err;
+        if (any)
+            return DHT_WAIT;
+    }
+    o->lock_nb = 0; /* 3: the releases answered */
+    return o->lock_err ? o->lock_err : LOCK_ORDERED;
+}
+
 int dht__lock_step(struct dht_op *o)
 {
+    if (o->lock_nb) {
+        int rc = lock_pair(o);
+        if (rc != LOCK_ORDERED)
+            return rc;
+    }
     if (o->lock_wound) {
         o->lock_wound = false;
-        int rc = dht__rc(o, o->lock_slot);
-        struct dht_lock *l = &o->locks[o->nheld];
-        if (rc == -ENOSYS) {
-            if (!o->priv->warned_nolocks)
-                XL_WARN(o->priv->xl, "subvolume %s has no features/locks: namespace "
-                        "changes proceed without entry locks",
-                        o->priv->xl->children[l->subvol]->name);
-            o->priv->warned_nolocks = true;
-        } else if (rc < 0) {
+        int rc = lock_answer(o, &o->locks[o->nheld], dht__rc(o, o->lock_slot));
+        if (rc < 0)
             return rc;
-        } else {
-            l->held = true;
-        }
         o->nheld++;
     }
     if (o->nheld == o->nlocks)

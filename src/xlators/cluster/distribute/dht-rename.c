@@ -48,6 +48,7 @@ struct dht_rename_op {
     struct dht_lf lf;
     uint8_t *present, *done;     /* directories: [n] */
     int rc, ans;
+    bool answered;               /* the caller has its answer; the unlocks are wound */
 };
 
 static void rename_cleanup(struct dht_op *o)
@@ -66,10 +67,12 @@ static int finish(struct dht_rename_op *r, int rc, int slot)
     return BFS_OP_CONTINUE;
 }
 
-static int on_unlock(struct dht_rename_op *r)
+/* Answers as soon as the unlocks are wound, as mkdir and unlink do
+ * (dht-dir.c, on_unlock): both names are switched by then, an unlock's
+ * answer changes nothing, and this client's next request under either
+ * lock goes down the same connection behind its unlock. */
+static void answer(struct dht_rename_op *r)
 {
-    if (dht__unlock_step(&r->o) == DHT_WAIT)
-        return BFS_OP_WAIT;
     struct bfs_rename_rep rep = {0};
     const struct bfs_rename_rep *got = r->ans >= 0 ? DHT_REP(&r->o, r->ans, bfs_rename_rep) : NULL;
     if (got)
@@ -84,7 +87,16 @@ static int on_unlock(struct dht_rename_op *r)
             dht__cache_drop(r->o.priv, &r->dst.attr.gfid);
     }
     bfs_unwind_rename(r->o.caller, r->rc < 0 ? r->rc : 0, &rep);
-    return BFS_OP_DONE;
+}
+
+static int on_unlock(struct dht_rename_op *r)
+{
+    int rc = dht__unlock_step(&r->o);
+    if (!r->answered) {
+        r->answered = true;
+        answer(r);
+    }
+    return rc == DHT_WAIT ? BFS_OP_WAIT : BFS_OP_DONE;
 }
 
 /* ---- files ---- */

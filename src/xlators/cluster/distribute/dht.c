@@ -295,6 +295,7 @@ static char *dht_dump(struct bfs_xl *xl)
 static const struct bfs_fops dht_fops = {
     .lookup = dht__lookup,
     .write = dht__write,
+    .read = dht__read,
     .create = dht__create,
     .mknod = dht__mknod,
     .symlink = dht__symlink,

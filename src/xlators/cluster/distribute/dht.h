@@ -134,6 +134,9 @@ struct dht_op {
     int nlocks, nheld;
     bool lock_wound;
     int lock_slot;              /* two reply slots reserved for locks */
+    int lock_nb;                /* two locks: 1 ask both at once (LOCK_NB), 2 asked,
+                                 * 3 releasing after a busy one; 0 the ordered way */
+    int lock_err;
 };
 
 /* Allocates size bytes (a family struct with struct dht_op first), nslots
@@ -283,6 +286,8 @@ struct dht_dirfd *dht__dirfd(struct bfs_xl *xl, struct bfs_fd *fd);
 
 /* dht-migrate.c: writes that follow a file the rebalance moved */
 int dht__write(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_write_req *req);
+/* Reads: passed down with a cookie; a frozen reply goes through dht__generic. */
+int dht__read(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_read_req *req);
 #define DHT_MIGRATE_DOMAIN "dht.migrate" /* the rebalance's inodelk on the destination */
 /* Other fops that change a file's data or attributes (open, truncate,
  * setattr, fallocate...): true when fop is one of them. dht-inode.c routes
