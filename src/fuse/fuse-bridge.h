@@ -416,6 +416,10 @@ int bfs_fuse_graph_new(struct bfs_fuse *fu, const char *text, size_t len, const 
                        const char *rev, struct bfs_fuse_graph **out, char *err, size_t errlen);
 /* Waits until gr's last event is CHILD_UP: 0, or -ETIMEDOUT after secs. */
 int bfs_fuse_graph_wait_up(struct bfs_fuse_graph *gr, int secs);
+/* A nameless lookup of the root through gr, as root (blocking; on the
+ * mount's start-up or watcher thread): the translators' per-graph root work,
+ * e.g. distribute's layout-version stamp. 0 or -errno (logged; not fatal). */
+int bfs_fuse_graph_first_lookup(struct bfs_fuse_graph *gr);
 /* No call and no handle in it (fu->lock held). */
 bool bfs_fuse_graph_idle(const struct bfs_fuse_graph *gr);
 /* Deactivates and frees gr (no call may use it any more). */

@@ -12,6 +12,12 @@
  * bfs_fuse_graph_free once idle — or at unmount. Graph events arrive on the
  * event loop through on_event with g->owner pointing here.
  *
+ * Once a generation is up, the bridge looks its root up by GFID
+ * (bfs_fuse_graph_first_lookup), as GlusterFS's fuse does: the kernel
+ * never sends a lookup of the root, and translators do their once-per-graph
+ * root work on it (distribute stamps and checks the layout-version on the
+ * bricks, warning about a stale volfile).
+ *
  * Also here: the brickfs.graph virtual xattr, a JSON view of the active
  * generation (bfs_fuse_graph_dump).
  */
@@ -102,6 +108,29 @@ int bfs_fuse_graph_wait_up(struct bfs_fuse_graph *gr, int secs)
     int up = gr->up;
     pthread_mutex_unlock(&fu->lock);
     return up ? 0 : -ETIMEDOUT;
+}
+
+int bfs_fuse_graph_first_lookup(struct bfs_fuse_graph *gr)
+{
+    struct bfs_inode *root = bfs_itable_root(gr->g->itable);
+    struct bfs_stack *st = bfs_stack_new();
+    int rc = root && st ? 0 : -ENOMEM;
+    if (rc == 0) {
+        struct bfs_lookup_req r = {0};
+        struct bfs_lookup_rep out = {0};
+        bfs_fuse_loc_inode(&r.loc, root);
+        rc = bfs_sync_lookup(gr->g->top, st, &r, &out);
+        if (rc >= 0)
+            bfs_lookup_rep_clear_dup(&out);
+    }
+    if (st)
+        bfs_stack_unref(st);
+    if (root)
+        bfs_inode_unref(root);
+    if (rc < 0)
+        bfs_log("fuse", BFS_LOG_WARNING, "graph generation %llu: first lookup of the root: %s",
+                (unsigned long long)gr->gen, strerror(-rc));
+    return rc;
 }
 
 void bfs_fuse_graph_free(struct bfs_fuse_graph *gr)

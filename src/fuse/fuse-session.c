@@ -289,6 +289,7 @@ static int start_graph(struct bfs_fuse *fu)
                         fu->opts->up_timeout);
         return -ETIMEDOUT;
     }
+    (void)bfs_fuse_graph_first_lookup(gr);
     if (fu->opts->volname && fu->opts->volfile_poll_ms > 0 && (rc = bfs_fuse_watch_start(fu)) < 0) {
         bfs_fuse_report(&fu->report_fd, 1, "cannot start a thread: %s", strerror(-rc));
         return rc;

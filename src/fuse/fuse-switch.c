@@ -182,6 +182,7 @@ static void do_switch(struct bfs_fuse_watch *w, const struct bfs_fuse_volfile *v
         switch_failed(w, vf->etag);
         return;
     }
+    (void)bfs_fuse_graph_first_lookup(gr); /* e.g. stamps a new layout-version */
     if (bfs_fuse_nodes_switch(fu, gr) < 0)
         bfs_log("fuse", BFS_LOG_WARNING, "out of memory moving inodes to the new graph; "
                 "retrying later");

@@ -9,7 +9,8 @@
  *   3 freeze S: xattr migrating = "MODE H", mode |= S_ISVTX|S_ISGID; an empty
  *            write on S (waits for writes in flight); changed since the
  *            copy began -> copy once more (the last time: later writes
- *            are repeated on H by their clients)
+ *            are repeated on H by their clients); a chmod that unfroze S
+ *            meanwhile -> its mode taken, frozen again, copied again
  *   4 switch H: owner, times, the real mode; linkto removed
  *   5 drop   (P, N) unlinked on S; unlock
  *
@@ -352,32 +353,63 @@ static bool same_content_stamp(const struct bfs_iatt *a, const struct bfs_iatt *
     return a->size == b->size && a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec;
 }
 
+/* Marks and freezes S with mode (its permission bits), then the barrier. */
+static int freeze(struct mig *m, uint32_t mode)
+{
+    char txt[300]; /* "MODE DESTINATION": distribute's writers follow the name */
+    snprintf(txt, sizeof(txt), "%o %s", mode & 07777, m->dst->name);
+    int rc = set_internal(m, m->src, RB_MIGRATING_KEY, txt);
+    if (rc >= 0 && (rc = set_mode(m, m->src, (mode & 07777) | RB_FROZEN_BITS)) >= 0)
+        m->frozen = true;
+    return rc < 0 ? rc : write_barrier(m);
+}
+
+/* A chmod after the freeze replaces S's mode, frozen bits included: its
+ * reply shows no frozen bits, so distribute does not repeat it on H, and
+ * neither does it repeat the writes that land on S after it. Rounds of
+ * refreezing allowed before the move gives up (the next run retries). */
+#define FREEZE_ROUNDS 4
+
 /* Steps 2 and 3: a first copy while writers go on, the freeze, and a
  * second copy when the source changed meanwhile. Every write that landed
  * before the freeze is in the source when the second copy reads it; every
  * write that lands after it sees the frozen mode in its reply and is
  * repeated on H by its client once we unlock. So the second copy is the
- * last, however busy the file is. */
+ * last, however busy the file is — unless a chmod unfroze S meanwhile
+ * (checked after the copy): then its mode becomes the file's, S is frozen
+ * again with it, and S copied once more, since writes that landed while it
+ * was unfrozen were not repeated on H. */
 static int copy_and_freeze(struct mig *m)
 {
-    struct bfs_iatt before, after;
+    struct bfs_iatt before, after, now;
     int rc = fstat_fd(m, m->src, m->sfd, &before);
     uint32_t mode = m->attr.mode; /* the original (restored from a crashed run's xattr) */
     if (rc >= 0)
         rc = copy_data(m, before.size);
-    if (rc >= 0) {
-        char txt[300]; /* "MODE DESTINATION": distribute's writers follow the name */
-        snprintf(txt, sizeof(txt), "%o %s", mode & 07777, m->dst->name);
-        if ((rc = set_internal(m, m->src, RB_MIGRATING_KEY, txt)) >= 0 &&
-            (rc = set_mode(m, m->src, (mode & 07777) | RB_FROZEN_BITS)) >= 0)
-            m->frozen = true;
+    /* a chmod during the first copy: the freeze keeps it */
+    if (rc >= 0 && (rc = fstat_fd(m, m->src, m->sfd, &now)) >= 0 &&
+        (now.mode & RB_FROZEN_BITS) != RB_FROZEN_BITS)
+        mode = (mode & ~07777u) | (now.mode & 07777);
+    if (rc >= 0)
+        rc = freeze(m, mode);
+    bool again = false; /* S was unfrozen for a while: copy whatever the stamps say */
+    for (int round = 1; rc >= 0; round++) {
+        if ((rc = fstat_fd(m, m->src, m->sfd, &after)) < 0)
+            break;
+        if ((again || !same_content_stamp(&before, &after)) &&
+            (rc = copy_data(m, after.size)) < 0)
+            break;
+        if ((rc = fstat_fd(m, m->src, m->sfd, &now)) < 0)
+            break;
+        if ((now.mode & 07777) == ((mode & 07777) | RB_FROZEN_BITS))
+            break; /* still frozen after the last copy: no chmod came */
+        mode = (mode & ~07777u) | (now.mode & 07777);
+        m->attr.mode = mode; /* an undo restores the user's latest mode */
+        bfs_log(RB_LOG, BFS_LOG_INFO, "%s: chmod %o during the move: frozen again",
+                m->loc.name, mode & 07777);
+        rc = round >= FREEZE_ROUNDS ? -EAGAIN : freeze(m, mode);
+        again = true;
     }
-    if (rc >= 0)
-        rc = write_barrier(m);
-    if (rc >= 0)
-        rc = fstat_fd(m, m->src, m->sfd, &after);
-    if (rc >= 0 && !same_content_stamp(&before, &after))
-        rc = copy_data(m, after.size);
     if (rc >= 0) {
         m->attr = after;
         m->attr.mode = mode;

@@ -49,15 +49,6 @@ static struct bfs_stack *st;
 
 /* ---- graphs ---- */
 
-static void stop_graph(struct bfs_graph *g)
-{
-    if (!g)
-        return;
-    if (g->top->mod->notify)
-        g->top->mod->notify(g->top, BFS_EV_PARENT_DOWN, NULL, NULL);
-    bfs_graph_free(g);
-}
-
 /* storage/posix alone over dir, with extra option lines. */
 static struct bfs_graph *start_posix(struct bfs_proc *p, const char *dir, const char *opts)
 {
@@ -259,7 +250,7 @@ static void test_inline(struct bfs_proc *proc)
     ok(p.rc == 0 && !pthread_equal(p.cb_thread, p.wind_thread),
        "lookup wound on another thread: answered from a worker");
     bfs_fd_unref(p.fd);
-    stop_graph(g);
+    cg_graph_stop(g);
 }
 
 /* ---- the GFID cache ---- */
@@ -341,7 +332,7 @@ static void test_cache(struct bfs_proc *proc)
     ok(bad == 0 && grown <= 8, "64 files looked up: the cache holds %d more fds (<= 8)", grown);
     ok(dump_num(xl, "fds") <= 8 && dump_num(xl, "entries") >= 64,
        "dump: at most 8 fds, every file remembered");
-    stop_graph(g);
+    cg_graph_stop(g);
 
     g = start_posix(proc, dir, " option gfid-cache-size 0\n");
     ok(g != NULL, "posix graph with gfid-cache-size 0");
@@ -353,32 +344,17 @@ static void test_cache(struct bfs_proc *proc)
     is_int(stat_gfid(xl, &a.gfid), 0, "stat by GFID");
     ok(dump_num(xl, "entries") == 0 && dump_num(xl, "hits") == 0, "dump: nothing cached");
     test_named_gfid(xl, dir, &a);
-    stop_graph(g);
+    cg_graph_stop(g);
 }
 
 /* ---- handles removed after the unlink answered (posix-defer.c) ---- */
 
-static void handle_of(const char *dir, const struct bfs_gfid *g, char *out, size_t len)
-{
-    char s[BFS_GFID_STRLEN];
-    bfs_gfid_fmt(g, s);
-    snprintf(out, len, "%s/.brickfs/%.2s/%.2s/%s", dir, s, s + 2, s);
-}
-
-static bool handle_present(const char *dir, const struct bfs_gfid *g)
-{
-    char hp[512];
-    struct stat sb;
-    handle_of(dir, g, hp, sizeof(hp));
-    return lstat(hp, &sb) == 0;
-}
-
 /* Polls (up to 20 s) until the handle of g is gone. */
 static bool handle_goes(const char *dir, const struct bfs_gfid *g)
 {
-    for (int i = 0; i < 2000 && handle_present(dir, g); i++)
+    for (int i = 0; i < 2000 && cg_handle_present(dir, g); i++)
         usleep(10000);
-    return !handle_present(dir, g);
+    return !cg_handle_present(dir, g);
 }
 
 static void journal_put(const char *dir, int slot, const struct bfs_gfid *g)
@@ -406,7 +382,7 @@ static void test_defer(struct bfs_proc *proc)
     struct bfs_xl *xl = g->top;
     struct bfs_iatt a, b, c;
     is_int(mknod_(xl, "f1", &a), 0, "defer: mknod f1");
-    ok(handle_present(dir, &a.gfid), "defer: f1 has a handle");
+    ok(cg_handle_present(dir, &a.gfid), "defer: f1 has a handle");
     is_int(unlink_(xl, "f1"), 0, "defer: unlink f1");
     is_int(stat_gfid(xl, &a.gfid), -ESTALE, "defer: f1 by GFID right after: ESTALE");
     is_int(link_(xl, &a.gfid, "f1.back"), -ESTALE, "defer: nor can it be linked back");
@@ -421,7 +397,7 @@ static void test_defer(struct bfs_proc *proc)
     ok(unlink(path) == 0, "defer: f2's name removed on the brick by hand");
     is_int(stat_gfid(xl, &b.gfid), -ESTALE, "defer: an orphan handle resolves to ESTALE");
     is_int(mknod_(xl, "f3", &c), 0, "defer: mknod f3");
-    stop_graph(g);
+    cg_graph_stop(g);
 
     /* the journal at start: the orphan's handle goes, a live file's stays */
     struct bfs_gfid none;
@@ -429,17 +405,17 @@ static void test_defer(struct bfs_proc *proc)
     journal_put(dir, 0, &b.gfid);
     journal_put(dir, 3, &c.gfid);
     journal_put(dir, 5, &none);
-    ok(handle_present(dir, &b.gfid), "defer: the orphan's handle is there before the restart");
+    ok(cg_handle_present(dir, &b.gfid), "defer: the orphan's handle is there before the restart");
     g = start_posix(proc, dir, "");
     ok(g != NULL, "defer: posix graph restarted");
     if (!g)
         return;
-    ok(!handle_present(dir, &b.gfid), "defer: replay removed the orphan's handle");
-    ok(handle_present(dir, &c.gfid), "defer: a journaled GFID with a name keeps its handle");
+    ok(!cg_handle_present(dir, &b.gfid), "defer: replay removed the orphan's handle");
+    ok(cg_handle_present(dir, &c.gfid), "defer: a journaled GFID with a name keeps its handle");
     is_int(stat_gfid(g->top, &c.gfid), 0, "defer: f3 resolves by GFID");
     snprintf(path, sizeof(path), "%s/.brickfs/unlink-pending", dir);
     ok(stat(path, &sb) == 0 && sb.st_size == 0, "defer: the journal is emptied");
-    stop_graph(g);
+    cg_graph_stop(g);
 }
 
 /* ---- flush answered by protocol/client ---- */
@@ -761,8 +737,8 @@ static void test_flush(struct bfs_proc *bproc, struct bfs_proc *cproc)
     }
     ok(up == 0, "the client is up");
     if (up < 0) {
-        stop_graph(cg);
-        stop_graph(sg);
+        cg_graph_stop(cg);
+        cg_graph_stop(sg);
         return;
     }
 
@@ -797,8 +773,8 @@ static void test_flush(struct bfs_proc *bproc, struct bfs_proc *cproc)
     test_prefetch(top, cg);
     bfs_fd_unref(fd2);
     bfs_fd_unref(fd1);
-    stop_graph(cg);
-    stop_graph(sg);
+    cg_graph_stop(cg);
+    cg_graph_stop(sg);
 }
 
 int main(void)

@@ -646,3 +646,27 @@ bool cg_same_bytes(struct cg_vol *v, int i, int j, const char *rel)
         fclose(b);
     return same;
 }
+
+void cg_handle_of(const char *dir, const struct bfs_gfid *g, char *out, size_t len)
+{
+    char s[BFS_GFID_STRLEN];
+    bfs_gfid_fmt(g, s);
+    snprintf(out, len, "%s/.brickfs/%.2s/%.2s/%s", dir, s, s + 2, s);
+}
+
+bool cg_handle_present(const char *dir, const struct bfs_gfid *g)
+{
+    char hp[PATH_MAX + 64];
+    struct stat sb;
+    cg_handle_of(dir, g, hp, sizeof(hp));
+    return lstat(hp, &sb) == 0;
+}
+
+void cg_graph_stop(struct bfs_graph *g)
+{
+    if (!g)
+        return;
+    if (g->top->mod->notify)
+        g->top->mod->notify(g->top, BFS_EV_PARENT_DOWN, NULL, NULL);
+    bfs_graph_free(g);
+}

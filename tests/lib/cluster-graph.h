@@ -54,6 +54,8 @@ const char *cg_root(void);
 /* A graph from volfile text in process p (NULL: cg_init's), initialised
  * and active; NULL on error (the parser's complaint as a TAP comment). */
 struct bfs_graph *cg_graph_start(const char *text, struct bfs_proc *p);
+/* Sends PARENT_DOWN to the top and frees g (NULL: nothing). */
+void cg_graph_stop(struct bfs_graph *g);
 
 /*
  * n bricks (at most CG_MAX): b<i> storage/posix on a new folder, then each
@@ -131,5 +133,9 @@ uint64_t cg_calls_of(struct cg_vol *v, int i);
 uint64_t cg_brick_stat(struct cg_vol *v, int i, const char *key);
 /* Brick files rel on i and j have the same bytes (any size). */
 bool cg_same_bytes(struct cg_vol *v, int i, int j, const char *rel);
+/* storage/posix's handle of g in brick folder dir (.brickfs/AB/CD/<gfid>),
+ * and whether it exists (lstat). */
+void cg_handle_of(const char *dir, const struct bfs_gfid *g, char *out, size_t len);
+bool cg_handle_present(const char *dir, const struct bfs_gfid *g);
 
 #endif

@@ -15,12 +15,22 @@
  * page per slot, PX_DEFER_SLOTS slots: a whole page written never needs a
  * read, a hot page or a cold one). At start, before the brick serves, every
  * GFID found there whose handle is a regular file with st_nlink 1 loses its
- * handle, and the file is emptied. A slot is reused once its removal is
- * done; its old GFID stays until then, which is harmless: replay removes
+ * handle, which frees the inode and its blocks. A slot is reused once its
+ * removal is done; its old GFID stays until then, which is harmless: replay removes
  * only a handle that has no name, whoever it belongs to. Until the removal
  * is done, resolution treats such a handle as gone (posix-handle.c:
  * a regular file with st_nlink 1 resolves to ESTALE), so nothing can open
  * or link the file back by GFID in the window.
+ *
+ * Durability: the slot's page is written on the unlink's answer path but
+ * synced only by the worker, before it removes the handle (group commit:
+ * one fdatasync covers every slot written before it started, so a burst of
+ * unlinks costs a few syncs, none on an answer's path). Once the sync is
+ * done the GFID survives a power loss until the handle's removal does.
+ * Before it — a power loss between the answer and the worker's sync, or
+ * a crash between the name's unlink(2) and the slot's write — the orphan
+ * is not in the journal; the start-up scan of the handle store
+ * (posix-orphan.c) removes those.
  *
  * A slot is claimed only for a regular file whose last name went; with
  * every slot busy, or the journal unusable, the unlink removes the handle
@@ -45,7 +55,26 @@ struct px_defer {
     struct bfs_gfid gfid;
     int fd;   /* O_PATH on the inode: its last close may free the blocks */
     int slot;
+    uint64_t seq; /* number of its slot's write (p->defer_written) */
 };
+
+/* Makes every slot write up to seq durable: a sync that started after it
+ * was written covers it, so concurrent workers share one fdatasync. */
+static void journal_sync(struct px_priv *p, uint64_t seq)
+{
+    if (__atomic_load_n(&p->defer_synced, __ATOMIC_ACQUIRE) >= seq)
+        return;
+    pthread_mutex_lock(&p->defer_sync_lock);
+    if (__atomic_load_n(&p->defer_synced, __ATOMIC_ACQUIRE) < seq) {
+        uint64_t upto = __atomic_load_n(&p->defer_written, __ATOMIC_ACQUIRE);
+        if (SYS.fdatasync(p->defer_fd) == 0)
+            __atomic_store_n(&p->defer_synced, upto, __ATOMIC_RELEASE);
+        else /* the handle goes anyway: the start-up scan covers a lost slot */
+            bfs_log(p->brick, BFS_LOG_WARNING, "%s/%s: fdatasync: %s", PX_HIDDEN,
+                    PX_DEFER_FILE, strerror(errno));
+    }
+    pthread_mutex_unlock(&p->defer_sync_lock);
+}
 
 static bool orphan_handle(struct px_priv *p, const struct bfs_gfid *g, const char *hp,
                           int fd)
@@ -67,6 +96,7 @@ static void defer_run(void *arg)
     bfs__px_handle_path(&d->gfid, hp);
     pthread_mutex_t *il = bfs__px_ilock_for(p, &d->gfid);
     bfs__px_root_begin();
+    journal_sync(p, d->seq);
     pthread_mutex_lock(il);
     /* a link by GFID cannot have come back (resolution refuses an orphan),
      * but the GFID may have been given to a new file meanwhile: only the
@@ -127,6 +157,7 @@ bool bfs__px_handle_defer(struct px_priv *p, struct px_obj *o)
         release_slot(p, slot);
         return false;
     }
+    d->seq = __atomic_add_fetch(&p->defer_written, 1, __ATOMIC_ACQ_REL);
     d->p = p;
     d->gfid = o->gfid;
     d->fd = o->fd;
@@ -145,7 +176,9 @@ int bfs__px_defer_init(struct px_priv *p)
 {
     pthread_mutex_init(&p->defer_lock, NULL);
     pthread_cond_init(&p->defer_idle, NULL);
+    pthread_mutex_init(&p->defer_sync_lock, NULL);
     p->defer_busy = 0;
+    p->defer_written = p->defer_synced = 0;
     bfs__px_root_begin();
     p->defer_fd = SYS.openat(p->handles_fd, PX_DEFER_FILE,
                              O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -162,7 +195,9 @@ int bfs__px_defer_init(struct px_priv *p)
         if (orphan_handle(p, &g, hp, -1) && SYS.unlinkat(p->handles_fd, hp, 0) == 0)
             done++;
     }
-    if (rc == 0 && SYS.ftruncate(p->defer_fd, 0) < 0)
+    /* emptied for good before any new slot is written: a stale GFID must
+     * not come back after a power loss (harmless, but confusing) */
+    if (rc == 0 && (SYS.ftruncate(p->defer_fd, 0) < 0 || SYS.fsync(p->defer_fd) < 0))
         rc = -errno;
     bfs__px_root_end();
     if (done)
@@ -199,4 +234,5 @@ void bfs__px_defer_fini(struct px_priv *p)
     p->defer_fd = -1;
     pthread_mutex_destroy(&p->defer_lock);
     pthread_cond_destroy(&p->defer_idle);
+    pthread_mutex_destroy(&p->defer_sync_lock);
 }

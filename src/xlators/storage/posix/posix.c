@@ -330,6 +330,8 @@ static int open_brick(struct bfs_xl *xl, struct px_priv *p)
         rc = bfs__px_defer_init(p);
         p->defer_init = true;
     }
+    if (rc == 0) /* after the replay; the brick serves meanwhile */
+        bfs__px_orphan_scan_start(p);
     if (rc == -EEXIST)
         XL_ERR(xl, "brick directory %s: its root carries another GFID than the root's; "
                "it belongs to something else", p->dir);
@@ -348,6 +350,7 @@ static void px_fini(struct bfs_xl *xl)
     struct px_priv *p = xl->private;
     if (!p)
         return;
+    bfs__px_orphan_scan_stop(p);
     if (p->defer_init)
         bfs__px_defer_fini(p);
     if (p->handles_fd >= 0)
@@ -425,11 +428,15 @@ static char *px_dump(struct bfs_xl *xl)
     len += (size_t)snprintf(s + len, cap - len,
                             "{\"directory\":\"%s\",\"gfid_cache\":{\"entries\":%llu,\"cap\":%llu,"
                             "\"fds\":%llu,\"fd_cap\":%llu,\"hits\":%llu,\"misses\":%llu},"
-                            "\"unlinks_deferred\":%d,\"fops\":{",
+                            "\"unlinks_deferred\":%d,\"orphan_scan\":{\"done\":%d,"
+                            "\"removed\":%llu},\"fops\":{",
                             p->dir, (unsigned long long)cs.entries, (unsigned long long)cs.cap,
                             (unsigned long long)cs.fds, (unsigned long long)cs.fdcap,
                             (unsigned long long)cs.hits, (unsigned long long)cs.misses,
-                            bfs__px_defer_pending(p));
+                            bfs__px_defer_pending(p),
+                            (int)__atomic_load_n(&p->scan_done, __ATOMIC_ACQUIRE),
+                            (unsigned long long)__atomic_load_n(&p->scan_removed,
+                                                                __ATOMIC_RELAXED));
     bool first = true;
     for (int f = 0; f < BFS_FOP_COUNT && len < cap; f++) {
         uint64_t c = __atomic_load_n(&p->calls[f], __ATOMIC_RELAXED);

@@ -79,6 +79,17 @@ struct px_priv {
     pthread_mutex_t defer_lock;
     pthread_cond_t defer_idle;  /* defer_busy became 0 */
     uint64_t defer_busy;        /* slots in use, one bit each (PX_DEFER_SLOTS) */
+    /* Group commit of the journal: a worker syncs it before removing a
+     * handle, unless a sync that started after its slot's write is done. */
+    pthread_mutex_t defer_sync_lock;
+    uint64_t defer_written;     /* slot writes done (atomic), numbered from 1 */
+    uint64_t defer_synced;      /* writes up to this number are on disk (atomic) */
+    /* Orphan handles left by a crash, removed after start (posix-orphan.c). */
+    pthread_t scan_thread;
+    bool scan_started;          /* scan_thread runs or ran (fini joins it) */
+    bool scan_stop;             /* fini asks it to stop (atomic) */
+    bool scan_done;             /* it finished its pass (atomic) */
+    uint64_t scan_removed;      /* orphan handles it removed (atomic) */
     uint64_t calls[BFS_FOP_COUNT];  /* statistics for dump (relaxed atomics) */
     uint64_t errors[BFS_FOP_COUNT];
 };
@@ -271,6 +282,12 @@ int bfs__px_defer_init(struct px_priv *p);
 int bfs__px_defer_pending(struct px_priv *p);
 /* Waits for every deferred removal, closes the journal. */
 void bfs__px_defer_fini(struct px_priv *p);
+
+/* posix-orphan.c: starts the background pass over the handle store that
+ * removes orphan handles (a file's handle left without a name by a crash);
+ * stop: asks it to stop and waits. */
+void bfs__px_orphan_scan_start(struct px_priv *p);
+void bfs__px_orphan_scan_stop(struct px_priv *p);
 /* Lookup-time check and repair of the handle of o, found at (pargfid,
  * name): ok is a cheap check without locks; heal (under the parent's entry
  * lock) recreates a missing or stale handle. */
