@@ -276,9 +276,11 @@ static void parent_down(struct afr_priv *p)
     afr_heal_stop(p);
     if (p->cl.loop && bfs_loop_on_loop_thread(p->cl.loop)) {
         XL_WARN(p->xl, "going down on the event loop thread: not waiting for transactions");
+        afr_recent_drop(p, false);
         return;
     }
     (void)bfs_txn_quiesce(&p->cl, 30000);
+    afr_recent_drop(p, false); /* before the graph frees its inodes */
 }
 
 static int afr_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from, void *data)
@@ -286,6 +288,8 @@ static int afr_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
     struct afr_priv *p = afr_priv(xl);
     if (p && ev == BFS_EV_PARENT_DOWN)
         parent_down(p);
+    if (p && ev == BFS_EV_PARENT_UP)
+        afr_recent_drop(p, true);
     if (p && ev == BFS_EV_PARENT_UP && !p->healq && afr_heal_start(p) < 0)
         XL_ERR(xl, "cannot start the heal thread: heals on access are off");
     int i = from ? child_index(xl, from) : -1;
