@@ -33,7 +33,6 @@
 #include <unistd.h>
 
 #include "../lib/cluster-graph.h"
-#include "core/event.h"
 #include "../lib/tap.h"
 
 /* ---- scenarios ---- */
@@ -890,38 +889,8 @@ static void test_posix_xattr_req(void)
     cg_vol_close(&v);
 }
 
-/* close() answers without waiting for the post-op that ends the file's
- * eager lock (replicate-fd.c, afr_flush): c1 answers its xattrops 3 s late
- * (they reach the brick at once), and the close is back before that. The
- * write was acknowledged on every copy; the post-op then clears the marks
- * behind the answer. */
-static void test_flush_early(void)
-{
-    struct cg_vol v;
-    struct bfs_iatt a;
-    struct bfs_fd *fd;
-    if (cg_rep_open(&v, 3, false, NULL) < 0)
-        return;
-    put_settled(&v, &bfs_gfid_root, "fe", "0123", &a);
-    is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open");
-    is_int(cg_write(&v, fd, 0, "abcd", 4), 4, "write (takes the eager lock)");
-    cg_reconf(&v, 1, "enable", "fxattrop,xattrop");
-    cg_reconf(&v, 1, "delay-ms", "3000");
-    uint64_t t0 = bfs_now_ms();
-    is_int(cg_flush_close(&v, fd), 0, "close");
-    uint64_t took = bfs_now_ms() - t0;
-    ok(took < 2500, "close answered before c1's post-op did (%llu ms; c1 answers 3 s late)",
-       (unsigned long long)took);
-    for (int i = 0; i < 3; i++)
-        ok(cg_content_is(&v, i, "fe", "abcd"), "c%d holds the acknowledged write", i);
-    ok(cg_clean_soon(&v, "fe"), "the post-op behind the answer cleared every mark");
-    cg_reconf(&v, 1, "delay-ms", "0");
-    cg_reconf(&v, 1, "enable", "all");
-    cg_vol_close(&v);
-}
-
-/* A brick lost between the last write and the post-op that close() no
- * longer waits for: its copy keeps the dirty mark (no blame: it has every
+/* A brick lost between the last write and the post-op that ends the
+ * window: its copy keeps the dirty mark (no blame: it has every
  * acknowledged write); the next lookup heals it and the data is intact. */
 static void test_lost_before_postop(void)
 {
@@ -991,7 +960,7 @@ int main(void)
         {"fixopen", test_fix_open},     {"lostunlock", test_unlock_lost_on_down},
         {"quorumreads", test_quorum_reads}, {"hung", test_hung_brick},
         {"unacked", test_quorum_lost_write}, {"plusattrs", test_readdirplus_attrs},
-        {"flushearly", test_flush_early}, {"lostpostop", test_lost_before_postop},
+        {"lostpostop", test_lost_before_postop},
         {"recent", test_recent_lookup},
     };
     cg_run(tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST"); /* AFR_TEST=name: one */

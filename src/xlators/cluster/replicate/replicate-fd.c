@@ -24,8 +24,8 @@
  *               child order (lib/lk.c does the same for our own locks);
  *   FAN_REOPEN  "fix-open": an open fd opened on the children it missed;
  *               answers nobody, runs a continuation (afr_fix_open).
- * flush starts the release of the file's eager lock (post-op + unlock)
- * and answers without waiting for it (afr_flush says why that is safe).
+ * flush first waits for the file's eager lock to be released (post-op
+ * done), so that close() returns with clean counters.
  *
  * Lifetime: struct afr_fan lives from the fop call to its answer.
  */
@@ -549,20 +549,13 @@ int afr_fix_open(struct bfs_frame *frame, struct bfs_xl *xl, struct bfs_fd *fd,
     return 1;
 }
 
-static void flush_nothing(void *arg)
+static void flush_resume(void *arg)
 {
-    (void)arg;
+    struct afr_fan *f = arg;
+    bfs_op_run(&f->op);
 }
 
-/* close(): the file's eager lock is released (post-op + unlock) now, but
- * the flush does not wait for it. Every write it covered was acknowledged
- * only once every copy in the lock set had it (a copy that failed one was
- * blamed first), so what the post-op adds is the end of the dirty mark: a
- * crash before it leaves "dirty, no blame", which heals from any copy. The
- * release holds its own refs on the fd and the inode; teardown
- * (PARENT_DOWN) waits for it. A lookup meanwhile sees our lock busy and
- * starts no heal for its marks; another client's lock waits for it as it
- * waited for the flush. */
+/* close(): the eager lock of the file is released (post-op) first. */
 int afr_flush(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_flush_req *req)
 {
     struct afr_fan *f = fan_new(frame, xl, BFS_FOP_FLUSH, FAN_ANY, req, req->fd);
@@ -570,11 +563,13 @@ int afr_flush(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_flush
         return -ENOMEM;
     struct bfs_inode *inode = afr_inode_of_fd(xl, req->fd);
     uint64_t v;
+    int later = 0;
     if (inode && bfs_inode_ctx_get(inode, xl, &v) == 0 && v)
-        (void)bfs_txn_lock_flush(&((struct afr_inode *)(uintptr_t)v)->dlock, flush_nothing, NULL);
+        later = bfs_txn_lock_flush(&((struct afr_inode *)(uintptr_t)v)->dlock, flush_resume, f);
     if (inode)
         bfs_inode_unref(inode);
-    bfs_op_run(&f->op);
+    if (later != 1)
+        bfs_op_run(&f->op);
     return 0;
 }
 
