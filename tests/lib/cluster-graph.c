@@ -615,18 +615,32 @@ int cg_entrylk_on(struct cg_vol *v, int i, const struct bfs_gfid *dir, const cha
     return rc;
 }
 
-/* A counter of brick i's io-stats dump ("bytes_written", "bytes_read"). */
-uint64_t cg_brick_stat(struct cg_vol *v, int i, const char *key)
+/* The number after pat in brick i's io-stats dump (0 when absent). */
+static uint64_t brick_dump_num(struct cg_vol *v, int i, const char *pat)
 {
-    char name[16], pat[64];
+    char name[16];
     snprintf(name, sizeof(name), "s%d", i);
-    snprintf(pat, sizeof(pat), "\"%s\":", key);
     struct bfs_xl *s = bfs_graph_find(v->g, name);
     char *d = s ? s->mod->dump(s) : NULL;
     const char *p = d ? strstr(d, pat) : NULL;
     uint64_t n = p ? strtoull(p + strlen(pat), NULL, 10) : 0;
     free(d);
     return n;
+}
+
+/* A counter of brick i's io-stats dump ("bytes_written", "bytes_read"). */
+uint64_t cg_brick_stat(struct cg_vol *v, int i, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof(pat), "\"%s\":", key);
+    return brick_dump_num(v, i, pat);
+}
+
+uint64_t cg_fop_calls(struct cg_vol *v, int i, const char *fop)
+{
+    char pat[64];
+    snprintf(pat, sizeof(pat), "\"%s\":{\"count\":", fop);
+    return brick_dump_num(v, i, pat);
 }
 
 /* Brick files rel on i and j have the same bytes (any size). */

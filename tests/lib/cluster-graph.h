@@ -131,6 +131,8 @@ bool cg_exists(struct cg_vol *v, int i, const char *rel);
 uint64_t cg_calls_of(struct cg_vol *v, int i);
 /* A counter of brick i's io-stats dump ("bytes_written", "bytes_read"). */
 uint64_t cg_brick_stat(struct cg_vol *v, int i, const char *key);
+/* Calls of fop that reached brick i (its io-stats s<i>: "lookup", "xattrop"). */
+uint64_t cg_fop_calls(struct cg_vol *v, int i, const char *fop);
 /* Brick files rel on i and j have the same bytes (any size). */
 bool cg_same_bytes(struct cg_vol *v, int i, int j, const char *rel);
 /* storage/posix's handle of g in brick folder dir (.brickfs/AB/CD/<gfid>),

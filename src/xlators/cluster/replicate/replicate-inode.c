@@ -9,6 +9,9 @@
  * not FREE holds a reference on the inode, so it is never freed under a
  * transaction. The masks are only trusted while ctx->gen equals priv->gen
  * (every child up/down event bumps it): after that, reads refresh first.
+ * A lookup fills the context before the mount holds the inode; the last
+ * AFR_RECENT looked-up inodes are kept ref'd (afr_recent_keep) so that
+ * what it learnt is still there for the open and reads that follow.
  *
  * fd context (struct afr_fd): the children the fd is open on (a child that
  * was down at open time is skipped, and blamed, for its writes), and the
@@ -136,6 +139,33 @@ void afr_ictx_healed(const struct afr_priv *p, struct afr_inode *c, int t, uint3
     c->readable[t] = split ? 0 : readable;
     c->split[t] = split;
     pthread_mutex_unlock(&c->lock);
+}
+
+void afr_recent_keep(struct afr_priv *p, struct bfs_inode *inode)
+{
+    struct bfs_inode *old = NULL;
+    pthread_mutex_lock(&p->lock);
+    if (!p->recent_off) {
+        unsigned k = p->recent_next++ % AFR_RECENT;
+        old = p->recent[k];
+        p->recent[k] = bfs_inode_ref(inode);
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (old)
+        bfs_inode_unref(old);
+}
+
+void afr_recent_drop(struct afr_priv *p, bool on)
+{
+    struct bfs_inode *v[AFR_RECENT];
+    pthread_mutex_lock(&p->lock);
+    memcpy(v, p->recent, sizeof(v));
+    memset(p->recent, 0, sizeof(p->recent));
+    p->recent_off = !on;
+    pthread_mutex_unlock(&p->lock);
+    for (int k = 0; k < AFR_RECENT; k++)
+        if (v[k])
+            bfs_inode_unref(v[k]);
 }
 
 void afr_forget(struct bfs_xl *xl, struct bfs_inode *inode)

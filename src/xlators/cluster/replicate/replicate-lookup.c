@@ -112,6 +112,7 @@ static bool remember(struct afr_lookup *l, const struct bfs_iatt *attr,
     if (c) {
         afr_ictx_update(l->p, c, attr->mode, o);
         idle = bfs_txn_lock_state(&c->dlock) == BFS_TXL_FREE;
+        afr_recent_keep(l->p, inode);
     }
     if (inode)
         bfs_inode_unref(inode);

@@ -276,9 +276,11 @@ static void parent_down(struct afr_priv *p)
     afr_heal_stop(p);
     if (p->cl.loop && bfs_loop_on_loop_thread(p->cl.loop)) {
         XL_WARN(p->xl, "going down on the event loop thread: not waiting for transactions");
+        afr_recent_drop(p, false);
         return;
     }
     (void)bfs_txn_quiesce(&p->cl, 30000);
+    afr_recent_drop(p, false); /* before the graph frees its inodes */
 }
 
 static int afr_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from, void *data)
@@ -288,6 +290,8 @@ static int afr_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
         parent_down(p);
     if (p && ev == BFS_EV_UPCALL && data && bfs_txn_contention(&p->cl, data))
         return 0; /* a lock contention notice: ends our eager lock (lib/txn-contend.c) */
+    if (p && ev == BFS_EV_PARENT_UP)
+        afr_recent_drop(p, true);
     if (p && ev == BFS_EV_PARENT_UP && !p->healq && afr_heal_start(p) < 0)
         XL_ERR(xl, "cannot start the heal thread: heals on access are off");
     int i = from ? child_index(xl, from) : -1;

@@ -42,6 +42,8 @@
 #define AFR_PREFETCH_SKIP "open-prefetch-skip"
 
 
+#define AFR_RECENT 64
+
 struct afr_priv {
     struct bfs_cluster cl;       /* the shared library's view */
     struct bfs_xl *xl;
@@ -69,6 +71,14 @@ struct afr_priv {
     bool heal_try;               /* heal thread only: heals take their locks without
                                   * waiting and give up (EAGAIN) on a busy inode
                                   * (the self-heal daemon's heals) */
+    /* The inodes of the last AFR_RECENT lookups, ref'd (p->lock): a
+     * lookup's answer fills the context of an inode nobody holds yet (the
+     * mount takes it once the answer is back), which would be freed with
+     * what it learnt; kept here, the open and the reads that follow find
+     * it fresh (no refresh, open-prefetch usable). Dropped at PARENT_DOWN. */
+    struct bfs_inode *recent[AFR_RECENT];
+    unsigned recent_next;
+    bool recent_off;             /* after PARENT_DOWN: keep nothing */
     /* statistics (atomic) */
     uint64_t n_txn, n_read_failover, n_heal_ok, n_heal_fail, n_split;
     uint64_t n_heal_blocks;      /* data heal: blocks written to sinks */
@@ -132,6 +142,11 @@ struct bfs_inode *afr_inode_of_fd(struct bfs_xl *xl, struct bfs_fd *fd);
 /* The context of inode (made on first use). NULL only on ENOMEM. */
 struct afr_inode *afr_ictx(struct bfs_xl *xl, struct bfs_inode *inode);
 bool afr_ictx_fresh(const struct afr_priv *p, struct afr_inode *c);
+/* Keeps a ref on inode (a lookup just filled its context) among the
+ * last AFR_RECENT; afr_recent_drop lets them all go (on=false: keep no
+ * more until afr_recent_drop(p, true)). */
+void afr_recent_keep(struct afr_priv *p, struct bfs_inode *inode);
+void afr_recent_drop(struct afr_priv *p, bool on);
 /* After a lookup or refresh. */
 void afr_ictx_update(const struct afr_priv *p, struct afr_inode *c, uint32_t type,
                      const struct afr_lookup_out *o);
