@@ -17,10 +17,10 @@
 #   brickfs      1brick: brickfs-brick (storage/posix -> features/index -> features/locks ->
 #                [features/upcall ->] debug/io-stats -> protocol/server) +
 #                brickfs-mount --volfile [with performance/md-cache on top],
-#                as issue 2 defines it (the bracketed translators only with
-#                BENCH_MD_CACHE=SECONDS: docs/design/cache-invalidation.md;
-#                volgen does not add them yet, so the default measures what a
-#                user mounts); the other sections: a volume made by
+#                as issue 2 defines it, with the caches volgen gives every
+#                volume (the bracketed translators; BENCH_MD_CACHE=0 leaves
+#                them out: docs/design/cache-invalidation.md); the other
+#                sections: a volume made by
 #                brickfsd (tests/lib/mgmt.sh) with brick folders on the same
 #                file system, mounted with brickfs-mount, default options
 #   gluster      the same layout with GlusterFS 10.3, default options, its
@@ -59,11 +59,12 @@
 # (echo 3 >/proc/sys/vm/drop_caches), so reads and lookups start cold on
 # all targets; bricks' own caches are not.
 #
-# Fairness: with BENCH_MD_CACHE=SECONDS (default 0: off) the 1brick brickfs client keeps
+# Fairness: with BENCH_MD_CACHE=SECONDS (default 60, volgen's for one brick) the 1brick brickfs client keeps
 # attributes and names in its own memory (kept valid by the brick's
 # invalidations), which drop_caches does not empty: its stat, read and delete
-# steps then start warm on the client side, unlike the passthrough's (run with
-# BENCH_MD_CACHE=0 for the cold figures). One file system for everything; FUSE mounts with 1 s attribute
+# steps then start warm on the client side, unlike the passthrough's
+# (BENCH_MD_CACHE_COLD=1 empties it before every step, BENCH_MD_CACHE=0 runs
+# without it). One file system for everything; FUSE mounts with 1 s attribute
 # and entry timeouts (gluster's defaults; the passthrough and brickfs-mount
 # are set so); no writeback cache on any; targets interleaved step by step,
 # the first target rotating each round; figures are medians over the rounds
@@ -74,8 +75,9 @@
 # explicitly wins):
 #   BENCH_ONLY [1brick,dist3,rep3,disp]   BENCH_TARGETS [disk passthrough brickfs gluster]
 #   BENCH_RUNS [3 for 1brick, 1 for the others]
-#   BENCH_MD_CACHE [0]   1brick: md-cache-timeout of the client (0: no
-#                        features/upcall nor performance/md-cache)
+#   BENCH_MD_CACHE [60]  1brick: md-cache-timeout of the client (0: no
+#                        features/upcall nor performance/md-cache, the graph
+#                        of issue 2's text)
 #   BENCH_MD_CACHE_COLD [0]  1: empty that md-cache with the page cache
 #                        before every step (cold on the client side too)
 #   BENCH_SEQ_MB [1024] BENCH_FILES [5000] BENCH_DIRS [50] BENCH_FILE_SIZE [4096]
@@ -127,7 +129,7 @@ HEAL_SIZE=${BENCH_HEAL_SIZE:-16384}
 HEAL_TIMEOUT_S=${BENCH_HEAL_TIMEOUT:-$([ "$QUICK" = 1 ] && echo 120 || echo 1800)}
 HEAL_STALL_S=${BENCH_HEAL_STALL:-$([ "$QUICK" = 1 ] && echo 20 || echo 90)}
 RUNS_SET=${BENCH_RUNS:-}
-MD_CACHE=${BENCH_MD_CACHE:-0}
+MD_CACHE=${BENCH_MD_CACHE:-60}
 MD_CACHE_COLD=${BENCH_MD_CACHE_COLD:-0}
 [ "$QUICK" = 1 ] && RUNS_SET=${RUNS_SET:-1}
 ONLY=${BENCH_ONLY:-1brick,dist3,rep3,disp}

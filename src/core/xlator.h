@@ -87,6 +87,12 @@ enum bfs_event {
      * data is the stack->client value its calls carried. Server-side
      * translators drop that client's state (locks). */
     BFS_EV_CLIENT_GONE,
+    /* flows upward from protocol/client, through every translator (cluster
+     * translators pass it on even when they keep a child's CHILD_UP/DOWN to
+     * themselves): that brick's connection went down or came back, so
+     * upcalls from it may have been lost; caches above (performance/
+     * md-cache) forget what they learned. */
+    BFS_EV_CACHE_STALE,
 };
 
 /* CLIENT_GONE data for the calls made inside this process (stack->client

@@ -184,8 +184,11 @@ struct json_object *bfs_catalog_entry_json(const struct bfs_catalog_entry *ce);
 char *bfs_volgen_brick(struct bfs_mgmt *m, const struct bfs_volume *v, int idx);
 /* The client volfile. Each protocol/client names no port: it asks
  * mgmt_addr (HOST:PORT of this brickfsd as the client reaches it; NULL =
- * --listen) where its brick listens (docs/design/graph-switch.md). */
-char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *mgmt_addr);
+ * --listen) where its brick listens (docs/design/graph-switch.md). mount:
+ * the graph a mount or libbrickfs fetches, with performance/md-cache;
+ * false for brickfsd's own daemons (self-heal, rebalance): no cache. */
+char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *mgmt_addr,
+                        bool mount);
 /* Writes v's client volfile (mgmt-server: --listen) to path atomically. */
 int bfs_volgen_write_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *path,
                             struct bfs_err *e);

@@ -153,7 +153,7 @@ static const char *stale(struct bfs_mgmt *m, const struct bfs_volume *v, const s
 {
     if (p->interval != bfs_shd_interval(v))
         return BFS_OPT_HEAL_INTERVAL " changed";
-    char *want = bfs_volgen_client(m, v, NULL), *have = read_whole(p->volfile);
+    char *want = bfs_volgen_client(m, v, NULL, false), *have = read_whole(p->volfile);
     bool same = want && have && strcmp(want, have) == 0;
     free(want);
     free(have);

@@ -2,10 +2,11 @@
  * volgen.c — volfiles from a volume document (docs/design/management.md,
  * "Volfiles"). The graphs:
  *
- *   brick VOL-brick-N: storage/posix -> features/index -> features/locks -> debug/io-stats
- *                      (named VOL-brick-N, what clients ask for) -> protocol/server
+ *   brick VOL-brick-N: storage/posix -> features/index -> features/locks
+ *                      -> features/upcall -> debug/io-stats (named VOL-brick-N,
+ *                      what clients ask for) -> protocol/server
  *   client:            protocol/client x N -> cluster/distribute (N > 1)
- *                      -> debug/io-stats (named VOL)
+ *                      -> [performance/md-cache] -> debug/io-stats (named VOL)
  *   replicated client: protocol/client x N -> cluster/replicate per set of
  *                      `replica` consecutive bricks (VOL-replicate-S, with
  *                      arbiter-count 1 when the last of each set is an
@@ -15,7 +16,17 @@
  *                      `disperse` consecutive bricks (VOL-disperse-S, option
  *                      redundancy R; the translator defaults the rest)
  *                      -> cluster/distribute (more than one set)
- *                      -> debug/io-stats (named VOL)
+ *                      -> [performance/md-cache] -> debug/io-stats (named VOL)
+ *
+ * performance/md-cache (VOL-md-cache) is in the graphs mounts fetch
+ * (bfs_op_client_volfile), not in the client.vol and shd.vol written for
+ * brickfsd's own daemons: the self-heal daemon and rebalance change files
+ * below it by design and want every answer from the bricks. Volume option
+ * performance.md-cache off leaves it out; on a volume with cluster
+ * translators, whose heals move times below it (and replicate's and
+ * disperse's changelog moves the ctime without an upcall), its timeout is
+ * MDC_CLUSTER_TIMEOUT unless performance.md-cache-timeout is set
+ * (docs/design/cache-invalidation.md, "Defaults").
  *
  * Client volfiles name no brick port: each protocol/client asks brickfsd
  * (mgmt-server, mgmt-volume) where its brick listens before every connect,
@@ -36,6 +47,11 @@
 
 #include "core/options.h"
 #include "mgmt/mgmt.h"
+
+#define MDC_TYPE "performance/md-cache"
+#define MDC_OPT_ON "performance.md-cache"
+#define MDC_OPT_TIMEOUT "performance.md-cache-timeout"
+#define MDC_CLUSTER_TIMEOUT "10"
 
 struct buf {
     char *p;
@@ -115,7 +131,10 @@ char *bfs_volgen_brick(struct bfs_mgmt *m, const struct bfs_volume *v, int idx)
     put_xl(m, &b, v, n2, "features/index", n1);
     snprintf(n1, sizeof(n1), "%s-locks", bn);
     put_xl(m, &b, v, n1, "features/locks", n2);
-    put_xl(m, &b, v, bn, "debug/io-stats", n1);
+    /* invalidations to the other clients' md-cache (cache-invalidation.md) */
+    snprintf(n2, sizeof(n2), "%s-upcall", bn);
+    put_xl(m, &b, v, n2, "features/upcall", n1);
+    put_xl(m, &b, v, bn, "debug/io-stats", n2);
     put(&b, "volume %s-server\n    type protocol/server\n", bn);
     put(&b, "    option transport.listen-address %s\n", bfs_brick_listen_addr(br->host));
     put(&b, "    option transport.listen-port %d\n", br->port);
@@ -137,7 +156,28 @@ static void put_layout(struct buf *b, const struct bfs_volume *v)
         put(b, "    option layout-version %lld\n", (long long)v->layout_version);
 }
 
-char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *mgmt_addr)
+/* md-cache over top_child, when the volume wants it: returns the name the
+ * io-stats on top goes over. */
+static const char *put_md_cache(struct bfs_mgmt *m, struct buf *b, const struct bfs_volume *v,
+                                const char *top_child, char *name, size_t len)
+{
+    const char *on = bfs_volume_opt(v, MDC_OPT_ON);
+    bool want = true;
+    if (on)
+        (void)bfs_parse_bool(on, &want);
+    if (!want || !bfs_catalog_has_xlator(m->catalog, MDC_TYPE))
+        return top_child;
+    snprintf(name, len, "%s-md-cache", v->name);
+    put(b, "volume %s\n    type %s\n", name, MDC_TYPE);
+    put_set_opts(m, b, v, MDC_TYPE);
+    if (v->nbricks > 1 && !bfs_volume_opt(v, MDC_OPT_TIMEOUT))
+        put(b, "    option %s %s\n", MDC_OPT_TIMEOUT, MDC_CLUSTER_TIMEOUT);
+    put(b, "    subvolumes %s\nend-volume\n\n", top_child);
+    return name;
+}
+
+char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *mgmt_addr,
+                        bool mount)
 {
     struct buf b = {0}, subs = {0};
     put(&b, "# client graph of volume %s (%s, %d brick%s)\n", v->name, v->type, v->nbricks,
@@ -195,7 +235,9 @@ char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const ch
     } else {
         bfs_subvol_name(v, 0, top_child, sizeof(top_child));
     }
-    put_xl(m, &b, v, v->name, "debug/io-stats", top_child);
+    char mdc[BFS_VOLNAME_MAX + 32];
+    const char *under = mount ? put_md_cache(m, &b, v, top_child, mdc, sizeof(mdc)) : top_child;
+    put_xl(m, &b, v, v->name, "debug/io-stats", under);
     free(finish(&subs));
     return finish(&b);
 }
@@ -216,7 +258,8 @@ int bfs_volgen_write(struct bfs_mgmt *m, const struct bfs_volume *v, struct bfs_
     if (rc < 0)
         return bfs_fail(e, 500, "cannot create %s: %s", dir, strerror(-rc));
     for (int i = 0; i <= v->nbricks; i++) {
-        char *text = i < v->nbricks ? bfs_volgen_brick(m, v, i) : bfs_volgen_client(m, v, NULL);
+        char *text = i < v->nbricks ? bfs_volgen_brick(m, v, i)
+                                    : bfs_volgen_client(m, v, NULL, false);
         if (!text)
             return bfs_fail(e, 500, "out of memory");
         if (i < v->nbricks)
@@ -234,7 +277,7 @@ int bfs_volgen_write(struct bfs_mgmt *m, const struct bfs_volume *v, struct bfs_
 int bfs_volgen_write_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *path,
                             struct bfs_err *e)
 {
-    char *text = bfs_volgen_client(m, v, NULL);
+    char *text = bfs_volgen_client(m, v, NULL, false);
     if (!text)
         return bfs_fail(e, 500, "out of memory");
     int rc = bfs_write_file_atomic(path, text, strlen(text));

@@ -488,7 +488,7 @@ int bfs_op_client_volfile(struct bfs_mgmt *m, const char *name, const char *mgmt
     pthread_mutex_lock(&m->lock);
     int rc = bfs_volume_get(m, name, &v, e);
     if (rc == 0) {
-        *text = bfs_volgen_client(m, v, mgmt_addr);
+        *text = bfs_volgen_client(m, v, mgmt_addr, true);
         *rev = v->rev;
         if (!*text)
             rc = bfs_fail(e, 500, "out of memory");

@@ -134,7 +134,7 @@ bfs_write_client_volfile()
             echo
             echo "volume $vol-md-cache"
             echo "    type performance/md-cache"
-            echo "    option md-cache-timeout $BFS_MD_CACHE"
+            echo "    option performance.md-cache-timeout $BFS_MD_CACHE"
             echo "    subvolumes $vol"
             echo "end-volume"
         fi

@@ -24,7 +24,7 @@
 #include "core/xlator.h"
 
 struct up_priv {
-    bool on; /* option cache-invalidation */
+    bool on; /* option features.cache-invalidation */
 };
 
 /* What a change touched: inodes (kind 1) and names (kind 2). */
@@ -287,7 +287,7 @@ static int up_init(struct bfs_xl *xl)
     struct up_priv *p = calloc(1, sizeof(*p));
     if (!p)
         return -ENOMEM;
-    p->on = bfs_xl_opt_bool(xl, "cache-invalidation");
+    p->on = bfs_xl_opt_bool(xl, "features.cache-invalidation");
     xl->private = p;
     return 0;
 }
@@ -299,9 +299,10 @@ static void up_fini(struct bfs_xl *xl)
 }
 
 static const struct bfs_option_desc up_options[] = {
-    {.key = "cache-invalidation", .type = BFS_OPT_BOOL, .def = "on",
+    {.key = "features.cache-invalidation", .type = BFS_OPT_BOOL, .def = "on",
      .description = "send other clients an invalidation after every change (off: no upcalls, "
-                    "and clients' md-cache caches nothing)"},
+                    "and clients' md-cache caches nothing); applied at the brick's next start",
+     .flags = BFS_OPT_F_SETTABLE},
     {.key = NULL},
 };
 

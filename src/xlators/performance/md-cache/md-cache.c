@@ -526,7 +526,8 @@ static int mdc_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
             invalidate(p, data);
         break;
     case BFS_EV_CHILD_UP: case BFS_EV_CHILD_DOWN: case BFS_EV_CHILD_CONNECTING:
-        /* invalidations may have been lost while the connection was down */
+    case BFS_EV_CACHE_STALE:
+        /* invalidations may have been lost while a connection was down */
         pthread_mutex_lock(&p->lock);
         bfs__mdc_flush(p);
         pthread_mutex_unlock(&p->lock);
@@ -562,8 +563,10 @@ static int mdc_init(struct bfs_xl *xl)
     struct mdc_priv *p = calloc(1, sizeof(*p));
     if (!p)
         return -ENOMEM;
-    p->timeout_ns = (uint64_t)bfs_xl_opt_int(xl, "md-cache-timeout") * 1000000000ull;
-    p->max = (size_t)bfs_xl_opt_int(xl, "md-cache-size");
+    p->timeout_ns = bfs_xl_opt_bool(xl, MDC_OPT_ON)
+                        ? (uint64_t)bfs_xl_opt_int(xl, MDC_OPT_TIMEOUT) * 1000000000ull
+                        : 0;
+    p->max = (size_t)bfs_xl_opt_int(xl, MDC_OPT_SIZE);
     int rc = bfs__mdc_table_init(p);
     if (rc < 0) {
         free(p);
@@ -585,14 +588,25 @@ static void mdc_fini(struct bfs_xl *xl)
     xl->private = NULL;
 }
 
+/* Volume options (`volume set`): volgen places md-cache in a mount's
+ * client graph unless performance.md-cache is off, and on volumes with
+ * cluster translators writes a shorter timeout unless one is set
+ * (src/mgmt/volgen.c, docs/design/cache-invalidation.md "Defaults"). */
 static const struct bfs_option_desc mdc_options[] = {
-    {.key = "md-cache-timeout", .type = BFS_OPT_TIME, .def = "60", .min = 0, .max = 3600,
+    {.key = MDC_OPT_ON, .type = BFS_OPT_BOOL, .def = "on",
+     .description = "cache attributes and names on the client, kept valid by the bricks' "
+                    "invalidations (features.cache-invalidation); off: volgen leaves md-cache "
+                    "out of the client graph, and an md-cache told off passes everything",
+     .flags = BFS_OPT_F_CLIENT | BFS_OPT_F_SETTABLE},
+    {.key = MDC_OPT_TIMEOUT, .type = BFS_OPT_TIME, .def = "60", .min = 0, .max = 3600,
      .description = "seconds a cached attribute or name may be used after it was fetched "
-                    "(0 = off); only replies of bricks running features/upcall are cached",
-     .flags = BFS_OPT_F_CLIENT},
-    {.key = "md-cache-size", .type = BFS_OPT_INT, .def = "65536", .min = 1024, .max = 16777216,
+                    "(0 = off); only replies of bricks running features/upcall are cached. "
+                    "volgen writes 10 on volumes with replicate, disperse or distribute "
+                    "unless set (their heals move times below md-cache)",
+     .flags = BFS_OPT_F_CLIENT | BFS_OPT_F_SETTABLE},
+    {.key = MDC_OPT_SIZE, .type = BFS_OPT_INT, .def = "65536", .min = 1024, .max = 16777216,
      .description = "most inode records and most names kept (each table is emptied when full)",
-     .flags = BFS_OPT_F_CLIENT},
+     .flags = BFS_OPT_F_CLIENT | BFS_OPT_F_SETTABLE},
     {.key = NULL},
 };
 

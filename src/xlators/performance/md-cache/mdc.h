@@ -18,6 +18,11 @@
 
 #include "core/xlator.h"
 
+/* Option keys, named as `volume set` knows them (gluster's names). */
+#define MDC_OPT_ON "performance.md-cache"
+#define MDC_OPT_TIMEOUT "performance.md-cache-timeout"
+#define MDC_OPT_SIZE "performance.md-cache-size"
+
 struct mdc_inode {
     struct mdc_inode *next;
     struct bfs_gfid gfid;

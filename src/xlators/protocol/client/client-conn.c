@@ -54,8 +54,12 @@ static void announce(struct cli_priv *priv, enum bfs_event ev)
     bool tell = priv->announced != want && priv->state != CLI_STOPPED;
     priv->announced = want;
     pthread_mutex_unlock(&priv->lock);
-    if (tell)
+    if (tell) {
         bfs_xl_notify_parents(priv->xl, ev, NULL);
+        /* reaches md-cache over cluster translators, which keep one
+         * child's ups and downs to themselves */
+        bfs_xl_notify_parents(priv->xl, BFS_EV_CACHE_STALE, NULL);
+    }
 }
 
 /* ---- sending ---- */

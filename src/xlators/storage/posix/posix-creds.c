@@ -51,6 +51,7 @@ static __thread struct {
     bool in_job;
     int root_depth;
     int fs_state;             /* 0 not tried, 1 own fs_struct, -1 unshare failed */
+    mode_t um;                /* the umask between creates (own fs_struct: 0) */
     struct px_ident cur;
     struct px_ident caller;
 } T;
@@ -144,13 +145,25 @@ void bfs__px_root_end(void)
  */
 mode_t bfs__px_umask_push(mode_t um, mode_t *mode)
 {
-    if (T.fs_state == 0)
-        T.fs_state = unshare(CLONE_FS) == 0 ? 1 : -1;
+    if (T.fs_state == 0 && unshare(CLONE_FS) == 0) {
+        /* this thread's own umask is 0 between creates: what the FUSE
+         * kernel sends (it applied the umask itself), so most creates
+         * need no umask calls at all; internal files (0700, 0600) are
+         * made with exactly their mode */
+        umask(0);
+        T.fs_state = 1;
+        T.um = 0;
+    } else if (T.fs_state == 0) {
+        T.fs_state = -1;
+    }
     if (T.fs_state < 0) {
         *mode &= ~(um & 0777);
         return (mode_t)-1;
     }
-    return umask(um & 0777);
+    um &= 0777;
+    if (T.um == um)
+        return (mode_t)-1; /* already this thread's: no syscalls */
+    return umask(um);
 }
 
 void bfs__px_umask_pop(mode_t old)

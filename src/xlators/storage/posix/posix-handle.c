@@ -194,16 +194,46 @@ static int parse_target(const char *t, struct bfs_gfid *pg, const char **name)
     return bfs_name_check(*name) < 0 ? -EINVAL : 0;
 }
 
-/* .brickfs/ab and .brickfs/ab/cd, created on first use (root, 0700). */
+/* The handle folder .brickfs/ab/cd of g, as an index into hdir_known. */
+static unsigned hdir_index(const struct bfs_gfid *g)
+{
+    return (unsigned)g->b[0] << 8 | g->b[1];
+}
+
+static bool hdir_known(struct px_priv *p, const struct bfs_gfid *g)
+{
+    unsigned i = hdir_index(g);
+    return __atomic_load_n(&p->hdir_known[i / 64], __ATOMIC_RELAXED) & (1ull << (i % 64));
+}
+
+/* .brickfs/ab and .brickfs/ab/cd, created on first use (root, 0700): the
+ * leaf first (its parent exists once 256 files were made), the parent only
+ * when missing; a folder that exists is remembered, so that a later handle
+ * goes straight to its link (folders are never removed while the brick
+ * runs; a handle whose link still finds none makes them again). */
 static void handle_mkdirs(struct px_priv *p, const struct bfs_gfid *g)
 {
     char hp[PX_HPATH_LEN];
     bfs__px_handle_path(g, hp);
-    hp[2] = '\0';
-    (void)SYS.mkdirat(p->handles_fd, hp, 0700);
-    hp[2] = '/';
     hp[5] = '\0';
-    (void)SYS.mkdirat(p->handles_fd, hp, 0700);
+    int rc = SYS.mkdirat(p->handles_fd, hp, 0700);
+    if (rc < 0 && errno == ENOENT) {
+        hp[2] = '\0';
+        (void)SYS.mkdirat(p->handles_fd, hp, 0700);
+        hp[2] = '/';
+        rc = SYS.mkdirat(p->handles_fd, hp, 0700);
+    }
+    if (rc == 0 || errno == EEXIST) {
+        unsigned i = hdir_index(g);
+        __atomic_or_fetch(&p->hdir_known[i / 64], 1ull << (i % 64), __ATOMIC_RELAXED);
+    }
+}
+
+/* Before a new handle: its folder, unless known to exist. */
+static void handle_folder(struct px_priv *p, const struct bfs_gfid *g)
+{
+    if (!hdir_known(p, g))
+        handle_mkdirs(p, g);
 }
 
 /* ---- resolution ---- */
@@ -524,6 +554,7 @@ static int file_handle_link(struct px_priv *p, int fd, const struct bfs_gfid *g)
 {
     char hp[PX_HPATH_LEN];
     bfs__px_handle_path(g, hp);
+    handle_folder(p, g);
     for (int attempt = 0; attempt < 3; attempt++) {
         if (SYS.linkat(fd, "", p->handles_fd, hp, AT_EMPTY_PATH) == 0)
             return 0;
@@ -579,6 +610,7 @@ static int dir_handle_create(struct px_priv *p, const struct bfs_gfid *g,
     char hp[PX_HPATH_LEN], target[PX_TARGET_LEN];
     bfs__px_handle_path(g, hp);
     handle_target(pargfid, name, target);
+    handle_folder(p, g);
     int rc = SYS.symlinkat(target, p->handles_fd, hp);
     if (rc < 0 && errno == ENOENT) {
         handle_mkdirs(p, g);

@@ -174,9 +174,9 @@ static int do_create(struct px_job *j, const struct bfs_create_req *req,
     if (!req->fd)
         return -EINVAL;
     int rc = bfs__px_resolve_parent(j->priv, &req->loc, true, &par);
-    if (rc == 0)
-        rc = bfs__px_fstat_iatt(par.fd, &req->loc.pargfid, &rep->preparent);
     if (rc == 0) {
+        /* the resolution's own fstat, just made, is the pre-op state */
+        bfs__px_iatt(&par.st, &req->loc.pargfid, &rep->preparent);
         pthread_mutex_t *el = bfs__px_elock_for(j->priv, &req->loc.pargfid);
         pthread_mutex_lock(el);
         rc = fd = create_open(j, req, &par, &o, &created);

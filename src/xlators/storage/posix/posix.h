@@ -66,6 +66,9 @@ struct px_priv {
     struct bfs_loop *loop;      /* borrowed: xl->graph->proc->loop (may be NULL) */
     struct px_cache *cache;     /* GFID -> checked handle, recent O_PATH fds; NULL: off */
     bool inline_fops;           /* option inline-fops: cheap fops on the loop (posix.c) */
+    /* Handle folders .brickfs/ab/cd known to exist, one bit each (index
+     * ab * 256 + cd; relaxed atomics): a new handle skips their mkdir. */
+    uint64_t hdir_known[65536 / 64];
     /* Striped mutexes. Entry locks (by parent GFID) make "resolve a name,
      * change it, fix the handles" atomic among fops on one directory, as the
      * kernel's directory lock does for one syscall; inode locks (by GFID)
