@@ -10,7 +10,8 @@
  * move and a write landing on a source the rebalance froze follow the file
  * to its new brick; with a link file of the same GFID on a third brick (a
  * renamed file being moved), a write follows the brick the source's mark
- * names, not the first one a search by GFID meets.
+ * names, not the first one a search by GFID meets; a write through an
+ * O_WRONLY fd follows too, on a frozen and on a dropped source.
  *
  * Needs root (trusted xattrs on the bricks); skips otherwise. DHT_TEST_LOG:
  * the log level.
@@ -114,6 +115,42 @@ static void test_follow_mark(struct dg_vol *v, struct bfs_xl *b0, struct bfs_xl 
        bfs_sync_unlink(b2, dg_st, &u, NULL) >= 0, "mark: all three removed");
 }
 
+/* A write through an O_WRONLY fd that lands on the frozen source: the
+ * follow cannot read the bytes back through that fd (EBADF), so it must
+ * repeat them from the write itself. Two fds opened before the move: the
+ * first writes while the source is frozen, the second after the move
+ * dropped the source (unlinked on brick 0, its fd still open there). Both
+ * writes must be on brick 1, the copy the move keeps. */
+static void test_follow_wronly(struct dg_vol *v, struct bfs_xl *b0, struct bfs_xl *b1)
+{
+    char name[32], buf[64];
+    struct bfs_gfid g;
+    dg_name_on(v, &bfs_gfid_root, "wo", 0, name, sizeof(name));
+    is_int(dg_put(v, &bfs_gfid_root, name, "abcdefgh", &g), 0, "wronly: a file on brick 0");
+    struct bfs_fd *w1 = NULL, *w2 = NULL;
+    ok(open_(v, &g, O_WRONLY, &w1) == 0 && open_(v, &g, O_WRONLY, &w2) == 0,
+       "wronly: two write-only fds opened before the move");
+    ok(brick_put(v, b1, name, &g, 0644, "abcdefgh") >= 0 && brick_freeze(b0, &g, "b1") >= 0,
+       "wronly: copied to brick 1, source marked and frozen");
+    struct bfs_write_req w = {.fd = w1, .data = {"XY", 2}, .offset = 2};
+    is_int(bfs_sync_write(v->top, dg_st, &w, NULL), 2, "wronly: a write on the frozen source");
+    is_str(disk_read(v, 1, name, buf, sizeof(buf)), "abXYefgh",
+           "wronly: it was repeated on brick 1");
+    struct bfs_unlink_req u = {.loc = cg_L(&bfs_gfid_root, name)};
+    is_int(bfs_sync_unlink(b0, dg_st, &u, NULL), 0, "wronly: the move drops the source");
+    struct bfs_write_req w_ = {.fd = w2, .data = {"QRS", 3}, .offset = 5};
+    is_int(bfs_sync_write(v->top, dg_st, &w_, NULL), 3,
+           "wronly: a write on the dropped source through the other fd");
+    is_str(disk_read(v, 1, name, buf, sizeof(buf)), "abXYeQRS",
+           "wronly: it was repeated on brick 1 too");
+    struct bfs_write_req w3 = {.fd = w2, .data = {"T", 1}, .offset = 8};
+    is_int(bfs_sync_write(v->top, dg_st, &w3, NULL), 1, "wronly: that fd writes on brick 1 now");
+    is_str(disk_read(v, 1, name, buf, sizeof(buf)), "abXYeQRST", "wronly: all writes there");
+    bfs_fd_unref(w1);
+    bfs_fd_unref(w2);
+    is_int(bfs_sync_unlink(b1, dg_st, &u, NULL), 0, "wronly: the moved copy removed");
+}
+
 /* The state of a move after its switch (rebalance.md, steps 3-4): the
  * source on brick 0 frozen (S_ISVTX|S_ISGID), the real copy with the same
  * GFID on brick 1. What lands on the frozen source must follow the file:
@@ -158,6 +195,7 @@ static void test_follow(struct dg_vol *v)
     ok(bfs_sync_unlink(b0, dg_st, &u, NULL) >= 0 && bfs_sync_unlink(b1, dg_st, &u, NULL) >= 0,
        "follow: both copies removed");
     test_follow_mark(v, b0, b1, bfs_graph_find(v->g, "b2"));
+    test_follow_wronly(v, b0, b1);
 }
 
 int main(void)
