@@ -15,14 +15,19 @@
  *   2 wait for the migration: inodelk dht.migrate there (then unlock);
  *   3 the file there must be a real one now (a failed migration removed
  *      it and unfroze the source: answer as is);
- *   4 read back what the write put on the source (offset, length) through
- *      the caller's fd, open the same fd on the new subvolume, write the
- *      bytes there; from now on the fd's subvolume is the new one.
+ *   4 open the same fd on the new subvolume and write the same bytes
+ *      there; from now on the fd's subvolume is the new one.
  *
- * The write itself is wound with a small cookie (fd, offset, flags); the
- * redirect op lives from the detection to the answer. A read is wound the
- * same way (a cookie holding its request); a frozen reply restarts it
- * through the inode router, which follows like open and truncate do.
+ * The bytes come from the write itself: the request is only borrowed for
+ * the wind (runtime.md), so on a volume of two subvolumes or more the
+ * cookie the write is wound with (fd, offset, flags) carries a copy of its
+ * payload. Reading them back from the source through the caller's fd, as
+ * this file did before, fails on an O_WRONLY fd (EBADF) and the write was
+ * answered from the source alone, which the move then dropped. The cookie
+ * lives from the wind to the answer (the redirect op takes it over when the
+ * reply shows the frozen bits). A read is wound the same way (a cookie
+ * holding its request); a frozen reply restarts it through the inode
+ * router, which follows like open and truncate do.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,19 +45,27 @@ struct wcookie {
     uint64_t offset;
     uint32_t flags;
     int s;
+    bool kept;         /* data holds the write's payload (len bytes) */
+    size_t len;
+    char data[];
 };
 
-enum { W_MARK = 1, W_FIND, W_LOCKED, W_CHECKED, W_READ, W_OPENED, W_WRITTEN, W_UNLOCKED };
+static void wcookie_free(struct wcookie *c)
+{
+    bfs_fd_unref(c->fd);
+    free(c);
+}
+
+enum { W_MARK = 1, W_FIND, W_LOCKED, W_CHECKED, W_OPENED, W_WRITTEN, W_UNLOCKED };
 
 struct dht_wmig {
     struct dht_op o;
-    struct wcookie c;
+    struct wcookie *c;          /* the write's cookie, owned */
     int rc;                     /* the source write's answer */
     struct bfs_write_rep rep;   /* its reply (dup'd fields) */
     int t;                      /* the new subvolume */
     int n;
-    struct bfs_read_rep data;   /* the bytes read back, dup'd */
-    bool have_data, locked;
+    bool locked;
     int final_rc;
     struct bfs_write_rep final;
 };
@@ -61,10 +74,9 @@ static void wmig_cleanup(struct dht_op *o)
 {
     struct dht_wmig *w = (struct dht_wmig *)o;
     bfs_write_rep_clear_dup(&w->rep);
-    if (w->have_data)
-        bfs_read_rep_clear_dup(&w->data);
     bfs_write_rep_clear_dup(&w->final);
-    bfs_fd_unref(w->c.fd);
+    if (w->c)
+        wcookie_free(w->c);
 }
 
 void dht__migrate_lock_req(struct bfs_inodelk_req *r, const struct bfs_gfid *g, uint32_t type)
@@ -80,7 +92,7 @@ void dht__migrate_lock_req(struct bfs_inodelk_req *r, const struct bfs_gfid *g, 
 static void wind_lock(struct dht_wmig *w, uint32_t type)
 {
     struct bfs_inodelk_req r;
-    dht__migrate_lock_req(&r, &w->c.fd->inode->gfid, type);
+    dht__migrate_lock_req(&r, &w->c->fd->inode->gfid, type);
     dht__wind(&w->o, 0, BFS_FOP_INODELK, w->t, &r, true);
 }
 
@@ -103,22 +115,22 @@ static int wmig_step(struct bfs_op *op)
 {
     struct dht_wmig *w = (struct dht_wmig *)op;
     struct dht_op *o = &w->o;
-    const struct bfs_gfid *g = &w->c.fd->inode->gfid;
+    const struct bfs_gfid *g = &w->c->fd->inode->gfid;
     switch (op->state) {
     case 0: { /* 1: where is it going? The source's mark names the destination */
         /* through the fd: the source may be unlinked already (moved),
          * and then a GFID no longer resolves on its brick */
         struct bfs_dict *xd = dht__xdata_internal();
-        struct bfs_fgetxattr_req r = {.fd = w->c.fd, .name = DHT_MIGRATING_KEY, .xdata = xd};
+        struct bfs_fgetxattr_req r = {.fd = w->c->fd, .name = DHT_MIGRATING_KEY, .xdata = xd};
         op->state = W_MARK;
-        dht__wind(o, 0, BFS_FOP_FGETXATTR, w->c.s, &r, true);
+        dht__wind(o, 0, BFS_FOP_FGETXATTR, w->c->s, &r, true);
         bfs_dict_unref(xd);
         return BFS_OP_WAIT;
     }
     case W_MARK: {
         const struct bfs_fgetxattr_rep *gr = DHT_REP(o, 0, bfs_fgetxattr_rep);
         w->t = dht__mark_target(o->priv, dht__rc(o, 0) >= 0 && gr ? gr->xattrs : NULL);
-        if (w->t == DHT_MARK_NONE || w->t == w->c.s)
+        if (w->t == DHT_MARK_NONE || w->t == w->c->s)
             return answer(w); /* the user's own mode bits */
         if (w->t == DHT_MARK_ELSEWHERE) {
             /* moving to a subvolume this (older) graph does not have: the
@@ -134,7 +146,7 @@ static int wmig_step(struct bfs_op *op)
         }
         op->state = W_FIND; /* a mark without a name (an older rebalance): ask around */
         for (int s = 0; s < w->n; s++) {
-            if (s == w->c.s)
+            if (s == w->c->s)
                 continue;
             struct bfs_lookup_req r = {0};
             r.loc.gfid = *g;
@@ -145,7 +157,7 @@ static int wmig_step(struct bfs_op *op)
     case W_FIND:
         w->t = -1;
         for (int s = 0; s < w->n && w->t < 0; s++)
-            if (s != w->c.s && dht__rc(o, 1 + s) >= 0)
+            if (s != w->c->s && dht__rc(o, 1 + s) >= 0)
                 w->t = s;
         if (w->t < 0)
             return answer(w);
@@ -169,49 +181,43 @@ static int wmig_step(struct bfs_op *op)
             wind_lock(w, F_UNLCK);
             return BFS_OP_WAIT;
         }
-        op->state = W_READ; /* 4: the bytes this write put on the source */
-        struct bfs_read_req r = {0};
-        r.fd = w->c.fd;
-        r.size = (uint32_t)w->rc;
-        r.offset = w->c.offset;
-        dht__wind(o, 0, BFS_FOP_READ, w->c.s, &r, false);
-        return BFS_OP_WAIT;
-    }
-    case W_READ: {
-        const struct bfs_read_rep *rr = DHT_REP(o, 0, bfs_read_rep);
-        if (dht__rc(o, 0) < 0 || !rr) {
+        if (!w->c->kept || (size_t)w->rc > w->c->len) {
+            /* no copy of the bytes (cannot happen with two subvolumes or
+             * more): the write is on a source the move drops; say so */
+            w->final_rc = -EIO;
             op->state = W_UNLOCKED;
             wind_lock(w, F_UNLCK);
             return BFS_OP_WAIT;
         }
-        struct bfs_read_rep *d = bfs_read_rep_dup(rr);
-        if (d) {
-            w->data = *d;
-            free(d);
-            w->have_data = true;
-        }
-        op->state = W_OPENED;
+        op->state = W_OPENED; /* 4: the same bytes on the new subvolume */
         struct bfs_open_req r = {0};
         r.loc.gfid = *g;
-        r.fd = w->c.fd;
-        r.flags = w->c.flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC);
+        r.fd = w->c->fd;
+        r.flags = w->c->flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC);
         dht__wind(o, 0, BFS_FOP_OPEN, w->t, &r, false);
         return BFS_OP_WAIT;
     }
     case W_OPENED: {
-        if (dht__rc(o, 0) < 0 || !w->have_data) {
+        int orc = dht__rc(o, 0);
+        if (orc < 0) {
+            /* the bytes are only on the source the move dropped: an error,
+             * unless the file is gone from the destination too (unlinked
+             * since its move), where nobody can find them anyway */
+            if (orc != -ENOENT && orc != -ESTALE)
+                w->final_rc = orc;
             op->state = W_UNLOCKED;
             wind_lock(w, F_UNLCK);
             return BFS_OP_WAIT;
         }
-        dht__fd_set_subvol(o->priv->xl, w->c.fd, w->t);
+        dht__fd_set_subvol(o->priv->xl, w->c->fd, w->t);
         dht__cache_put(o->priv, g, DHT_KIND_FILE, w->t);
         op->state = W_WRITTEN;
         struct bfs_write_req r = {0};
-        r.fd = w->c.fd;
-        r.data = w->data.data;
-        r.offset = w->c.offset;
-        r.flags = w->c.flags & ~(uint32_t)O_APPEND;
+        r.fd = w->c->fd;
+        r.data.data = w->c->data;
+        r.data.len = (size_t)w->rc; /* what landed on the source (a short write: its start) */
+        r.offset = w->c->offset;
+        r.flags = w->c->flags & ~(uint32_t)O_APPEND;
         dht__wind(o, 0, BFS_FOP_WRITE, w->t, &r, false);
         return BFS_OP_WAIT;
     }
@@ -303,8 +309,7 @@ static void write_cbk(struct bfs_frame *frame, void *cookie, int rc, const struc
     struct wcookie *c = cookie;
     if (rc <= 0 || !frozen(&rep->post)) {
         bfs_unwind_write(frame, rc, rep);
-        bfs_fd_unref(c->fd);
-        free(c);
+        wcookie_free(c);
         return;
     }
     struct dht_priv *priv = c->xl->private;
@@ -317,22 +322,20 @@ static void write_cbk(struct bfs_frame *frame, void *cookie, int rc, const struc
         /* cannot follow: the write is on the source, which the rebalance may drop */
         struct bfs_write_rep none = {0};
         bfs_unwind_write(frame, -EIO, &none);
-        bfs_fd_unref(c->fd);
-        free(c);
+        wcookie_free(c);
         if (d) {
             bfs_write_rep_clear_dup(d);
             free(d);
         }
         return;
     }
-    w->c = *c;
-    free(c);
+    w->c = c;
     w->rc = rc;
     w->rep = *d;
     free(d);
     w->n = priv->n;
-    if (w->c.flags & O_APPEND) /* where it went: the end before it */
-        w->c.offset = w->rep.post.size >= (uint64_t)rc ? w->rep.post.size - (uint64_t)rc : 0;
+    if (w->c->flags & O_APPEND) /* where it went: the end before it */
+        w->c->offset = w->rep.post.size >= (uint64_t)rc ? w->rep.post.size - (uint64_t)rc : 0;
     dht__op_start(&w->o);
 }
 
@@ -341,7 +344,12 @@ int dht__write(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_writ
     int s = dht__fd_subvol(xl, req->fd);
     if (s < 0)
         return -EBADFD;
-    struct wcookie *c = malloc(sizeof(*c));
+    /* a copy of the payload, to repeat it if the write lands on a frozen
+     * source (top of file); one subvolume has nowhere to move a file to */
+    struct dht_priv *priv = xl->private;
+    bool keep = priv->n >= 2;
+    size_t len = keep ? req->data.len : 0;
+    struct wcookie *c = malloc(sizeof(*c) + len);
     if (!c)
         return -ENOMEM;
     c->xl = xl;
@@ -349,11 +357,13 @@ int dht__write(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_writ
     c->offset = req->offset;
     c->flags = (uint32_t)req->fd->flags;
     c->s = s;
+    c->kept = keep;
+    c->len = len;
+    if (len)
+        memcpy(c->data, req->data.data, len);
     int rc = bfs_wind_write(frame, xl->children[s], write_cbk, c, req);
-    if (rc < 0) {
-        bfs_fd_unref(c->fd);
-        free(c);
-    }
+    if (rc < 0)
+        wcookie_free(c);
     return rc;
 }
 
