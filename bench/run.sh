@@ -595,9 +595,18 @@ heal_brickfs()
     local dirs=() t0 secs mode n=
     mapfile -t dirs < <(brick_dirs brickfs)
     echo "bench: rep3 brickfs: heal: brick 3 down during the creation of $HEAL_FILES files of $HEAL_SIZE bytes"
-    kill_mgmt_brick "$BFS_VOL" 2 || { record brickfs heal_files error; note "brickfs: heal: could not kill brick 3"; return; }
+    # brickfsd's supervisor restarts a killed brick after 1 s (glusterd does
+    # not): it is stopped (SIGSTOP) while the brick is down, so that the
+    # brick stays down during the creation as GlusterFS's does.
+    local bpid fpid
+    bpid=$(mgmt_brick_pid "$BFS_VOL" 2) && fpid=$(brickfsd_pid d1) ||
+        { record brickfs heal_files error; note "brickfs: heal: brick 3 or brickfsd not found"; return; }
+    kill -STOP "$fpid"
+    kill -KILL "$bpid" && bfs_wait_gone "$bpid" "$PROCESS_DOWN_TIMEOUT" ||
+        { kill -CONT "$fpid"; record brickfs heal_files error; note "brickfs: heal: could not kill brick 3"; return; }
     "$SMALLFILE" -p create -n "$HEAL_FILES" -d 10 -s "$HEAL_SIZE" "${DIR[brickfs]}/heal" >/dev/null ||
-        { record brickfs heal_files error; note "brickfs: heal: creating the files failed"; return; }
+        { kill -CONT "$fpid"; record brickfs heal_files error; note "brickfs: heal: creating the files failed"; return; }
+    kill -CONT "$fpid"
     t0=$(bfs_now_us) # from the restart, as for GlusterFS
     cli volume start "$BFS_VOL" force >/dev/null 2>&1 &&
         bfs_wait_until "$PROCESS_UP_TIMEOUT" eval '[ "$(vol_brick_field "$BFS_VOL" 2 online)" = 1 ]' ||
