@@ -3,12 +3,14 @@
  * print, parse, map to an inode number), iatt <-> struct stat, directory
  * entry lists, and the single-name check every brick applies.
  *
- * Nothing here keeps state. The only memory owned is a bfs_dirents list:
+ * Nothing here keeps state but the run of bfs_gfid_generate_entry (one
+ * word per process). The only memory owned is a bfs_dirents list:
  * its array and the entry names, released by bfs_dirents_free().
  */
 #include "core/types.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -40,6 +42,40 @@ void bfs_gfid_generate(struct bfs_gfid *out)
     out->b[6] = (uint8_t)((out->b[6] & 0x0f) | 0x40); /* version 4 */
     out->b[8] = (uint8_t)((out->b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
     /* With those bits set, the result can be neither null nor root. */
+}
+
+/*
+ * A GFID for a new entry: random as above, except that runs of
+ * BFS_GFID_RUN consecutive calls in this process share the first two
+ * bytes. Those two bytes name the handle folder a brick files the entry's
+ * handle under (.brickfs/AB/CD, docs/design/on-brick-format.md): with fully
+ * random GFIDs a young brick makes a new folder (a directory inode, the
+ * second inode allocation of the create) for almost every file, and after
+ * a cache drop reads a different cold folder for every handle it touches.
+ * With runs, consecutive creates of a client land in one folder: one mkdir
+ * per run, and one folder read per run when they are opened or removed in
+ * the same order. Over time the runs spread uniformly over the 65,536
+ * folders as before. The other 14 bytes keep their 112 random bits (less
+ * the version and variant bits), which is what makes GFIDs unique; nothing
+ * hashes GFIDs on their first two bytes alone. Threads share the run; a
+ * race at a run's end only makes one run a little shorter or longer.
+ */
+#define BFS_GFID_RUN 256u
+
+void bfs_gfid_generate_entry(struct bfs_gfid *out)
+{
+    static _Atomic uint32_t run; /* prefix << 16 | uses; 0: no run yet */
+    bfs_gfid_generate(out);
+    uint32_t cur = atomic_load_explicit(&run, memory_order_relaxed), next;
+    do {
+        if ((cur & 0xffff) == 0 || (cur & 0xffff) >= BFS_GFID_RUN)
+            next = (uint32_t)out->b[0] << 24 | (uint32_t)out->b[1] << 16 | 1u;
+        else
+            next = cur + 1;
+    } while (!atomic_compare_exchange_weak_explicit(&run, &cur, next, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    out->b[0] = (uint8_t)(next >> 24);
+    out->b[1] = (uint8_t)(next >> 16);
 }
 
 bool bfs_gfid_is_null(const struct bfs_gfid *g)

@@ -24,6 +24,10 @@ extern const struct bfs_gfid bfs_gfid_null;
 extern const struct bfs_gfid bfs_gfid_root; /* 00..01 */
 
 void bfs_gfid_generate(struct bfs_gfid *out);
+/* The GFID of a new file or directory: random, except that runs of 256
+ * consecutive calls in a process share the first two bytes (the handle
+ * folder on a brick, types.c). */
+void bfs_gfid_generate_entry(struct bfs_gfid *out);
 bool bfs_gfid_is_null(const struct bfs_gfid *g);
 bool bfs_gfid_is_root(const struct bfs_gfid *g);
 bool bfs_gfid_eq(const struct bfs_gfid *a, const struct bfs_gfid *b);

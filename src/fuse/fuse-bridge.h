@@ -249,7 +249,8 @@ bool bfs_fuse_hidden_xattr(const char *name);
 enum { BFS_FUSE_XGET, BFS_FUSE_XSET, BFS_FUSE_XREMOVE };
 int bfs_fuse_xattr_local(const struct bfs_fuse *fu, const char *name, int op);
 
-/* A fresh GFID in *g and an xdata carrying it as gfid-req (NULL on ENOMEM). */
+/* A fresh GFID for a new entry in *g (bfs_gfid_generate_entry: runs share a
+ * brick handle folder) and an xdata carrying it as gfid-req (NULL on ENOMEM). */
 struct bfs_dict *bfs_fuse_gfid_req(struct bfs_gfid *g);
 /* iatt -> struct stat, with st_ino derived from the GFID. */
 void bfs_fuse_stat(const struct bfs_iatt *ia, struct stat *st);

@@ -336,7 +336,7 @@ void bfs_fuse_reply_attr(struct bfs_fuse_call *c, const struct bfs_iatt *attr)
 struct bfs_dict *bfs_fuse_gfid_req(struct bfs_gfid *g)
 {
     struct bfs_dict *d = bfs_dict_new();
-    bfs_gfid_generate(g);
+    bfs_gfid_generate_entry(g);
     if (d && bfs_dict_set_bin(d, BFS_FUSE_GFID_REQ_KEY, g->b, sizeof(g->b)) < 0) {
         bfs_dict_unref(d);
         d = NULL;

@@ -101,6 +101,43 @@ static void test_gfid_ino(void)
     is_int(bfs_gfid_to_ino(&g), 0x12, "fold is XOR of the two 64-bit halves");
 }
 
+/* Entry GFIDs: runs of 256 share the two bytes that name a brick's handle
+ * folder (.brickfs/AB/CD); everything else stays random and distinct. */
+static void test_gfid_entry_runs(void)
+{
+    enum { RUN = 256, N = RUN * 8 + 1 };
+    static struct bfs_gfid g[N];
+    bool valid = true, distinct = true;
+    for (int i = 0; i < N; i++) {
+        bfs_gfid_generate_entry(&g[i]);
+        valid = valid && g[i].b[6] >> 4 == 4 && (g[i].b[8] & 0xc0) == 0x80 &&
+                !bfs_gfid_is_null(&g[i]) && !bfs_gfid_is_root(&g[i]);
+        if (i > 0 && memcmp(g[i].b + 2, g[i - 1].b + 2, 14) == 0)
+            distinct = false;
+    }
+    ok(valid, "entry gfids are version 4 UUIDs, neither null nor root");
+    ok(distinct, "the 14 bytes after the folder prefix differ between calls");
+    /* Skip the (possibly partial) run this process was in, then every run
+     * is 256 calls long; two runs that drew the same prefix (one chance in
+     * 65,536 per run) look like one of 512, still a multiple of 256. */
+    int start = 1;
+    while (start < N && memcmp(g[start].b, g[start - 1].b, 2) == 0)
+        start++;
+    ok(start <= RUN, "a run ends within 256 calls (%d)", start);
+    int runs = 0, len = 1;
+    bool whole = true;
+    for (int i = start + 1; i < N; i++) {
+        if (memcmp(g[i].b, g[i - 1].b, 2) == 0) {
+            len++;
+            continue;
+        }
+        whole = whole && len % RUN == 0;
+        runs++;
+        len = 1;
+    }
+    ok(whole && runs >= 5, "runs of 256 calls share their first two bytes (%d runs seen)", runs);
+}
+
 static void test_iatt(void)
 {
     struct stat st, back;
@@ -219,6 +256,7 @@ int main(void)
     test_gfid_basics();
     test_gfid_parse();
     test_gfid_ino();
+    test_gfid_entry_runs();
     test_iatt();
     test_dirents();
     test_names();

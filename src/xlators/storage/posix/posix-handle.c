@@ -154,7 +154,7 @@ int bfs__px_gfid_for_new(const struct bfs_dict *xdata, struct bfs_gfid *out, boo
     int rc = bfs_dict_get_bin(xdata, PX_GFID_REQ_KEY, &v, &len);
     *requested = false;
     if (rc == -ENOENT || !xdata) {
-        bfs_gfid_generate(out);
+        bfs_gfid_generate_entry(out);
         return 0;
     }
     if (rc < 0 || len != sizeof(out->b))
