@@ -25,7 +25,8 @@
 # the mount and of the brick, in total and by thread name.
 #
 # Environment: BENCH_KEEP_TMP=1 keeps the scratch folder; BUDGET_STRACE=1
-# adds the strace pass (BUDGET_STRACE_OPTS more strace options, e.g. -w;
+# adds the strace pass; BUDGET_SMALLFILE_OPTS more options of smallfile
+# (-T: creates with O_TRUNC instead of O_EXCL) (BUDGET_STRACE_OPTS more strace options, e.g. -w;
 # BUDGET_STRACE_RAW=1 prints strace's table); BUDGET_PASSTHROUGH=1 runs the
 # phases on bench/passthrough.c too (its process's CPU and wake-ups, on the
 # "mount" line); BUDGET_PHASES (default create,stat,read,delete).
@@ -40,6 +41,7 @@ source "$(dirname "$0")/../tests/lib/cluster.sh"
 PY=${PYTHON:-python3}
 PHASES=${BUDGET_PHASES:-create,stat,read,delete}
 DIRS=$(((FILES + 99) / 100))
+SFOPTS=${BUDGET_SMALLFILE_OPTS:-} # more smallfile options, e.g. -T
 
 BFS_MD_CACHE=60 write_volfiles b1 "$T/b1"
 start_brick b1
@@ -67,7 +69,7 @@ snap() {
 }
 report() { # PHASE DIR
     "$PY" - "$FILES" "$1" "$2" <<'PYEOF'
-import json, sys, collections
+import json, sys, collections, re
 n = int(sys.argv[1]); phase = sys.argv[2]; d = sys.argv[3]
 def fops(path):
     out = []
@@ -80,6 +82,7 @@ def load(path):
     per = collections.defaultdict(lambda: [0, 0])
     for line in open(path):
         c, ns, sw = line.split()
+        c = re.sub(r"-[0-9]+$", "", c) # the threads of a pool together
         per[c][0] += int(ns); per[c][1] += int(sw)
     return per
 for who in ("mount", "brick"):
@@ -104,7 +107,7 @@ for phase in "${phases[@]}"; do
     mount_brickfs "$q" "$T/q"; stats brickfs.io-stats.reset "$T/q" >/dev/null; umount_brickfs "$T/q"
     stats brickfs.io-stats.reset "$T/m" >/dev/null
     snap "$mpid" >"$d/mount.0"; snap "$bpid" >"$d/brick.0"
-    "$bin" -n "$FILES" -d "$DIRS" -s 4096 -p "$phase" "$T/m/w" >"$d/out"
+    "$bin" $SFOPTS -n "$FILES" -d "$DIRS" -s 4096 -p "$phase" "$T/m/w" >"$d/out"
     snap "$mpid" >"$d/mount.1"; snap "$bpid" >"$d/brick.1"
     mount_brickfs "$q" "$T/q"; stats brickfs.io-stats "$T/q" >"$d/brick.json"; umount_brickfs "$T/q"
     stats brickfs.io-stats "$T/m" >"$d/top.json"
@@ -122,7 +125,7 @@ if [ "${BUDGET_PASSTHROUGH:-0}" = 1 ]; then
         mkdir -p "$d"
         sync; echo 3 >/proc/sys/vm/drop_caches
         snap "$ppid" >"$d/mount.0"; snap "$ppid" >"$d/brick.0"
-        "$bin" -n "$FILES" -d "$DIRS" -s 4096 -p "$phase" "$T/pt/w" >"$d/out"
+        "$bin" $SFOPTS -n "$FILES" -d "$DIRS" -s 4096 -p "$phase" "$T/pt/w" >"$d/out"
         snap "$ppid" >"$d/mount.1"; cp "$d/mount.0" "$d/brick.1"
         echo '{}' >"$d/top.json"; echo '{}' >"$d/brick.json"
         echo "$phase: $(cat "$d/out") (load $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -139,7 +142,7 @@ if [ "${BUDGET_STRACE:-0}" = 1 ]; then
         strace -q -c ${BUDGET_STRACE_OPTS:-} -f -p "$bpid" -o "$T/strace.$phase" 2>/dev/null &
         spid=$!
         bfs_wait_until 10 eval "grep -qs '^TracerPid:[[:space:]]*$spid' /proc/$bpid/status"
-        "$bin" -n "$FILES" -d "$DIRS" -s 4096 -p "$phase" "$T/m/w" >/dev/null
+        "$bin" $SFOPTS -n "$FILES" -d "$DIRS" -s 4096 -p "$phase" "$T/m/w" >/dev/null
         kill -INT "$spid"; wait "$spid" || true
         "$PY" - "$FILES" "$phase" "$T/strace.$phase" <<'PYEOF'
 import sys

@@ -3,7 +3,7 @@
  * and delete FILES files of SIZE bytes spread over DIRS folders, and print
  * how many files per second each phase did.
  *
- *   smallfile [-n FILES] [-d DIRS] [-s SIZE] [-t THREADS] [-p PHASES] DIR
+ *   smallfile [-n FILES] [-d DIRS] [-s SIZE] [-t THREADS] [-T] [-p PHASES] DIR
  *
  * PHASES is a comma list among create,stat,read,delete (default: all four in
  * that order); bench/run.sh runs one phase per call so it can drop the page
@@ -11,7 +11,8 @@
  * bytes are all (i & 0xff), and read checks them, so a file system that
  * returns wrong data fails the bench instead of winning it. create makes the
  * folders, delete removes them. THREADS threads (default 1) split the
- * folders between them.
+ * folders between them. Files are created with O_CREAT|O_EXCL, or with
+ * -T O_CREAT|O_TRUNC (as cp and shell redirections do).
  *
  * Output, one line per phase: "PHASE FILES SECONDS FILES_PER_SECOND".
  * Any failed call ends the program with status 1 and names the path.
@@ -36,6 +37,7 @@ struct sf_conf {
     long dirs;
     size_t size;
     int threads;
+    int create_flags; /* O_EXCL, or O_TRUNC with -T */
 };
 
 struct sf_worker {
@@ -79,7 +81,7 @@ static int sf_write_all(int fd, const char *buf, size_t len)
 static int sf_create(const struct sf_conf *c, long i, char *buf, const char *path)
 {
     memset(buf, (int)(i & 0xff), c->size);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | c->create_flags | O_CLOEXEC, 0644);
     if (fd < 0)
         return sf_fail("create", path);
     if (sf_write_all(fd, buf, c->size) < 0) {
@@ -259,21 +261,23 @@ static long sf_number(const char *s, const char *what)
 
 int main(int argc, char *argv[])
 {
-    struct sf_conf c = { .files = 5000, .dirs = 50, .size = 4096, .threads = 1 };
+    struct sf_conf c = { .files = 5000, .dirs = 50, .size = 4096, .threads = 1,
+                         .create_flags = O_EXCL };
     int want[SF_NPHASES] = { 0 }, any = 0, opt;
 
-    while ((opt = getopt(argc, argv, "n:d:s:t:p:")) != -1) {
+    while ((opt = getopt(argc, argv, "n:d:s:t:p:T")) != -1) {
         switch (opt) {
         case 'n': c.files = sf_number(optarg, "file count"); break;
         case 'd': c.dirs = sf_number(optarg, "folder count"); break;
         case 's': c.size = (size_t)sf_number(optarg, "size"); break;
         case 't': c.threads = (int)sf_number(optarg, "thread count"); break;
+        case 'T': c.create_flags = O_TRUNC; break;
         case 'p':
             if (sf_parse_phases(optarg, want) < 0)
                 return 2;
             break;
         default:
-            fprintf(stderr, "usage: smallfile [-n FILES] [-d DIRS] [-s SIZE] [-t THREADS] "
+            fprintf(stderr, "usage: smallfile [-n FILES] [-d DIRS] [-s SIZE] [-t THREADS] [-T] "
                             "[-p create,stat,read,delete] DIR\n");
             return 2;
         }

@@ -144,6 +144,7 @@ static unsigned long long dump_num(struct bfs_xl *xl, const char *key)
 struct probe {
     struct bfs_xl *xl;
     struct bfs_fd *fd;
+    const char *create; /* a create of this name (O_RDWR|O_CREAT|O_TRUNC) */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool winding, done, before_return;
@@ -176,6 +177,13 @@ static void probe_fsync_cbk(struct bfs_frame *frame, void *cookie, int rc,
     probe_done(cookie, rc);
 }
 
+static void probe_create_cbk(struct bfs_frame *frame, void *cookie, int rc,
+                             const struct bfs_create_rep *rep)
+{
+    bfs_frame_top_free(frame);
+    probe_done(cookie, rc);
+}
+
 static void probe_wind(struct probe *p, bool fsync)
 {
     struct bfs_frame *f = bfs_frame_top_new(st, NULL);
@@ -184,7 +192,11 @@ static void probe_wind(struct probe *p, bool fsync)
     p->wind_thread = pthread_self();
     pthread_mutex_unlock(&p->lock);
     int rc;
-    if (fsync) {
+    if (p->create) {
+        struct bfs_create_req q = {.loc = L(&bfs_gfid_root, p->create), .fd = p->fd,
+                                   .flags = O_RDWR | O_CREAT | O_TRUNC, .mode = 0644};
+        rc = bfs_wind_create(f, p->xl, probe_create_cbk, p, &q);
+    } else if (fsync) {
         struct bfs_fsync_req q = {.fd = p->fd};
         rc = bfs_wind_fsync(f, p->xl, probe_fsync_cbk, p, &q);
     } else {
@@ -250,6 +262,30 @@ static void test_inline(struct bfs_proc *proc)
     ok(p.rc == 0 && !pthread_equal(p.cb_thread, p.wind_thread),
        "lookup wound on another thread: answered from a worker");
     bfs_fd_unref(p.fd);
+
+    /* create with O_TRUNC: inline when the name is new; a file that is
+     * there (with data to free) is truncated by a worker */
+    char path[300];
+    p.fd = bfs_fd_new(g, NULL, O_RDWR, 0);
+    p.create = "probe.trunc";
+    probe_run(proc, &p, true, false);
+    ok(p.rc == 0 && p.before_return && pthread_equal(p.cb_thread, p.wind_thread),
+       "create O_TRUNC of a new name wound on the loop: answered inline");
+    bfs_fd_unref(p.fd);
+    snprintf(path, sizeof(path), "%s/probe.trunc", brickdir);
+    int wfd = open(path, O_WRONLY);
+    ok(wfd >= 0 && write(wfd, "data", 4) == 4, "data in the file");
+    if (wfd >= 0)
+        close(wfd);
+    p.fd = bfs_fd_new(g, NULL, O_RDWR, 0);
+    probe_run(proc, &p, true, false);
+    struct stat sb;
+    ok(p.rc == 0 && !pthread_equal(p.cb_thread, p.wind_thread),
+       "create O_TRUNC of an existing file wound on the loop: answered from a worker");
+    ok(stat(path, &sb) == 0 && sb.st_size == 0 && sb.st_nlink == 2,
+       "the existing file was truncated, its handle kept");
+    bfs_fd_unref(p.fd);
+    p.create = NULL;
     cg_graph_stop(g);
 }
 

@@ -106,7 +106,7 @@ PX_FOP_DEFINE(open, BFS_FOP_OPEN)
 
 /* O_CREAT|O_EXCL first, so we know whether the file is new; without
  * O_EXCL from the client an existing file is opened instead (looping if
- * it vanishes in between). Returns the fd, *created says which. An
+ * it vanishes in between), by a worker if O_TRUNC would truncate it. Returns the fd, *created says which. An
  * existing symlink at the name is not followed: -ELOOP. */
 static int create_open(struct px_job *j, const struct bfs_create_req *req,
                        const struct px_obj *par, struct px_obj *o, bool *created)
@@ -128,6 +128,8 @@ static int create_open(struct px_job *j, const struct bfs_create_req *req,
         }
         if (err != EEXIST || (req->flags & O_EXCL))
             return -err;
+        if ((flags & O_TRUNC) && j->inline_run)
+            return -PX_EWORKER; /* truncating may free many blocks */
         int rc = bfs__px_resolve_entry(j->priv, par, req->loc.name, o);
         if (rc == -ENOENT)
             continue;

@@ -47,7 +47,11 @@ static void job_free(struct px_job *j)
     free(j);
 }
 
-/* Runs the fop of j as its caller and answers. j->req is not touched after
+static int px_to_workers(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req,
+                         px_work_fn fn);
+
+/* Runs the fop of j as its caller and answers (a fop running inline may
+ * send itself to the workers instead: PX_EWORKER). j->req is not touched after
  * the answer: an inline job's request belongs to the caller. */
 static void job_exec(struct px_job *j)
 {
@@ -59,7 +63,13 @@ static void job_exec(struct px_job *j)
         bfs__px_creds_enter(j->frame->stack);
         rc = j->fn(j, j->req, rep);
         bfs__px_creds_leave();
-        if (rc < 0) { /* a failed reply is a zeroed one */
+        if (rc == -PX_EWORKER && j->inline_run) {
+            fi->rep_clear_dup(rep);
+            free(rep);
+            if ((rc = px_to_workers(j->frame, j->xl, j->fop, j->req, j->fn)) == 0)
+                return;
+            rep = NULL; /* -ENOMEM: answered below */
+        } else if (rc < 0) { /* a failed reply is a zeroed one */
             fi->rep_clear_dup(rep);
             memset(rep, 0, fi->rep_size);
         }
@@ -90,7 +100,7 @@ static void job_run(void *arg)
  * a lookup or a small read. So fops that are a handful of system calls on
  * metadata, small reads and buffered writes run inline; what can take long
  * stays on the workers: freeing blocks (unlink, rmdir, rename over a file,
- * truncate, O_TRUNC), waiting for the disk (fsync, O_SYNC/O_DSYNC writes,
+ * truncate, O_TRUNC on open and on a create that finds the file), waiting for the disk (fsync, O_SYNC/O_DSYNC writes,
  * reads over 128 KiB), whole-directory work (readdir) and copy_file_range,
  * fallocate and friends. The price: while the loop thread runs a fop, the
  * brick reads no other request (at worst one 1 MiB copy into the page
@@ -139,7 +149,10 @@ static bool px_inline(const struct px_priv *p, int fop, const void *req)
     case BFS_FOP_OPEN:
         return !(((const struct bfs_open_req *)req)->flags & O_TRUNC);
     case BFS_FOP_CREATE:
-        return !(((const struct bfs_create_req *)req)->flags & O_TRUNC);
+        /* with O_TRUNC too: the name is almost always new (the kernel looked
+         * it up first); a create that finds a file to truncate goes to the
+         * workers before it touches it (posix-io.c, PX_EWORKER) */
+        return true;
     case BFS_FOP_READ: {
         /* a read may wait for the disk; the kernel's read-ahead sends
          * several at once, which workers serve in parallel */
@@ -161,13 +174,20 @@ static bool px_inline(const struct px_priv *p, int fop, const void *req)
 int bfs__px_submit(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req,
                    px_work_fn fn)
 {
-    const struct bfs_fop_info *fi = &bfs_fop_info[fop];
     if (px_inline(xl->private, fop, req)) {
         struct px_job j = {.frame = frame, .xl = xl, .priv = xl->private, .fop = fop,
-                           .fn = fn, .req = (void *)req};
+                           .fn = fn, .req = (void *)req, .inline_run = true};
         job_exec(&j);
         return 0;
     }
+    return px_to_workers(frame, xl, fop, req, fn);
+}
+
+/* Queues a deep copy of req for fn on the worker pool. */
+static int px_to_workers(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req,
+                         px_work_fn fn)
+{
+    const struct bfs_fop_info *fi = &bfs_fop_info[fop];
     struct px_job *j = calloc(1, sizeof(*j));
     void *copy = calloc(1, fi->req_size);
 

@@ -122,7 +122,14 @@ struct px_job {
     void *req;                  /* worker job: our deep copy (bfs_fop_info[fop].req_copy_into);
                                  * inline job: the caller's request */
     bool internal;              /* xdata carries brickfs-internal = 1 */
+    bool inline_run;            /* running on the event loop, not on a worker */
 };
+
+/* What a fop running inline (j->inline_run) returns when it finds that the
+ * rest may block for long (a create that would truncate an existing file):
+ * it must not have changed anything yet; the job is then handed to the
+ * workers, which run the fop again from the start. Never seen by callers. */
+#define PX_EWORKER 4097
 
 /* Copies req and queues fn on the worker pool. 0, or -ENOMEM (nothing done). */
 int bfs__px_submit(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req,
