@@ -139,12 +139,15 @@ static unsigned long long dump_num(struct bfs_xl *xl, const char *key)
     return v;
 }
 
+static bool handle_goes(const char *dir, const struct bfs_gfid *g);
+
 /* ---- inline on the loop thread, workers elsewhere ---- */
 
 struct probe {
     struct bfs_xl *xl;
     struct bfs_fd *fd;
     const char *create; /* a create of this name (O_RDWR|O_CREAT|O_TRUNC) */
+    const char *unlink; /* an unlink of this name */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool winding, done, before_return;
@@ -184,6 +187,13 @@ static void probe_create_cbk(struct bfs_frame *frame, void *cookie, int rc,
     probe_done(cookie, rc);
 }
 
+static void probe_unlink_cbk(struct bfs_frame *frame, void *cookie, int rc,
+                             const struct bfs_unlink_rep *rep)
+{
+    bfs_frame_top_free(frame);
+    probe_done(cookie, rc);
+}
+
 static void probe_wind(struct probe *p, bool fsync)
 {
     struct bfs_frame *f = bfs_frame_top_new(st, NULL);
@@ -192,7 +202,10 @@ static void probe_wind(struct probe *p, bool fsync)
     p->wind_thread = pthread_self();
     pthread_mutex_unlock(&p->lock);
     int rc;
-    if (p->create) {
+    if (p->unlink) {
+        struct bfs_unlink_req q = {.loc = L(&bfs_gfid_root, p->unlink)};
+        rc = bfs_wind_unlink(f, p->xl, probe_unlink_cbk, p, &q);
+    } else if (p->create) {
         struct bfs_create_req q = {.loc = L(&bfs_gfid_root, p->create), .fd = p->fd,
                                    .flags = O_RDWR | O_CREAT | O_TRUNC, .mode = 0644};
         rc = bfs_wind_create(f, p->xl, probe_create_cbk, p, &q);
@@ -286,6 +299,36 @@ static void test_inline(struct bfs_proc *proc)
        "the existing file was truncated, its handle kept");
     bfs_fd_unref(p.fd);
     p.create = NULL;
+
+    /* unlink of a file's last name: inline, the handle removed later by a
+     * worker (posix-defer.c); with the journal unusable, by a worker */
+    struct bfs_iatt ua;
+    is_int(mknod_(g->top, "probe.unlink", &ua), 0, "mknod probe.unlink");
+    p.unlink = "probe.unlink";
+    probe_run(proc, &p, true, false);
+    ok(p.rc == 0 && p.before_return && pthread_equal(p.cb_thread, p.wind_thread),
+       "unlink of a last name wound on the loop: answered inline");
+    ok(handle_goes(brickdir, &ua.gfid), "its handle goes");
+    char nd[160], jp[200];
+    snprintf(nd, sizeof(nd), "%s/nodefer", tmpdir);
+    snprintf(jp, sizeof(jp), "%s/.brickfs/unlink-pending", nd);
+    mkdir(nd, 0755);
+    snprintf(path, sizeof(path), "%s/.brickfs", nd);
+    mkdir(path, 0700);
+    mkdir(jp, 0700); /* a journal that cannot be opened: no deferring */
+    struct bfs_graph *g2 = start_posix(proc, nd, "");
+    ok(g2 != NULL, "posix graph without an unlink journal");
+    if (g2) {
+        p.xl = g2->top;
+        is_int(mknod_(g2->top, "probe.unlink", &ua), 0, "mknod probe.unlink there");
+        probe_run(proc, &p, true, false);
+        ok(p.rc == 0 && !pthread_equal(p.cb_thread, p.wind_thread),
+           "unlink that cannot defer the handle's removal: answered from a worker");
+        ok(!cg_handle_present(nd, &ua.gfid), "its handle is gone with the answer");
+        p.xl = g->top;
+        cg_graph_stop(g2);
+    }
+    p.unlink = NULL;
     cg_graph_stop(g);
 }
 

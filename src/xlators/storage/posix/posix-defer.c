@@ -138,6 +138,16 @@ static void release_slot(struct px_priv *p, int slot)
     pthread_mutex_unlock(&p->defer_lock);
 }
 
+bool bfs__px_defer_ready(struct px_priv *p)
+{
+    if (p->defer_fd < 0)
+        return false;
+    pthread_mutex_lock(&p->defer_lock);
+    bool ready = p->defer_busy != (PX_DEFER_SLOTS >= 64 ? ~0ull : (1ull << PX_DEFER_SLOTS) - 1);
+    pthread_mutex_unlock(&p->defer_lock);
+    return ready;
+}
+
 bool bfs__px_handle_defer(struct px_priv *p, struct px_obj *o)
 {
     struct stat st;

@@ -294,6 +294,9 @@ static int remove_entry(struct px_job *j, const struct bfs_loc *loc, bool dir,
         rc = bfs__px_resolve_entry(j->priv, &par, loc->name, &o);
         if (rc == 0 && (S_ISDIR(o.st.st_mode) != 0) != dir)
             rc = dir ? -ENOTDIR : -EISDIR;
+        if (rc == 0 && j->inline_run && !dir && S_ISREG(o.st.st_mode) &&
+            (o.st.st_nlink < 2 || (o.st.st_nlink == 2 && !bfs__px_defer_ready(j->priv))))
+            rc = -PX_EWORKER; /* the blocks would be freed on this thread */
         if (rc == 0) {
             il = bfs__px_ilock_for(j->priv, &o.gfid);
             pthread_mutex_lock(il);

@@ -99,8 +99,9 @@ static void job_run(void *arg)
  * microseconds on a virtual machine), which is more than the whole fop for
  * a lookup or a small read. So fops that are a handful of system calls on
  * metadata, small reads and buffered writes run inline; what can take long
- * stays on the workers: freeing blocks (unlink, rmdir, rename over a file,
- * truncate, O_TRUNC on open and on a create that finds the file), waiting for the disk (fsync, O_SYNC/O_DSYNC writes,
+ * stays on the workers: freeing blocks (rmdir, rename over a file, truncate,
+ * O_TRUNC on open and on a create that finds the file, an unlink that
+ * cannot defer its handle's removal), waiting for the disk (fsync, O_SYNC/O_DSYNC writes,
  * reads over 128 KiB), whole-directory work (readdir) and copy_file_range,
  * fallocate and friends. The price: while the loop thread runs a fop, the
  * brick reads no other request (at worst one 1 MiB copy into the page
@@ -145,6 +146,11 @@ static bool px_inline(const struct px_priv *p, int fop, const void *req)
     case BFS_FOP_SETATTR:
     case BFS_FOP_FSETATTR:
     case BFS_FOP_SEEK:
+        return true;
+    case BFS_FOP_UNLINK:
+        /* the last name of a file: its handle keeps the blocks, which a
+         * worker frees after the answer (posix-defer.c); an unlink that
+         * would free them itself goes to the workers (posix-entry.c) */
         return true;
     case BFS_FOP_OPEN:
         return !(((const struct bfs_open_req *)req)->flags & O_TRUNC);

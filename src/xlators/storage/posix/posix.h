@@ -286,6 +286,10 @@ void bfs__px_handle_drop(struct px_priv *p, const struct px_obj *o);
  * handle's removal (and o->fd, set to -1) to a worker after journaling it.
  * false: not deferred (other names, no slot, no journal): call handle_drop. */
 bool bfs__px_handle_defer(struct px_priv *p, struct px_obj *o);
+/* Whether an unlink now would find the journal usable and a slot free (a
+ * hint: a slot may be taken in between, the unlink then drops the handle
+ * itself). */
+bool bfs__px_defer_ready(struct px_priv *p);
 /* Replays the journal (orphaned handles of a crash go) and opens it. */
 int bfs__px_defer_init(struct px_priv *p);
 /* How many handle removals are handed off and not done yet. */
