@@ -11,9 +11,9 @@
  * to its new brick; with a link file of the same GFID on a third brick (a
  * renamed file being moved), a write follows the brick the source's mark
  * names, not the first one a search by GFID meets; a write through an
- * O_WRONLY fd follows too, on a frozen and on a dropped source. Known bug,
- * run only with BFS_TEST_KNOWN_BUGS=1: an O_APPEND write already in the
- * last copy is appended twice.
+ * O_WRONLY fd follows too, on a frozen and on a dropped source; a write
+ * through an O_APPEND fd that the last copy carried is not appended twice,
+ * and one after it is appended at the destination's end.
  *
  * Needs root (trusted xattrs on the bricks); skips otherwise. DHT_TEST_LOG:
  * the log level.
@@ -158,33 +158,73 @@ static void test_follow_wronly(struct dg_vol *v, struct bfs_xl *b0, struct bfs_x
     is_int(bfs_sync_unlink(b1, dg_st, &u, NULL), 0, "wronly: the moved copy removed");
 }
 
-/* KNOWN BUG (rebalance.md, "Open descriptors follow"), run only with
- * BFS_TEST_KNOWN_BUGS=1: a write through an O_APPEND fd that lands on the
- * frozen source after the freeze, and that the last copy already carried
- * to the destination (played here by a copy holding it), is repeated on
- * the destination through an fd opened there with O_APPEND: storage/posix
- * pwrite()s at the end whatever the offset, and the bytes are there twice. */
+/* The rebalance's record on the source of the size its last copy took
+ * (rebalance.md, step 3: trusted.brickfs.dht.copied). */
+static int brick_copied(struct bfs_xl *xl, const struct bfs_gfid *g, unsigned size)
+{
+    char val[24];
+    int len = snprintf(val, sizeof(val), "%u", size);
+    struct bfs_dict *xa = bfs_dict_new(), *internal = bfs_dict_new();
+    bfs_dict_set_bin(xa, "trusted.brickfs.dht.copied", val, (size_t)len);
+    bfs_dict_set_int(internal, "brickfs-internal", 1);
+    struct bfs_setxattr_req r = {.loc = dg_LG(g), .xattrs = xa, .xdata = internal};
+    int rc = bfs_sync_setxattr(xl, dg_st, &r, NULL);
+    bfs_dict_unref(xa);
+    bfs_dict_unref(internal);
+    return rc;
+}
+
+/* Writes through O_APPEND fds that land on the source of a move
+ * (rebalance.md, "Open descriptors follow"). The destination fd is opened
+ * with O_APPEND, where storage/posix pwrite()s at the end whatever the
+ * offset, so:
+ *   - a write that the last copy already carried to the destination (the
+ *     move recorded the size it copied: the write ends within it) must not
+ *     be appended there again ("abcdefghXY" became "abcdefghXYXY");
+ *   - a write after the last copy must be appended at the destination's
+ *     end, not written at the offset it had on the source: another fd may
+ *     have appended there since (here "Z", written on the destination),
+ *     and a source dropped by the move keeps the size it had then. */
 static void test_follow_append(struct dg_vol *v, struct bfs_xl *b0, struct bfs_xl *b1)
 {
-    if (!getenv("BFS_TEST_KNOWN_BUGS")) {
-        printf("# append: skipped (known bug; BFS_TEST_KNOWN_BUGS=1 runs it)\n");
-        return;
-    }
     char name[32], buf[64];
     struct bfs_gfid g;
     dg_name_on(v, &bfs_gfid_root, "ap", 0, name, sizeof(name));
     is_int(dg_put(v, &bfs_gfid_root, name, "abcdefgh", &g), 0, "append: a file on brick 0");
     struct bfs_fd *fd = NULL;
     is_int(open_(v, &g, O_WRONLY | O_APPEND, &fd), 0, "append: an O_APPEND fd on it");
-    ok(brick_put(v, b1, name, &g, 0644, "abcdefghXY") >= 0 && brick_freeze(b0, &g, "b1") >= 0,
-       "append: the last copy (with the write below) on brick 1, the source frozen");
+    ok(brick_put(v, b1, name, &g, 0644, "abcdefghXY") >= 0 && brick_freeze(b0, &g, "b1") >= 0 &&
+       brick_copied(b0, &g, 10) >= 0,
+       "append: the last copy (with the write below, 10 bytes) on brick 1, the source frozen");
     is_int(write_at(v, fd, "XY", 8), 2, "append: a write on the frozen source");
     is_str(disk_read(v, 1, name, buf, sizeof(buf)), "abcdefghXY",
            "append: its bytes are on brick 1 once");
+    is_int(write_at(v, fd, "W", 0), 1, "append: that fd writes on brick 1 now");
+    is_str(disk_read(v, 1, name, buf, sizeof(buf)), "abcdefghXYW", "append: at its end");
     bfs_fd_unref(fd);
     struct bfs_unlink_req u = {.loc = cg_L(&bfs_gfid_root, name)};
     ok(bfs_sync_unlink(b0, dg_st, &u, NULL) >= 0 && bfs_sync_unlink(b1, dg_st, &u, NULL) >= 0,
        "append: both copies removed");
+
+    /* after the last copy, on the frozen then on the dropped source */
+    dg_name_on(v, &bfs_gfid_root, "aq", 0, name, sizeof(name));
+    is_int(dg_put(v, &bfs_gfid_root, name, "abcdefgh", &g), 0, "append late: a file on brick 0");
+    struct bfs_fd *f1 = NULL, *f2 = NULL;
+    ok(open_(v, &g, O_WRONLY | O_APPEND, &f1) == 0 && open_(v, &g, O_WRONLY | O_APPEND, &f2) == 0,
+       "append late: two O_APPEND fds on it");
+    ok(brick_put(v, b1, name, &g, 0644, "abcdefghZ") >= 0 && brick_freeze(b0, &g, "b1") >= 0 &&
+       brick_copied(b0, &g, 8) >= 0,
+       "append late: the last copy (8 bytes) on brick 1 and appended to there, source frozen");
+    is_int(write_at(v, f1, "XY", 0), 2, "append late: a write on the frozen source");
+    is_str(disk_read(v, 1, name, buf, sizeof(buf)), "abcdefghZXY",
+           "append late: appended on brick 1, after what was appended there");
+    is_int(bfs_sync_unlink(b0, dg_st, &u, NULL), 0, "append late: the move drops the source");
+    is_int(write_at(v, f2, "Q", 0), 1, "append late: a write on the dropped source");
+    is_str(disk_read(v, 1, name, buf, sizeof(buf)), "abcdefghZXYQ",
+           "append late: appended on brick 1 too");
+    bfs_fd_unref(f1);
+    bfs_fd_unref(f2);
+    is_int(bfs_sync_unlink(b1, dg_st, &u, NULL), 0, "append late: the moved copy removed");
 }
 
 /* The state of a move after its switch (rebalance.md, steps 3-4): the
