@@ -10,7 +10,8 @@
  *            write on S (waits for writes in flight); changed since the
  *            copy began -> copy once more (the last time: later writes
  *            are repeated on H by their clients); a chmod that unfroze S
- *            meanwhile -> its mode taken, frozen again, copied again
+ *            meanwhile -> its mode taken, frozen again, copied again; the
+ *            size the last copy took recorded on S (xattr copied = SIZE)
  *   4 switch H: owner, times, the real mode; linkto removed
  *   5 drop   (P, N) unlinked on S; unlock
  *
@@ -364,6 +365,21 @@ static int freeze(struct mig *m, uint32_t mode)
     return rc < 0 ? rc : write_barrier(m);
 }
 
+/* After the last copy: the size it took, on S (RB_COPIED_KEY). A write
+ * through an O_APPEND fd that lands on S shows the frozen bits and is
+ * repeated on H by its client, which appends it there — unless it ends
+ * within this size: then the last copy carried it, and appending it again
+ * would write it twice. Appending, rather than writing at the offset it
+ * had on S, keeps what other fds appended on H since the switch (and S,
+ * once dropped, keeps a stale size). Every append after the stat this
+ * size comes from lands at or beyond it. */
+static int record_copied(struct mig *m, uint64_t size)
+{
+    char txt[24];
+    snprintf(txt, sizeof(txt), "%llu", (unsigned long long)size);
+    return set_internal(m, m->src, RB_COPIED_KEY, txt);
+}
+
 /* A chmod after the freeze replaces S's mode, frozen bits included: its
  * reply shows no frozen bits, so distribute does not repeat it on H, and
  * neither does it repeat the writes that land on S after it. Rounds of
@@ -413,6 +429,7 @@ static int copy_and_freeze(struct mig *m)
     if (rc >= 0) {
         m->attr = after;
         m->attr.mode = mode;
+        rc = record_copied(m, after.size);
     }
     return rc;
 }
@@ -480,6 +497,7 @@ static void undo(struct mig *m)
     if (m->frozen) {
         set_mode(m, m->src, m->attr.mode & 07777);
         del_internal(m, m->src, RB_MIGRATING_KEY);
+        del_internal(m, m->src, RB_COPIED_KEY);
     }
     struct bfs_iatt cur;
     if (lookup_name(m, m->dst, &cur) >= 0 && bfs_gfid_eq(&cur.gfid, &m->gfid) &&
