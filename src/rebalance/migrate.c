@@ -117,6 +117,8 @@ static int del_internal(struct mig *m, struct bfs_xl *xl, const char *key)
     return rc == -ENODATA ? 0 : rc;
 }
 
+/* Internal: a brick keeps the frozen bits of a marked source through any
+ * other chmod (storage/posix), so that unfreezing is ours alone. */
 static int set_mode(struct mig *m, struct bfs_xl *xl, uint32_t mode)
 {
     struct bfs_setattr_req r = {0};
@@ -124,8 +126,12 @@ static int set_mode(struct mig *m, struct bfs_xl *xl, uint32_t mode)
     r.loc.gfid = m->gfid;
     r.attr.mode = mode;
     r.valid = BFS_SET_MODE;
-    int rc = bfs_sync_setattr(xl, m->st, &r, &rep);
-    bfs_setattr_rep_clear_dup(&rep);
+    r.xdata = bfs_rb_xdata_internal();
+    int rc = r.xdata ? bfs_sync_setattr(xl, m->st, &r, &rep) : -ENOMEM;
+    if (r.xdata) {
+        bfs_setattr_rep_clear_dup(&rep);
+        bfs_dict_unref(r.xdata);
+    }
     return rc;
 }
 
@@ -419,12 +425,19 @@ static int copy_and_freeze(struct mig *m)
             break;
         if ((now.mode & 07777) == ((mode & 07777) | RB_FROZEN_BITS))
             break; /* still frozen after the last copy: no chmod came */
-        mode = (mode & ~07777u) | (now.mode & 07777);
+        uint32_t perm = now.mode & 07777;
+        /* a brick that keeps the bits through a chmod (storage/posix): the
+         * writes after it were repeated on H, no copy needed; the mark
+         * takes the new mode (an undo restores it) */
+        bool kept = (perm & RB_FROZEN_BITS) == RB_FROZEN_BITS;
+        if (kept)
+            perm &= ~(uint32_t)RB_FROZEN_BITS;
+        mode = (mode & ~07777u) | perm;
         m->attr.mode = mode; /* an undo restores the user's latest mode */
         bfs_log(RB_LOG, BFS_LOG_INFO, "%s: chmod %o during the move: frozen again",
                 m->loc.name, mode & 07777);
         rc = round >= FREEZE_ROUNDS ? -EAGAIN : freeze(m, mode);
-        again = true;
+        again = again || !kept;
     }
     if (rc >= 0) {
         m->attr = after;

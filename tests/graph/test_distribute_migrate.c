@@ -260,7 +260,11 @@ static void test_follow_chmod(struct dg_vol *v, struct bfs_xl *b0, struct bfs_xl
        "chmod: the moved copy on brick 1, the source still frozen");
     struct bfs_setattr_req ch = {.loc = dg_LG(&g), .valid = BFS_SET_MODE};
     ch.attr.mode = 0600;
-    is_int(bfs_sync_setattr(v->top, dg_st, &ch, NULL), 0, "chmod: 0600 on the frozen source");
+    struct bfs_setattr_rep cr;
+    memset(&cr, 0, sizeof(cr));
+    is_int(bfs_sync_setattr(v->top, dg_st, &ch, &cr), 0, "chmod: 0600 on the frozen source");
+    is_int((int)(cr.post.mode & 07777), 0600, "chmod: its answer shows the mode asked for");
+    bfs_setattr_rep_clear_dup(&cr);
     is_int((int)disk_mode(v, 1, name), 0600, "chmod: it reached the moved copy");
     is_int(write_at(v, fd, "XY", 2), 2, "chmod: a write after it, through the early fd");
     is_str(disk_read(v, 1, name, buf, sizeof(buf)), "abXYefgh", "chmod: it followed too");

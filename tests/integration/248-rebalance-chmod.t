@@ -3,8 +3,10 @@
 # 248-rebalance-chmod.t — a chmod made while a file is frozen for the last
 # copy of its move (docs/design/rebalance.md, "Migration of one file",
 # step 3) is carried to the moved copy, and so are the writes that land
-# after it. The chmod replaces the source's frozen bits; the move used to
-# restore the mode taken before the freeze on the destination, losing it.
+# after it. The chmod replaced the source's frozen bits; the move used to
+# restore the mode taken before the freeze on the destination, losing it
+# (since session 5 the brick keeps the bits of a marked source through a
+# client's chmod, and distribute follows the chmod like a write).
 # Run twice: the writer's fd O_RDWR on volume v, O_WRONLY on volume w (a
 # write landing on the frozen source follows the file however the fd was
 # opened). Throttled to 1 MB/s with a writer on the file, so that the last copy

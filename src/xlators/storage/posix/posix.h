@@ -38,6 +38,10 @@
 #define PX_GFID_XATTR "trusted.brickfs.gfid"
 #define PX_INTERNAL_PREFIX "trusted.brickfs."
 #define PX_INTERNAL_KEY "brickfs-internal" /* xdata INT 1: a brick-side translator */
+/* distribute's mark on a source the rebalance froze for a move, with mode
+ * bits PX_FROZEN_BITS (docs/design/rebalance.md; posix-inode.c keeps them) */
+#define PX_MIGRATING_XATTR "trusted.brickfs.dht.migrating"
+#define PX_FROZEN_BITS (S_ISVTX | S_ISGID)
 /* xdata INT N on an O_RDONLY open: a file of at most N bytes (N <= PX_PREFETCH_MAX)
  * comes back whole in the reply's xdata as a BIN of the same key
  * (protocol/client, client-prefetch.c). */
