@@ -17,6 +17,9 @@
  *     dirty mark left;
  *   - with the bricks' notify-contention off, B's write still waits for
  *     A's delayed post-op (what happened before notices existed);
+ *   - B's lookup of a file A is writing, healing in the foreground, answers
+ *     within 5 s although A's window holds the data lock for 10 s: the
+ *     heal's lock request queued at the bricks and A was told;
  *   - on the wire, the notice goes to the holder's connection only: raw
  *     protocol/client graphs R1 (holder), R2 (waiter), R3 (bystander).
  * Needs root (trusted xattrs); skips otherwise.
@@ -291,6 +294,61 @@ static void without_notices(struct cg_vol *va, struct cg_vol *vb)
     bricks_set("notify-contention", "on");
 }
 
+/* ---- a heal waiting for A's window ---- */
+
+struct bg_lookup {
+    struct cg_vol *v;
+    const char *name;
+    int rc;
+    bool done;
+    pthread_t th;
+};
+
+static void *bg_lookup_main(void *arg)
+{
+    struct bg_lookup *l = arg;
+    l->rc = cg_lookup(l->v, &ROOT, l->name, NULL);
+    __atomic_store_n(&l->done, true, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* B, healing in the foreground (cluster.background-self-heal-count 0),
+ * looks up a file A is writing: the lookup sees A's dirty marks and heals
+ * first, under the data lock that A's window holds for DELAY_MS. A heal
+ * asked for the lock only with non-blocking requests, retried until
+ * cluster.heal-lock-timeout (10 s): nobody told A that someone waited, so
+ * the lookup took the whole window. Now the heal queues at the bricks after
+ * a refused round, A hears of it and lets go. */
+static void heal_waits(struct cg_vol *va, struct cg_vol *vb, const struct cg_vol *paths)
+{
+    struct bfs_fd *fa = NULL;
+    cg_top_set(vb, "cluster.background-self-heal-count", "0");
+    ok(cg_create(va, &ROOT, "h", &fa, NULL) == 0 && cg_write(va, fa, 0, "aaaa", 4) == 4,
+       "heal: A writes h and keeps the data lock for its %d ms post-op delay", DELAY_MS);
+    struct cg_vol p = *paths;
+    ok(cg_counter(&p, 0, "h", "dirty", 0) > 0, "heal: h carries A's dirty mark on brick 0");
+    long long before = notices_sent();
+    struct bg_lookup l = {.v = vb, .name = "h"};
+    uint64_t t0 = bfs_now_ms();
+    pthread_create(&l.th, NULL, bg_lookup_main, &l);
+    while (!__atomic_load_n(&l.done, __ATOMIC_ACQUIRE) && bfs_now_ms() - t0 < PROMPT_MS)
+        usleep(2000);
+    bool in_time = __atomic_load_n(&l.done, __ATOMIC_ACQUIRE);
+    pthread_join(l.th, NULL);
+    ok(in_time && l.rc == 0,
+       "heal: B's lookup (a foreground heal) answers within %d ms although A holds the lock "
+       "for %d ms (took %llu ms, rc %d)", PROMPT_MS, DELAY_MS,
+       (unsigned long long)(bfs_now_ms() - t0), l.rc);
+    ok(notices_sent() > before, "heal: the bricks told A that the heal waited (%lld notices)",
+       notices_sent() - before);
+    is_int(cg_write(va, fa, 4, "bb", 2), 2, "heal: A writes again afterwards");
+    ok(cg_flush_close(va, fa) == 0 && cg_same_bytes(&p, 0, 1, "h") &&
+           cg_same_bytes(&p, 0, 2, "h") && cg_content_is(&p, 0, "h", "aaaabb"),
+       "heal: the copies are identical");
+    ok(cg_clean_soon(&p, "h"), "heal: no pending or dirty mark is left on any copy");
+    cg_top_set(vb, "cluster.background-self-heal-count", "8");
+}
+
 /* ---- on the wire: the holder's connection only ---- */
 
 struct raw {
@@ -453,6 +511,8 @@ int main(void)
         turns(&va, &vb, &paths);
     if (!only || strcmp(only, "off") == 0)
         without_notices(&va, &vb);
+    if (!only || strcmp(only, "heal") == 0)
+        heal_waits(&va, &vb, &paths);
     if (!only || strcmp(only, "wire") == 0)
         wire();
     client_close(&va);
