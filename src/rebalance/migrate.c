@@ -505,9 +505,23 @@ static void drop_old_link(struct mig *m)
     bfs_unlink_rep_clear_dup(&rep);
 }
 
+/* The mode to give back to a frozen source whose original mode was orig:
+ * its permission bits as they are now (cur: a brick keeps the frozen bits
+ * through a client's chmod, storage/posix, so a chmod since the freeze is
+ * in them), S_ISGID and S_ISVTX as orig had them (cur's are the freeze's). */
+static uint32_t unfrozen_mode(uint32_t orig, uint32_t cur)
+{
+    if ((cur & RB_FROZEN_BITS) != RB_FROZEN_BITS)
+        return orig & 07777; /* an older brick: a chmod unfroze it, and we took its mode */
+    return (cur & 07777 & ~(uint32_t)RB_FROZEN_BITS) | (orig & RB_FROZEN_BITS);
+}
+
 static void undo(struct mig *m)
 {
     if (m->frozen) {
+        struct bfs_iatt cur;
+        if (fstat_fd(m, m->src, m->sfd, &cur) >= 0)
+            m->attr.mode = (m->attr.mode & ~07777u) | unfrozen_mode(m->attr.mode, cur.mode);
         set_mode(m, m->src, m->attr.mode & 07777);
         del_internal(m, m->src, RB_MIGRATING_KEY);
         del_internal(m, m->src, RB_COPIED_KEY);
@@ -582,7 +596,8 @@ static int leave_link(struct mig *m)
     return rc < 0 ? rc : 0;
 }
 
-/* The original mode of a source frozen by a run that died: restored. */
+/* The mode of a source frozen by a run that died, restored (unfrozen_mode:
+ * the mark has the original; a chmod since is in the permission bits). */
 static void unfreeze_crashed(struct mig *m)
 {
     struct bfs_getxattr_req g = {0};
@@ -597,7 +612,8 @@ static void unfreeze_crashed(struct mig *m)
         bfs_dict_get_bin(grep.xattrs, RB_MIGRATING_KEY, &v, &len) == 0) {
         char txt[16] = {0};
         memcpy(txt, v, len < sizeof(txt) - 1 ? len : sizeof(txt) - 1);
-        m->attr.mode = (m->attr.mode & ~07777u) | ((uint32_t)strtoul(txt, NULL, 8) & 07777);
+        uint32_t orig = (uint32_t)strtoul(txt, NULL, 8) & 07777;
+        m->attr.mode = (m->attr.mode & ~07777u) | unfrozen_mode(orig, m->attr.mode);
         set_mode(m, m->src, m->attr.mode & 07777);
     }
     bfs_getxattr_rep_clear_dup(&grep);
