@@ -294,6 +294,38 @@ static void test_follow_chmod(struct dg_vol *v, struct bfs_xl *b0, struct bfs_xl
        "chown: both copies removed");
 }
 
+/* A write by a caller outside the file's group to a group-executable
+ * file: the kernel clears S_ISGID (as for any set-group-ID file), so the
+ * write unfroze the source, its reply did not show the bits and it was
+ * not repeated on the destination. Here by uid/gid 65534 through an fd
+ * opened before the move, on a 0757 file. */
+static void test_follow_killpriv(struct dg_vol *v, struct bfs_xl *b0, struct bfs_xl *b1)
+{
+    char name[32], buf[64];
+    struct bfs_gfid g;
+    dg_name_on(v, &bfs_gfid_root, "kp", 0, name, sizeof(name));
+    is_int(dg_put(v, &bfs_gfid_root, name, "abcdefgh", &g), 0, "killpriv: a file on brick 0");
+    struct bfs_setattr_req ch = {.loc = dg_LG(&g), .valid = BFS_SET_MODE};
+    ch.attr.mode = 0757;
+    is_int(bfs_sync_setattr(v->top, dg_st, &ch, NULL), 0, "killpriv: mode 0757");
+    struct bfs_fd *fd = NULL;
+    is_int(open_(v, &g, O_WRONLY, &fd), 0, "killpriv: an fd opened before the move");
+    ok(brick_put(v, b1, name, &g, 0757, "abcdefgh") >= 0 &&
+       brick_freeze_mode(b0, &g, "b1", 0757) >= 0,
+       "killpriv: the moved copy on brick 1, the source still frozen");
+    struct bfs_stack *nobody = bfs_stack_new();
+    nobody->uid = nobody->gid = 65534;
+    struct bfs_write_req w = {.fd = fd, .data = {"XY", 2}, .offset = 2};
+    is_int(bfs_sync_write(v->top, nobody, &w, NULL), 2,
+           "killpriv: a write by uid/gid 65534 on the frozen source");
+    bfs_stack_unref(nobody);
+    is_str(disk_read(v, 1, name, buf, sizeof(buf)), "abXYefgh", "killpriv: it followed");
+    bfs_fd_unref(fd);
+    struct bfs_unlink_req u = {.loc = cg_L(&bfs_gfid_root, name)};
+    ok(bfs_sync_unlink(b0, dg_st, &u, NULL) >= 0 && bfs_sync_unlink(b1, dg_st, &u, NULL) >= 0,
+       "killpriv: both copies removed");
+}
+
 /* The state of a move after its switch (rebalance.md, steps 3-4): the
  * source on brick 0 frozen (S_ISVTX|S_ISGID), the real copy with the same
  * GFID on brick 1. What lands on the frozen source must follow the file:
@@ -341,6 +373,7 @@ static void test_follow(struct dg_vol *v)
     test_follow_wronly(v, b0, b1);
     test_follow_append(v, b0, b1);
     test_follow_chmod(v, b0, b1);
+    test_follow_killpriv(v, b0, b1);
 }
 
 int main(void)
