@@ -16,8 +16,11 @@
  *
  * A file the rebalance froze for a move (mode bits S_ISVTX|S_ISGID and
  * distribute's migrating mark, docs/design/rebalance.md) keeps those bits
- * through a client's chmod or chown: only a brick-side request (xdata
- * brickfs-internal, the rebalance itself) clears them.
+ * through a client's chmod or chown, and through a write or truncate by a
+ * caller outside its group, which makes the kernel clear S_ISGID of a
+ * group-executable file (bfs__px_keep_frozen, also after posix-io.c's data
+ * changes): only a brick-side request (xdata brickfs-internal, the
+ * rebalance itself) clears them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -78,6 +81,17 @@ static void set_times(const struct bfs_iatt *a, uint32_t valid, struct timespec 
  * in the move's last round trips (after its last check, before it drops
  * the source), or a chown that clears S_ISGID, was lost with the writes
  * after it. Costs a getxattr only on a file with both bits. */
+static bool has_mark(int fd, bool path_fd)
+{
+    char path[PX_PROC_FD_LEN];
+    bfs__px_proc_path(fd, path);
+    bfs__px_root_begin();
+    ssize_t n = path_fd ? SYS.getxattr(path, PX_MIGRATING_XATTR, NULL, 0)
+                        : SYS.fgetxattr(fd, PX_MIGRATING_XATTR, NULL, 0);
+    bfs__px_root_end();
+    return n >= 0;
+}
+
 static bool keeps_frozen(int fd, bool path_fd, mode_t mode, const struct bfs_dict *xdata,
                          uint32_t valid)
 {
@@ -86,13 +100,7 @@ static bool keeps_frozen(int fd, bool path_fd, mode_t mode, const struct bfs_dic
         !(valid & (BFS_SET_MODE | BFS_SET_UID | BFS_SET_GID)) ||
         (bfs_dict_get_int(xdata, PX_INTERNAL_KEY, &v) == 0 && v == 1))
         return false;
-    char path[PX_PROC_FD_LEN];
-    bfs__px_proc_path(fd, path);
-    bfs__px_root_begin();
-    ssize_t n = path_fd ? SYS.getxattr(path, PX_MIGRATING_XATTR, NULL, 0)
-                        : SYS.fgetxattr(fd, PX_MIGRATING_XATTR, NULL, 0);
-    bfs__px_root_end();
-    return n >= 0;
+    return has_mark(fd, path_fd);
 }
 
 /* After the caller's chmod or chown of a frozen file: the bits back if the
@@ -109,6 +117,15 @@ static void refreeze(int fd, bool path_fd)
     bfs__px_root_begin();
     (void)(path_fd ? SYS.fchmodat(AT_FDCWD, path, mode, 0) : SYS.fchmod(fd, mode));
     bfs__px_root_end();
+}
+
+void bfs__px_keep_frozen(int fd, const struct bfs_iatt *pre, struct bfs_iatt *post)
+{
+    if (!S_ISREG(pre->mode) || (pre->mode & PX_FROZEN_BITS) != PX_FROZEN_BITS ||
+        (post->mode & PX_FROZEN_BITS) == PX_FROZEN_BITS || !has_mark(fd, false))
+        return;
+    refreeze(fd, false);
+    post->mode |= PX_FROZEN_BITS;
 }
 
 /* The owner, then the mode; a frozen file's new mode keeps the bits. */
@@ -207,6 +224,8 @@ static int do_truncate(struct px_job *j, const struct bfs_truncate_req *req,
             rc = -errno;
         if (rc == 0)
             rc = bfs__px_fstat_iatt(fd, &o.gfid, &rep->post);
+        if (rc == 0)
+            bfs__px_keep_frozen(fd, &rep->pre, &rep->post);
         SYS.close(fd);
     }
     bfs__px_obj_close(&o);
@@ -227,6 +246,8 @@ static int do_ftruncate(struct px_job *j, const struct bfs_ftruncate_req *req,
         rc = -errno;
     if (rc == 0)
         rc = bfs__px_fstat_iatt(pf->fd, &pf->gfid, &rep->post);
+    if (rc == 0)
+        bfs__px_keep_frozen(pf->fd, &rep->pre, &rep->post);
     return rc;
 }
 PX_FOP_DEFINE(ftruncate, BFS_FOP_FTRUNCATE)

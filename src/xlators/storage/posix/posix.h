@@ -333,6 +333,12 @@ void bfs__px_cache_stats(struct px_cache *c, struct px_cache_stats *s);
  * link count without the handle). */
 void bfs__px_iatt(const struct stat *st, const struct bfs_gfid *g, struct bfs_iatt *ia);
 int bfs__px_fstat_iatt(int fd, const struct bfs_gfid *g, struct bfs_iatt *ia);
+/* After a client's change of a file's data (pre/post: its stats around it,
+ * fd an open fd): a source the rebalance froze whose S_ISGID the kernel
+ * cleared (a caller outside its group) gets the bits back, as root, and
+ * *post shows them, so distribute repeats the change where the file is
+ * going (posix-inode.c, docs/design/rebalance.md). */
+void bfs__px_keep_frozen(int fd, const struct bfs_iatt *pre, struct bfs_iatt *post);
 
 /* ---- fds (posix.c) ---- */
 
