@@ -10,7 +10,8 @@
  *            write on S (waits for writes in flight); changed since the
  *            copy began -> copy once more (the last time: later writes
  *            are repeated on H by their clients); a chmod that unfroze S
- *            meanwhile -> its mode taken, frozen again, copied again
+ *            meanwhile -> its mode taken, frozen again, copied again; the
+ *            size the last copy took recorded on S (xattr copied = SIZE)
  *   4 switch H: owner, times, the real mode; linkto removed
  *   5 drop   (P, N) unlinked on S; unlock
  *
@@ -116,6 +117,8 @@ static int del_internal(struct mig *m, struct bfs_xl *xl, const char *key)
     return rc == -ENODATA ? 0 : rc;
 }
 
+/* Internal: a brick keeps the frozen bits of a marked source through any
+ * other chmod (storage/posix), so that unfreezing is ours alone. */
 static int set_mode(struct mig *m, struct bfs_xl *xl, uint32_t mode)
 {
     struct bfs_setattr_req r = {0};
@@ -123,8 +126,12 @@ static int set_mode(struct mig *m, struct bfs_xl *xl, uint32_t mode)
     r.loc.gfid = m->gfid;
     r.attr.mode = mode;
     r.valid = BFS_SET_MODE;
-    int rc = bfs_sync_setattr(xl, m->st, &r, &rep);
-    bfs_setattr_rep_clear_dup(&rep);
+    r.xdata = bfs_rb_xdata_internal();
+    int rc = r.xdata ? bfs_sync_setattr(xl, m->st, &r, &rep) : -ENOMEM;
+    if (r.xdata) {
+        bfs_setattr_rep_clear_dup(&rep);
+        bfs_dict_unref(r.xdata);
+    }
     return rc;
 }
 
@@ -364,6 +371,21 @@ static int freeze(struct mig *m, uint32_t mode)
     return rc < 0 ? rc : write_barrier(m);
 }
 
+/* After the last copy: the size it took, on S (RB_COPIED_KEY). A write
+ * through an O_APPEND fd that lands on S shows the frozen bits and is
+ * repeated on H by its client, which appends it there — unless it ends
+ * within this size: then the last copy carried it, and appending it again
+ * would write it twice. Appending, rather than writing at the offset it
+ * had on S, keeps what other fds appended on H since the switch (and S,
+ * once dropped, keeps a stale size). Every append after the stat this
+ * size comes from lands at or beyond it. */
+static int record_copied(struct mig *m, uint64_t size)
+{
+    char txt[24];
+    snprintf(txt, sizeof(txt), "%llu", (unsigned long long)size);
+    return set_internal(m, m->src, RB_COPIED_KEY, txt);
+}
+
 /* A chmod after the freeze replaces S's mode, frozen bits included: its
  * reply shows no frozen bits, so distribute does not repeat it on H, and
  * neither does it repeat the writes that land on S after it. Rounds of
@@ -403,16 +425,24 @@ static int copy_and_freeze(struct mig *m)
             break;
         if ((now.mode & 07777) == ((mode & 07777) | RB_FROZEN_BITS))
             break; /* still frozen after the last copy: no chmod came */
-        mode = (mode & ~07777u) | (now.mode & 07777);
+        uint32_t perm = now.mode & 07777;
+        /* a brick that keeps the bits through a chmod (storage/posix): the
+         * writes after it were repeated on H, no copy needed; the mark
+         * takes the new mode (an undo restores it) */
+        bool kept = (perm & RB_FROZEN_BITS) == RB_FROZEN_BITS;
+        if (kept)
+            perm &= ~(uint32_t)RB_FROZEN_BITS;
+        mode = (mode & ~07777u) | perm;
         m->attr.mode = mode; /* an undo restores the user's latest mode */
         bfs_log(RB_LOG, BFS_LOG_INFO, "%s: chmod %o during the move: frozen again",
                 m->loc.name, mode & 07777);
         rc = round >= FREEZE_ROUNDS ? -EAGAIN : freeze(m, mode);
-        again = true;
+        again = again || !kept;
     }
     if (rc >= 0) {
         m->attr = after;
         m->attr.mode = mode;
+        rc = record_copied(m, after.size);
     }
     return rc;
 }
@@ -475,11 +505,26 @@ static void drop_old_link(struct mig *m)
     bfs_unlink_rep_clear_dup(&rep);
 }
 
+/* The mode to give back to a frozen source whose original mode was orig:
+ * its permission bits as they are now (cur: a brick keeps the frozen bits
+ * through a client's chmod, storage/posix, so a chmod since the freeze is
+ * in them), S_ISGID and S_ISVTX as orig had them (cur's are the freeze's). */
+static uint32_t unfrozen_mode(uint32_t orig, uint32_t cur)
+{
+    if ((cur & RB_FROZEN_BITS) != RB_FROZEN_BITS)
+        return orig & 07777; /* an older brick: a chmod unfroze it, and we took its mode */
+    return (cur & 07777 & ~(uint32_t)RB_FROZEN_BITS) | (orig & RB_FROZEN_BITS);
+}
+
 static void undo(struct mig *m)
 {
     if (m->frozen) {
+        struct bfs_iatt cur;
+        if (fstat_fd(m, m->src, m->sfd, &cur) >= 0)
+            m->attr.mode = (m->attr.mode & ~07777u) | unfrozen_mode(m->attr.mode, cur.mode);
         set_mode(m, m->src, m->attr.mode & 07777);
         del_internal(m, m->src, RB_MIGRATING_KEY);
+        del_internal(m, m->src, RB_COPIED_KEY);
     }
     struct bfs_iatt cur;
     if (lookup_name(m, m->dst, &cur) >= 0 && bfs_gfid_eq(&cur.gfid, &m->gfid) &&
@@ -551,7 +596,8 @@ static int leave_link(struct mig *m)
     return rc < 0 ? rc : 0;
 }
 
-/* The original mode of a source frozen by a run that died: restored. */
+/* The mode of a source frozen by a run that died, restored (unfrozen_mode:
+ * the mark has the original; a chmod since is in the permission bits). */
 static void unfreeze_crashed(struct mig *m)
 {
     struct bfs_getxattr_req g = {0};
@@ -566,7 +612,8 @@ static void unfreeze_crashed(struct mig *m)
         bfs_dict_get_bin(grep.xattrs, RB_MIGRATING_KEY, &v, &len) == 0) {
         char txt[16] = {0};
         memcpy(txt, v, len < sizeof(txt) - 1 ? len : sizeof(txt) - 1);
-        m->attr.mode = (m->attr.mode & ~07777u) | ((uint32_t)strtoul(txt, NULL, 8) & 07777);
+        uint32_t orig = (uint32_t)strtoul(txt, NULL, 8) & 07777;
+        m->attr.mode = (m->attr.mode & ~07777u) | unfrozen_mode(orig, m->attr.mode);
         set_mode(m, m->src, m->attr.mode & 07777);
     }
     bfs_getxattr_rep_clear_dup(&grep);

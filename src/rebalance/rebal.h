@@ -23,6 +23,7 @@
 
 #define RB_LINKTO_KEY "trusted.brickfs.dht.linkto"
 #define RB_MIGRATING_KEY "trusted.brickfs.dht.migrating"
+#define RB_COPIED_KEY "trusted.brickfs.dht.copied" /* the last copy's size */
 #define RB_INTERNAL_KEY "brickfs-internal"
 #define RB_GFID_REQ_KEY "gfid-req"
 #define RB_LOCK_DOMAIN "dht.migrate"

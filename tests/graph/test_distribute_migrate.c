@@ -11,9 +11,11 @@
  * to its new brick; with a link file of the same GFID on a third brick (a
  * renamed file being moved), a write follows the brick the source's mark
  * names, not the first one a search by GFID meets; a write through an
- * O_WRONLY fd follows too, on a frozen and on a dropped source. Known bug,
- * run only with BFS_TEST_KNOWN_BUGS=1: an O_APPEND write already in the
- * last copy is appended twice.
+ * O_WRONLY fd follows too, on a frozen and on a dropped source; a write
+ * through an O_APPEND fd that the last copy carried is not appended twice,
+ * and one after it is appended at the destination's end; a chmod, and a
+ * chown, landing on the frozen source in the move's last round trips
+ * follow, and so do the writes after them.
  *
  * Needs root (trusted xattrs on the bricks); skips otherwise. DHT_TEST_LOG:
  * the log level.
@@ -72,23 +74,29 @@ static int brick_put(struct dg_vol *v, struct bfs_xl *xl, const char *name,
 }
 
 /* The rebalance's freeze of g on brick xl (rebalance.md, step 3): the
- * mark "644 DEST", then the mode with S_ISVTX|S_ISGID. */
-static int brick_freeze(struct bfs_xl *xl, const struct bfs_gfid *g, const char *dest)
+ * mark "MODE DEST", then the mode with S_ISVTX|S_ISGID. */
+static int brick_freeze_mode(struct bfs_xl *xl, const struct bfs_gfid *g, const char *dest,
+                             unsigned mode)
 {
     char val[32];
-    int len = snprintf(val, sizeof(val), "644 %s", dest);
+    int len = snprintf(val, sizeof(val), "%o %s", mode, dest);
     struct bfs_dict *mark = bfs_dict_new(), *internal = bfs_dict_new();
     bfs_dict_set_bin(mark, "trusted.brickfs.dht.migrating", val, (size_t)len);
     bfs_dict_set_int(internal, "brickfs-internal", 1);
     struct bfs_setxattr_req mk = {.loc = dg_LG(g), .xattrs = mark, .xdata = internal};
     struct bfs_setattr_req fz = {.loc = dg_LG(g), .valid = BFS_SET_MODE};
-    fz.attr.mode = 0644 | S_ISVTX | S_ISGID;
+    fz.attr.mode = mode | S_ISVTX | S_ISGID;
     int rc = bfs_sync_setxattr(xl, dg_st, &mk, NULL);
     if (rc >= 0)
         rc = bfs_sync_setattr(xl, dg_st, &fz, NULL);
     bfs_dict_unref(mark);
     bfs_dict_unref(internal);
     return rc;
+}
+
+static int brick_freeze(struct bfs_xl *xl, const struct bfs_gfid *g, const char *dest)
+{
+    return brick_freeze_mode(xl, g, dest, 0644);
 }
 
 /* A renamed file being moved: besides the source (brick 0) and the copy
@@ -158,33 +166,164 @@ static void test_follow_wronly(struct dg_vol *v, struct bfs_xl *b0, struct bfs_x
     is_int(bfs_sync_unlink(b1, dg_st, &u, NULL), 0, "wronly: the moved copy removed");
 }
 
-/* KNOWN BUG (rebalance.md, "Open descriptors follow"), run only with
- * BFS_TEST_KNOWN_BUGS=1: a write through an O_APPEND fd that lands on the
- * frozen source after the freeze, and that the last copy already carried
- * to the destination (played here by a copy holding it), is repeated on
- * the destination through an fd opened there with O_APPEND: storage/posix
- * pwrite()s at the end whatever the offset, and the bytes are there twice. */
+/* The rebalance's record on the source of the size its last copy took
+ * (rebalance.md, step 3: trusted.brickfs.dht.copied). */
+static int brick_copied(struct bfs_xl *xl, const struct bfs_gfid *g, unsigned size)
+{
+    char val[24];
+    int len = snprintf(val, sizeof(val), "%u", size);
+    struct bfs_dict *xa = bfs_dict_new(), *internal = bfs_dict_new();
+    bfs_dict_set_bin(xa, "trusted.brickfs.dht.copied", val, (size_t)len);
+    bfs_dict_set_int(internal, "brickfs-internal", 1);
+    struct bfs_setxattr_req r = {.loc = dg_LG(g), .xattrs = xa, .xdata = internal};
+    int rc = bfs_sync_setxattr(xl, dg_st, &r, NULL);
+    bfs_dict_unref(xa);
+    bfs_dict_unref(internal);
+    return rc;
+}
+
+/* Writes through O_APPEND fds that land on the source of a move
+ * (rebalance.md, "Open descriptors follow"). The destination fd is opened
+ * with O_APPEND, where storage/posix pwrite()s at the end whatever the
+ * offset, so:
+ *   - a write that the last copy already carried to the destination (the
+ *     move recorded the size it copied: the write ends within it) must not
+ *     be appended there again ("abcdefghXY" became "abcdefghXYXY");
+ *   - a write after the last copy must be appended at the destination's
+ *     end, not written at the offset it had on the source: another fd may
+ *     have appended there since (here "Z", written on the destination),
+ *     and a source dropped by the move keeps the size it had then. */
 static void test_follow_append(struct dg_vol *v, struct bfs_xl *b0, struct bfs_xl *b1)
 {
-    if (!getenv("BFS_TEST_KNOWN_BUGS")) {
-        printf("# append: skipped (known bug; BFS_TEST_KNOWN_BUGS=1 runs it)\n");
-        return;
-    }
     char name[32], buf[64];
     struct bfs_gfid g;
     dg_name_on(v, &bfs_gfid_root, "ap", 0, name, sizeof(name));
     is_int(dg_put(v, &bfs_gfid_root, name, "abcdefgh", &g), 0, "append: a file on brick 0");
     struct bfs_fd *fd = NULL;
     is_int(open_(v, &g, O_WRONLY | O_APPEND, &fd), 0, "append: an O_APPEND fd on it");
-    ok(brick_put(v, b1, name, &g, 0644, "abcdefghXY") >= 0 && brick_freeze(b0, &g, "b1") >= 0,
-       "append: the last copy (with the write below) on brick 1, the source frozen");
+    ok(brick_put(v, b1, name, &g, 0644, "abcdefghXY") >= 0 && brick_freeze(b0, &g, "b1") >= 0 &&
+       brick_copied(b0, &g, 10) >= 0,
+       "append: the last copy (with the write below, 10 bytes) on brick 1, the source frozen");
     is_int(write_at(v, fd, "XY", 8), 2, "append: a write on the frozen source");
     is_str(disk_read(v, 1, name, buf, sizeof(buf)), "abcdefghXY",
            "append: its bytes are on brick 1 once");
+    is_int(write_at(v, fd, "W", 0), 1, "append: that fd writes on brick 1 now");
+    is_str(disk_read(v, 1, name, buf, sizeof(buf)), "abcdefghXYW", "append: at its end");
     bfs_fd_unref(fd);
     struct bfs_unlink_req u = {.loc = cg_L(&bfs_gfid_root, name)};
     ok(bfs_sync_unlink(b0, dg_st, &u, NULL) >= 0 && bfs_sync_unlink(b1, dg_st, &u, NULL) >= 0,
        "append: both copies removed");
+
+    /* after the last copy, on the frozen then on the dropped source */
+    dg_name_on(v, &bfs_gfid_root, "aq", 0, name, sizeof(name));
+    is_int(dg_put(v, &bfs_gfid_root, name, "abcdefgh", &g), 0, "append late: a file on brick 0");
+    struct bfs_fd *f1 = NULL, *f2 = NULL;
+    ok(open_(v, &g, O_WRONLY | O_APPEND, &f1) == 0 && open_(v, &g, O_WRONLY | O_APPEND, &f2) == 0,
+       "append late: two O_APPEND fds on it");
+    ok(brick_put(v, b1, name, &g, 0644, "abcdefghZ") >= 0 && brick_freeze(b0, &g, "b1") >= 0 &&
+       brick_copied(b0, &g, 8) >= 0,
+       "append late: the last copy (8 bytes) on brick 1 and appended to there, source frozen");
+    is_int(write_at(v, f1, "XY", 0), 2, "append late: a write on the frozen source");
+    is_str(disk_read(v, 1, name, buf, sizeof(buf)), "abcdefghZXY",
+           "append late: appended on brick 1, after what was appended there");
+    is_int(bfs_sync_unlink(b0, dg_st, &u, NULL), 0, "append late: the move drops the source");
+    is_int(write_at(v, f2, "Q", 0), 1, "append late: a write on the dropped source");
+    is_str(disk_read(v, 1, name, buf, sizeof(buf)), "abcdefghZXYQ",
+           "append late: appended on brick 1 too");
+    bfs_fd_unref(f1);
+    bfs_fd_unref(f2);
+    is_int(bfs_sync_unlink(b1, dg_st, &u, NULL), 0, "append late: the moved copy removed");
+}
+
+static unsigned disk_mode(struct dg_vol *v, int b, const char *rel)
+{
+    struct stat sb;
+    return stat(dg_on_disk(v, b, rel), &sb) == 0 ? (unsigned)(sb.st_mode & 07777) : 0;
+}
+
+/* A chmod, and a chown, landing on the source in the last round trips of
+ * a move: after its last check that the source is still frozen (played
+ * here by the destination made real and the source frozen), before it
+ * drops the source. The chmod replaced the frozen bits (a chown of a file
+ * with group execute clears S_ISGID): its reply did not show them, so it
+ * was not repeated on the destination, and neither were the writes after
+ * it; the move then dropped the source with both. */
+static void test_follow_chmod(struct dg_vol *v, struct bfs_xl *b0, struct bfs_xl *b1)
+{
+    char name[32], buf[64];
+    struct bfs_gfid g;
+    dg_name_on(v, &bfs_gfid_root, "cm", 0, name, sizeof(name));
+    is_int(dg_put(v, &bfs_gfid_root, name, "abcdefgh", &g), 0, "chmod: a file on brick 0");
+    struct bfs_fd *fd = NULL;
+    is_int(open_(v, &g, O_WRONLY, &fd), 0, "chmod: an fd opened before the move");
+    ok(brick_put(v, b1, name, &g, 0644, "abcdefgh") >= 0 && brick_freeze(b0, &g, "b1") >= 0,
+       "chmod: the moved copy on brick 1, the source still frozen");
+    struct bfs_setattr_req ch = {.loc = dg_LG(&g), .valid = BFS_SET_MODE};
+    ch.attr.mode = 0600;
+    struct bfs_setattr_rep cr;
+    memset(&cr, 0, sizeof(cr));
+    is_int(bfs_sync_setattr(v->top, dg_st, &ch, &cr), 0, "chmod: 0600 on the frozen source");
+    is_int((int)(cr.post.mode & 07777), 0600, "chmod: its answer shows the mode asked for");
+    bfs_setattr_rep_clear_dup(&cr);
+    is_int((int)disk_mode(v, 1, name), 0600, "chmod: it reached the moved copy");
+    is_int(write_at(v, fd, "XY", 2), 2, "chmod: a write after it, through the early fd");
+    is_str(disk_read(v, 1, name, buf, sizeof(buf)), "abXYefgh", "chmod: it followed too");
+    bfs_fd_unref(fd);
+    struct bfs_unlink_req u = {.loc = cg_L(&bfs_gfid_root, name)};
+    ok(bfs_sync_unlink(b0, dg_st, &u, NULL) >= 0 && bfs_sync_unlink(b1, dg_st, &u, NULL) >= 0,
+       "chmod: both copies removed");
+
+    dg_name_on(v, &bfs_gfid_root, "co", 0, name, sizeof(name));
+    is_int(dg_put(v, &bfs_gfid_root, name, "abcdefgh", &g), 0, "chown: a file on brick 0");
+    is_int(open_(v, &g, O_WRONLY, &fd), 0, "chown: an fd opened before the move");
+    ok(brick_put(v, b1, name, &g, 0755, "abcdefgh") >= 0 &&
+       brick_freeze_mode(b0, &g, "b1", 0755) >= 0,
+       "chown: the moved copy (0755) on brick 1, the source still frozen");
+    struct bfs_setattr_req co = {.loc = dg_LG(&g), .valid = BFS_SET_UID | BFS_SET_GID};
+    co.attr.uid = 1234;
+    co.attr.gid = 5678;
+    is_int(bfs_sync_setattr(v->top, dg_st, &co, NULL), 0, "chown: 1234:5678 on the frozen source");
+    struct stat sb;
+    ok(stat(dg_on_disk(v, 1, name), &sb) == 0 && sb.st_uid == 1234 && sb.st_gid == 5678,
+       "chown: it reached the moved copy");
+    is_int((int)disk_mode(v, 1, name), 0755, "chown: the moved copy's mode is the file's");
+    is_int(write_at(v, fd, "QR", 4), 2, "chown: a write after it, through the early fd");
+    is_str(disk_read(v, 1, name, buf, sizeof(buf)), "abcdQRgh", "chown: it followed too");
+    bfs_fd_unref(fd);
+    ok(bfs_sync_unlink(b0, dg_st, &u, NULL) >= 0 && bfs_sync_unlink(b1, dg_st, &u, NULL) >= 0,
+       "chown: both copies removed");
+}
+
+/* A write by a caller outside the file's group to a group-executable
+ * file: the kernel clears S_ISGID (as for any set-group-ID file), so the
+ * write unfroze the source, its reply did not show the bits and it was
+ * not repeated on the destination. Here by uid/gid 65534 through an fd
+ * opened before the move, on a 0757 file. */
+static void test_follow_killpriv(struct dg_vol *v, struct bfs_xl *b0, struct bfs_xl *b1)
+{
+    char name[32], buf[64];
+    struct bfs_gfid g;
+    dg_name_on(v, &bfs_gfid_root, "kp", 0, name, sizeof(name));
+    is_int(dg_put(v, &bfs_gfid_root, name, "abcdefgh", &g), 0, "killpriv: a file on brick 0");
+    struct bfs_setattr_req ch = {.loc = dg_LG(&g), .valid = BFS_SET_MODE};
+    ch.attr.mode = 0757;
+    is_int(bfs_sync_setattr(v->top, dg_st, &ch, NULL), 0, "killpriv: mode 0757");
+    struct bfs_fd *fd = NULL;
+    is_int(open_(v, &g, O_WRONLY, &fd), 0, "killpriv: an fd opened before the move");
+    ok(brick_put(v, b1, name, &g, 0757, "abcdefgh") >= 0 &&
+       brick_freeze_mode(b0, &g, "b1", 0757) >= 0,
+       "killpriv: the moved copy on brick 1, the source still frozen");
+    struct bfs_stack *nobody = bfs_stack_new();
+    nobody->uid = nobody->gid = 65534;
+    struct bfs_write_req w = {.fd = fd, .data = {"XY", 2}, .offset = 2};
+    is_int(bfs_sync_write(v->top, nobody, &w, NULL), 2,
+           "killpriv: a write by uid/gid 65534 on the frozen source");
+    bfs_stack_unref(nobody);
+    is_str(disk_read(v, 1, name, buf, sizeof(buf)), "abXYefgh", "killpriv: it followed");
+    bfs_fd_unref(fd);
+    struct bfs_unlink_req u = {.loc = cg_L(&bfs_gfid_root, name)};
+    ok(bfs_sync_unlink(b0, dg_st, &u, NULL) >= 0 && bfs_sync_unlink(b1, dg_st, &u, NULL) >= 0,
+       "killpriv: both copies removed");
 }
 
 /* The state of a move after its switch (rebalance.md, steps 3-4): the
@@ -233,6 +372,8 @@ static void test_follow(struct dg_vol *v)
     test_follow_mark(v, b0, b1, bfs_graph_find(v->g, "b2"));
     test_follow_wronly(v, b0, b1);
     test_follow_append(v, b0, b1);
+    test_follow_chmod(v, b0, b1);
+    test_follow_killpriv(v, b0, b1);
 }
 
 int main(void)

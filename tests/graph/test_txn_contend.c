@@ -17,6 +17,11 @@
  *     dirty mark left;
  *   - with the bricks' notify-contention off, B's write still waits for
  *     A's delayed post-op (what happened before notices existed);
+ *   - B's lookup of a file A is writing, healing in the foreground, answers
+ *     within 5 s although A's window holds the data lock for 10 s: the
+ *     heal's lock request queued at the bricks and A was told; against a
+ *     holder that never lets go, the heal gives up after
+ *     cluster.heal-lock-timeout and its waiting request is cancelled;
  *   - on the wire, the notice goes to the holder's connection only: raw
  *     protocol/client graphs R1 (holder), R2 (waiter), R3 (bystander).
  * Needs root (trusted xattrs); skips otherwise.
@@ -29,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "../lib/cluster-graph.h"
@@ -234,6 +240,10 @@ static void turns(struct cg_vol *va, struct cg_vol *vb, const struct cg_vol *pat
     ok(cg_create(va, &ROOT, "f", &fc, NULL) == 0 && cg_flush_close(va, fc) == 0 &&
            open_on(va, "f", &fa) == 0 && cg_write(va, fa, 0, "aaaaaaaa", 8) == 8,
        "A creates f and writes: it keeps the data lock for its %d ms post-op delay", DELAY_MS);
+    /* B's lookups see A's dirty marks: a heal of B's would queue for A's
+     * lock at the bricks and end A's window itself (lock-contention.md,
+     * "Heals"; scenario "heal" below): not what this one measures */
+    cg_top_set(vb, "cluster.data-self-heal", "off");
     ok(open_on(vb, "f", &fb) == 0, "B opens f");
     long long before = notices_sent();
     int rc = prompt_write(vb, fb, 0, "bbbb", &ms);
@@ -268,6 +278,7 @@ static void turns(struct cg_vol *va, struct cg_vol *vb, const struct cg_vol *pat
            cg_content_is(&p, 0, "f", "ABABABABABABABABABAB"),
        "the three copies are identical");
     ok(cg_clean_soon(&p, "f"), "no pending or dirty mark is left on any copy");
+    cg_top_set(vb, "cluster.data-self-heal", "on");
 }
 
 static void without_notices(struct cg_vol *va, struct cg_vol *vb)
@@ -289,6 +300,79 @@ static void without_notices(struct cg_vol *va, struct cg_vol *vb)
     cg_flush_close(vb, fb);
     cg_top_set(va, "cluster.post-op-delay-ms", "10000");
     bricks_set("notify-contention", "on");
+}
+
+/* ---- a heal waiting for A's window ---- */
+
+/* B's heal options, together (a reconfigure resets what it does not name). */
+static void heal_opts(struct cg_vol *v, const char *count, const char *timeout)
+{
+    struct bfs_dict *d = bfs_dict_new();
+    bfs_dict_set_str(d, "cluster.background-self-heal-count", count);
+    bfs_dict_set_str(d, "cluster.heal-lock-timeout", timeout);
+    v->top->mod->reconfigure(v->top, d);
+    bfs_dict_unref(d);
+}
+
+struct bg_lookup {
+    struct cg_vol *v;
+    const char *name;
+    int rc;
+    bool done;
+    pthread_t th;
+};
+
+static void *bg_lookup_main(void *arg)
+{
+    struct bg_lookup *l = arg;
+    l->rc = cg_lookup(l->v, &ROOT, l->name, NULL);
+    __atomic_store_n(&l->done, true, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Looks name up through v within PROMPT_MS: its answer, or -ETIMEDOUT
+ * (the lookup is still waited for). *ms: how long it took. */
+static int prompt_lookup(struct cg_vol *v, const char *name, uint64_t *ms)
+{
+    struct bg_lookup l = {.v = v, .name = name};
+    uint64_t t0 = bfs_now_ms();
+    pthread_create(&l.th, NULL, bg_lookup_main, &l);
+    while (!__atomic_load_n(&l.done, __ATOMIC_ACQUIRE) && bfs_now_ms() - t0 < PROMPT_MS)
+        usleep(2000);
+    bool in_time = __atomic_load_n(&l.done, __ATOMIC_ACQUIRE);
+    pthread_join(l.th, NULL);
+    *ms = bfs_now_ms() - t0;
+    return in_time ? l.rc : -ETIMEDOUT;
+}
+
+/* B, healing in the foreground (cluster.background-self-heal-count 0),
+ * looks up a file A is writing: the lookup sees A's dirty marks and heals
+ * first, under the data lock that A's window holds for DELAY_MS. A heal
+ * asked for the lock only with non-blocking requests, retried until
+ * cluster.heal-lock-timeout (10 s): nobody told A that someone waited, so
+ * the lookup took the whole window. Now the heal queues at the bricks after
+ * a refused round, A hears of it and lets go. */
+static void heal_waits(struct cg_vol *va, struct cg_vol *vb, const struct cg_vol *paths)
+{
+    struct bfs_fd *fa = NULL;
+    heal_opts(vb, "0", "10");
+    ok(cg_create(va, &ROOT, "h", &fa, NULL) == 0 && cg_write(va, fa, 0, "aaaa", 4) == 4,
+       "heal: A writes h and keeps the data lock for its %d ms post-op delay", DELAY_MS);
+    struct cg_vol p = *paths;
+    ok(cg_counter(&p, 0, "h", "dirty", 0) > 0, "heal: h carries A's dirty mark on brick 0");
+    long long before = notices_sent();
+    uint64_t ms;
+    int rc = prompt_lookup(vb, "h", &ms);
+    is_int(rc, 0, "heal: B's lookup (a foreground heal) answers within %d ms although A holds "
+           "the lock for %d ms (took %llu ms)", PROMPT_MS, DELAY_MS, (unsigned long long)ms);
+    ok(notices_sent() > before, "heal: the bricks told A that the heal waited (%lld notices)",
+       notices_sent() - before);
+    is_int(cg_write(va, fa, 4, "bb", 2), 2, "heal: A writes again afterwards");
+    ok(cg_flush_close(va, fa) == 0 && cg_same_bytes(&p, 0, 1, "h") &&
+           cg_same_bytes(&p, 0, 2, "h") && cg_content_is(&p, 0, "h", "aaaabb"),
+       "heal: the copies are identical");
+    ok(cg_clean_soon(&p, "h"), "heal: no pending or dirty mark is left on any copy");
+    heal_opts(vb, "8", "10");
 }
 
 /* ---- on the wire: the holder's connection only ---- */
@@ -357,6 +441,7 @@ struct raw_lock {
     uint64_t owner;
     uint32_t cmd, type;
     struct bfs_gfid gfid;
+    const char *domain; /* NULL: "raw" */
     int rc;
     bool done;
     pthread_t th;
@@ -366,7 +451,7 @@ static int raw_inodelk(struct raw_lock *l)
 {
     struct bfs_stack *st = bfs_stack_new();
     st->lk_owner = l->owner;
-    struct bfs_inodelk_req req = {.domain = "raw", .cmd = l->cmd};
+    struct bfs_inodelk_req req = {.domain = l->domain ? l->domain : "raw", .cmd = l->cmd};
     req.loc.gfid = l->gfid;
     req.lock = (struct bfs_flock){.type = l->type, .whence = SEEK_SET};
     int rc = bfs_sync_inodelk(l->r->g->top, st, &req, NULL);
@@ -432,6 +517,50 @@ static void wire(void)
     bfs_graph_free(r3.g);
 }
 
+/* A holder that never lets go (a raw client keeps replicate's data lock of
+ * k on brick 0 and ignores notices): B's foreground heal of k's dirty mark
+ * queues, gives up after cluster.heal-lock-timeout (1 s here) and the
+ * lookup answers; its waiting request was cancelled, not left queued to be
+ * granted later (once the holder unlocks, another client gets the lock at
+ * once); a later lookup heals k. */
+static void heal_stuck(struct cg_vol *va, struct cg_vol *vb, const struct cg_vol *paths)
+{
+    struct cg_vol p = *paths;
+    struct bfs_iatt a;
+    ok(cg_put(va, &ROOT, "k", "kkkk", &a) == 0 && cg_clean_soon(&p, "k"),
+       "stuck: A writes k and closes it");
+    uint8_t dirty[24] = {0};
+    dirty[7] = 1; /* data counter 1, big-endian */
+    ok(lsetxattr(cg_on(&p, 0, "k"), "trusted.brickfs.afr.dirty", dirty, sizeof(dirty), 0) == 0,
+       "stuck: a dirty mark on brick 0's copy");
+    struct raw r = {0}, r2 = {0};
+    ok(raw_open(&r) == 0 && raw_open(&r2) == 0, "stuck: two raw clients of brick 0");
+    struct raw_lock hold = {.r = &r, .owner = 0x4444, .cmd = BFS_LK_SETLK, .type = F_WRLCK,
+                            .gfid = a.gfid, .domain = "rep"};
+    is_int(raw_inodelk(&hold), 0, "stuck: one of them holds replicate's data lock of k");
+    heal_opts(vb, "0", "1");
+    uint64_t ms;
+    is_int(prompt_lookup(vb, "k", &ms), 0,
+           "stuck: B's lookup answers within %d ms once its heal gave up (took %llu ms)",
+           PROMPT_MS, (unsigned long long)ms);
+    ok(raw_count(&r) > 0, "stuck: the holder was told (%d notices)", raw_count(&r));
+    ok(cg_counter(&p, 0, "k", "dirty", 0) > 0, "stuck: k is not healed yet");
+    hold.type = F_UNLCK;
+    is_int(raw_inodelk(&hold), 0, "stuck: the holder unlocks");
+    struct raw_lock other = {.r = &r2, .owner = 0x5555, .cmd = BFS_LK_SETLK, .type = F_WRLCK,
+                             .gfid = a.gfid, .domain = "rep"};
+    is_int(raw_inodelk(&other), 0,
+           "stuck: another client gets the lock at once: the heal's request was cancelled");
+    other.type = F_UNLCK;
+    is_int(raw_inodelk(&other), 0, "stuck: and unlocks");
+    heal_opts(vb, "0", "10");
+    ok(cg_lookup(vb, &ROOT, "k", NULL) == 0 && cg_clean_soon(&p, "k"),
+       "stuck: the next lookup heals k");
+    heal_opts(vb, "8", "10");
+    bfs_graph_free(r.g);
+    bfs_graph_free(r2.g);
+}
+
 int main(void)
 {
     plan_lazy();
@@ -453,6 +582,10 @@ int main(void)
         turns(&va, &vb, &paths);
     if (!only || strcmp(only, "off") == 0)
         without_notices(&va, &vb);
+    if (!only || strcmp(only, "heal") == 0)
+        heal_waits(&va, &vb, &paths);
+    if (!only || strcmp(only, "stuck") == 0)
+        heal_stuck(&va, &vb, &paths);
     if (!only || strcmp(only, "wire") == 0)
         wire();
     client_close(&va);

@@ -3,8 +3,12 @@
 # 248-rebalance-chmod.t — a chmod made while a file is frozen for the last
 # copy of its move (docs/design/rebalance.md, "Migration of one file",
 # step 3) is carried to the moved copy, and so are the writes that land
-# after it. The chmod replaces the source's frozen bits; the move used to
-# restore the mode taken before the freeze on the destination, losing it.
+# after it. The chmod replaced the source's frozen bits; the move used to
+# restore the mode taken before the freeze on the destination, losing it
+# (since session 5 the brick keeps the bits of a marked source through a
+# client's chmod, and distribute follows the chmod like a write).
+# Then (volume x) a source left frozen by a crashed move and chmodded:
+# the next run keeps the chmod (it restored the mark's mode).
 # Run twice: the writer's fd O_RDWR on volume v, O_WRONLY on volume w (a
 # write landing on the frozen source follows the file however the fd was
 # opened). Throttled to 1 MB/s with a writer on the file, so that the last copy
@@ -95,6 +99,38 @@ run_case()
     grep -v "^$" "$T"/mgmt/*/log/rebalance/"$v".log 2>/dev/null | tail -15 | bfs__diag
 }
 
+# crashed_case VOL: a source left frozen by a move that died (its mark,
+# the frozen bits) is chmodded through the mount: the brick keeps the bits
+# (so a live move would see the chmod follow), and the next run's move
+# restores the chmod's mode, not the one the mark recorded.
+crashed_case()
+{
+    local v=$1 M=$T/m-$1 B=$T/bricks/$1 f src sum
+    TEST dht_volume "$v" 2
+    TEST mount_vol "$v" "$M"
+    f=$(moving_name "$B/b0" . 3)
+    TEST [ -n "$f" ]
+    TEST eval "head -c 65536 /dev/urandom >'$M/$f'"
+    TEST chmod 0644 "$M/$f"
+    sum=$(md5sum <"$M/$f")
+    src=$(ls -d "$B"/b[01]/"$f" 2>/dev/null | head -1)
+    TEST [ -f "$src" ]
+    TEST python3 -c 'import os, sys; os.setxattr(sys.argv[1], "trusted.brickfs.dht.migrating", sys.argv[2].encode()); os.chmod(sys.argv[1], 0o3644)' "$src" "644 $v-client-1"
+    TEST chmod 0600 "$M/$f"
+    EXPECT 3600 stat -c %a "$src"                # the brick kept the frozen bits
+    mkdir -p "$B/b2"
+    TEST cli volume add-brick "$v" "127.0.0.1:$B/b2" force
+    TEST bfs_wait_until 30 eval "[ \"\$(graph_info '$M' volfile_revision)\" = \"\$(vol_field $v revision)\" ]"
+    TEST cli volume rebalance "$v" start
+    EXPECT_WITHIN 240 completed rebal_state "$v"
+    EXPECT 0 rebal_field "$v" files_failed
+    EXPECT 2 dht_data_brick "$v" "$f"
+    EXPECT 600 stat -c %a "$B/b2/$f"             # the chmod made after the crash
+    EXPECT "$sum" eval "md5sum <'$M/$f'"
+    EXPECT "ok" dht_check audit "$v" $(dht_bricks "$v")
+}
+
 run_case v rdwr
 run_case w wronly
+crashed_case x
 done_testing

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -263,33 +264,139 @@ void bfs_lkset_unlock_sync(const struct bfs_lkset *s, struct bfs_xl *xl, struct 
             (void)lock_one_sync(s, xl->children[i], st, false);
 }
 
+/* One lock request that may wait (SETLKW / LOCK), answered or cancelled. */
+struct lk_wait {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    bool done;
+    int rc;
+};
+
+static void lk_wait_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc, const void *rep)
+{
+    struct lk_wait *w = cookie;
+    (void)frame, (void)fop, (void)rep;
+    pthread_mutex_lock(&w->m);
+    w->rc = rc;
+    w->done = true;
+    pthread_cond_signal(&w->c);
+    pthread_mutex_unlock(&w->m);
+}
+
+static void wait_slice(struct lk_wait *w, uint64_t until_ns)
+{
+    uint64_t now = bfs_now_ns(), slice = 100 * 1000000ull; /* stop() and re-cancels */
+    uint64_t ns = until_ns > now && until_ns - now < slice ? until_ns - now : slice;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(ns / 1000000000ull);
+    ts.tv_nsec += (long)(ns % 1000000000ull);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    (void)pthread_cond_timedwait(&w->c, &w->m, &ts);
+}
+
+/* A blocking request on child, queued at the brick (so that the holder is
+ * told someone waits: features/locks sends it a contention notice, and an
+ * eager window lets go, lock-contention.md), but waited for only until
+ * deadline_ns or stop(arg): then it is cancelled with an unlock of the same
+ * owner and range, which features/locks answers by failing the waiting
+ * request with EAGAIN (or, granted meanwhile, by releasing it). The
+ * cancel is sent again every slice until the request has answered (it may
+ * have overtaken the request). 0 (held), -EAGAIN (cancelled: not held) or
+ * the child's error. */
+static int lock_bounded(const struct bfs_lkset *s, struct bfs_xl *child, struct bfs_stack *st,
+                        uint64_t deadline_ns, bool (*stop)(void *arg), void *arg)
+{
+    struct lk_wait w = {.m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER};
+    struct bfs_frame *top = bfs_frame_top_new(st, NULL);
+    if (!top)
+        return -ENOMEM;
+    int fop, rc;
+    if (s->kind == BFS_LKSET_INODE) {
+        struct bfs_inodelk_req req;
+        bfs_lkset_inodelk_req(s, st->lk_owner, BFS_LK_SETLKW, &req);
+        fop = BFS_FOP_INODELK;
+        rc = bfs_wind_any(fop, top, child, lk_wait_cbk, &w, &req);
+    } else {
+        struct bfs_entrylk_req req;
+        bfs_lkset_entrylk_req(s, BFS_LK_SETLKW, &req);
+        fop = BFS_FOP_ENTRYLK;
+        rc = bfs_wind_any(fop, top, child, lk_wait_cbk, &w, &req);
+    }
+    if (rc < 0) {
+        bfs_frame_top_free(top);
+        return rc;
+    }
+    bool cancelled = false;
+    pthread_mutex_lock(&w.m);
+    while (!w.done) {
+        if (cancelled || bfs_now_ns() >= deadline_ns || (stop && stop(arg))) {
+            pthread_mutex_unlock(&w.m);
+            (void)lock_cmd_sync(s, child, st, 0);
+            cancelled = true;
+            pthread_mutex_lock(&w.m);
+            if (w.done)
+                break;
+        }
+        wait_slice(&w, deadline_ns);
+    }
+    pthread_mutex_unlock(&w.m);
+    bfs_frame_top_free(top);
+    pthread_mutex_destroy(&w.m);
+    pthread_cond_destroy(&w.c);
+    if (cancelled && w.rc == 0) /* granted before a cancel that overtook it: let go */
+        (void)lock_cmd_sync(s, child, st, 0);
+    return cancelled && w.rc >= 0 ? -EAGAIN : w.rc;
+}
+
+int bfs_lkset_trylock_sync_stop(const struct bfs_lkset *s, struct bfs_xl *xl,
+                                struct bfs_stack *st, uint32_t (*want)(void *arg),
+                                bool (*stop)(void *arg), void *arg, uint64_t timeout_ms,
+                                uint32_t *locked)
+{
+    uint64_t deadline = bfs_now_ns() + timeout_ms * 1000000ull;
+    *locked = 0;
+    uint32_t w = want(arg);
+    bool busy = false;
+    for (int i = 0; i < xl->nchildren && !busy; i++) {
+        if (!bfs_mask_has(w, i))
+            continue;
+        int rc = lock_cmd_sync(s, xl->children[i], st, BFS_LK_SETLK);
+        if (rc == 0)
+            *locked |= BFS_BIT(i);
+        else if (rc == -EAGAIN)
+            busy = true;
+    }
+    if (!busy)
+        return *locked ? 0 : -ENOTCONN;
+    bfs_lkset_unlock_sync(s, xl, st, *locked);
+    *locked = 0;
+    if (!timeout_ms)
+        return -EAGAIN;
+    /* held elsewhere: queue, in child order as every lock set's blocking
+     * phase does (no deadlock), each request bounded by the deadline */
+    w = want(arg);
+    for (int i = 0; i < xl->nchildren; i++) {
+        if (!bfs_mask_has(w, i))
+            continue;
+        int rc = lock_bounded(s, xl->children[i], st, deadline, stop, arg);
+        if (rc == 0) {
+            *locked |= BFS_BIT(i);
+        } else if (rc == -EAGAIN) {
+            bfs_lkset_unlock_sync(s, xl, st, *locked);
+            *locked = 0;
+            return -EAGAIN;
+        }
+    }
+    return *locked ? 0 : -ENOTCONN;
+}
+
 int bfs_lkset_trylock_sync(const struct bfs_lkset *s, struct bfs_xl *xl, struct bfs_stack *st,
                            uint32_t (*want)(void *arg), void *arg, uint64_t timeout_ms,
                            uint32_t *locked)
 {
-    uint64_t deadline = bfs_now_ns() + timeout_ms * 1000000ull;
-    unsigned pause_ms = 5;
-    *locked = 0;
-    for (;;) {
-        uint32_t w = want(arg);
-        bool busy = false;
-        for (int i = 0; i < xl->nchildren && !busy; i++) {
-            if (!bfs_mask_has(w, i))
-                continue;
-            int rc = lock_cmd_sync(s, xl->children[i], st, BFS_LK_SETLK);
-            if (rc == 0)
-                *locked |= BFS_BIT(i);
-            else if (rc == -EAGAIN)
-                busy = true;
-        }
-        if (!busy)
-            return *locked ? 0 : -ENOTCONN;
-        bfs_lkset_unlock_sync(s, xl, st, *locked);
-        *locked = 0;
-        if (bfs_now_ns() >= deadline)
-            return -EAGAIN;
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)pause_ms * 1000000L};
-        nanosleep(&ts, NULL);
-        pause_ms = pause_ms * 2 > 100 ? 100 : pause_ms * 2;
-    }
+    return bfs_lkset_trylock_sync_stop(s, xl, st, want, NULL, arg, timeout_ms, locked);
 }

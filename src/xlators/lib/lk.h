@@ -76,15 +76,21 @@ uint32_t bfs_lkset_lock_sync(const struct bfs_lkset *s, struct bfs_xl *xl,
 void bfs_lkset_unlock_sync(const struct bfs_lkset *s, struct bfs_xl *xl, struct bfs_stack *st,
                            uint32_t locked);
 
-/* For heals: takes s on the children of want(arg) without ever queueing
- * behind another holder (a blocking request waits for as long as the
- * holder keeps the lock: a writer's eager lock, a stopped client; a heal
- * waiting so while it holds the lock on other children stalls every fop
- * of the file). One round of non-blocking requests in child order; when
- * a child answers EAGAIN, what was taken is released and, unless
- * timeout_ms is 0, the round is tried again after a pause (5 ms doubling
- * to 100 ms) until timeout_ms. *locked: the children that hold it.
+/* For heals: takes s on the children of want(arg). One round of
+ * non-blocking requests in child order; when a child answers EAGAIN, what
+ * was taken is released and, unless timeout_ms is 0, the lock is asked
+ * for again with blocking requests, one child at a time in child order.
+ * Queued at the bricks, they make the holder hear that someone waits (a
+ * contention notice: an eager window lets go, lock-contention.md); each
+ * is cancelled (an unlock of the waiting request, answered EAGAIN) once
+ * timeout_ms has passed since the call or stop(arg) (may be NULL) says so,
+ * so a holder that never lets go (a stopped client) costs a heal at most
+ * timeout_ms and never hangs it. *locked: the children that hold it.
  * 0, -ENOTCONN (none granted) or -EAGAIN (held elsewhere: nothing held). */
+int bfs_lkset_trylock_sync_stop(const struct bfs_lkset *s, struct bfs_xl *xl,
+                                struct bfs_stack *st, uint32_t (*want)(void *arg),
+                                bool (*stop)(void *arg), void *arg, uint64_t timeout_ms,
+                                uint32_t *locked);
 int bfs_lkset_trylock_sync(const struct bfs_lkset *s, struct bfs_xl *xl, struct bfs_stack *st,
                            uint32_t (*want)(void *arg), void *arg, uint64_t timeout_ms,
                            uint32_t *locked);

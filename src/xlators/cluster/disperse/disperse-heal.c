@@ -5,12 +5,12 @@
  * straight-line code over blocking calls (a self-heal daemon would call
  * ec_heal_{data,meta,entry} the same way).
  *
- * Every heal: lock the type's domain on every up child (non-blocking
- * requests, an owner of its own: bfs_lkset_trylock_sync; a heal never
- * queues behind a writer's lock while holding the lock on other children;
- * busy, it retries for cluster.heal-lock-timeout, or gives up at once for
- * the self-heal daemon and for heals of dirty marks only, which are most
- * often another client's open window), look the object up on them under
+ * Every heal: lock the type's domain on every up child (an owner of its
+ * own, bfs_lkset_trylock_sync: a non-blocking round; busy, blocking
+ * requests in child order, so the holder is told, each cancelled after
+ * cluster.heal-lock-timeout; one round only for the self-heal daemon and
+ * for heals of dirty marks only, which are most often another client's
+ * open window), look the object up on them under
  * the lock, combine (sources = highest version), repair the sinks from the
  * sources, then move each sink's version to the sources' and, when every
  * child of the set is there and good afterwards, take away the dirty marks

@@ -73,9 +73,9 @@ static const struct bfs_option_desc ec_options[] = {
                     "(the access waits)"},
     {.key = "cluster.heal-lock-timeout", .type = BFS_OPT_TIME, .def = "10", .min = 1,
      .max = 3600, .flags = CLIENT_OPT,
-     .description = "seconds a heal on access retries a file's lock held elsewhere before "
-                    "leaving the heal to the next access (heals never wait in the lock "
-                    "queue; the self-heal daemon tries once)"},
+     .description = "seconds a heal on access waits for a file's lock held elsewhere (queued, "
+                    "so the holder is told) before leaving the heal to the next access (the "
+                    "self-heal daemon tries once)"},
     {.key = "cluster.data-self-heal", .type = BFS_OPT_BOOL, .def = "on", .flags = CLIENT_OPT,
      .description = "rebuild stale fragments on access"},
     {.key = "cluster.metadata-self-heal", .type = BFS_OPT_BOOL, .def = "on",

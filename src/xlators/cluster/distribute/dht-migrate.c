@@ -15,8 +15,12 @@
  *   2 wait for the migration: inodelk dht.migrate there (then unlock);
  *   3 the file there must be a real one now (a failed migration removed
  *      it and unfroze the source: answer as is);
- *   4 open the same fd on the new subvolume and write the same bytes
- *      there; from now on the fd's subvolume is the new one.
+ *   4 open the same fd on the new subvolume (its own flags) and write the
+ *      same bytes there; from now on the fd's subvolume is the new one.
+ *      Through an O_APPEND fd the write appends there, after whatever other
+ *      fds appended since the switch; but one that the move's last copy
+ *      already carried (it ends within the size the move recorded on the
+ *      source, DHT_COPIED_KEY, read through the fd) is not written again.
  *
  * The bytes come from the write itself: the request is only borrowed for
  * the wind (runtime.md), so on a volume of two subvolumes or more the
@@ -56,7 +60,7 @@ static void wcookie_free(struct wcookie *c)
     free(c);
 }
 
-enum { W_MARK = 1, W_FIND, W_LOCKED, W_CHECKED, W_OPENED, W_WRITTEN, W_UNLOCKED };
+enum { W_MARK = 1, W_FIND, W_LOCKED, W_CHECKED, W_COPIED, W_OPENED, W_WRITTEN, W_UNLOCKED };
 
 struct dht_wmig {
     struct dht_op o;
@@ -66,6 +70,8 @@ struct dht_wmig {
     int t;                      /* the new subvolume */
     int n;
     bool locked;
+    bool carried;               /* an O_APPEND write the last copy took: not repeated */
+    struct bfs_iatt dst;        /* the destination's attributes, once the move ended */
     int final_rc;
     struct bfs_write_rep final;
 };
@@ -109,6 +115,39 @@ static int answer(struct dht_wmig *w)
 static int after_unlock(struct dht_wmig *w)
 {
     return answer(w);
+}
+
+/* The move's record of the size its last copy took (DHT_COPIED_KEY,
+ * decimal); false when there is none (a rebalance older than it). */
+static bool copied_size(const struct bfs_dict *xattrs, uint64_t *out)
+{
+    const void *v;
+    size_t len;
+    char txt[24];
+    if (!xattrs || bfs_dict_get_bin(xattrs, DHT_COPIED_KEY, &v, &len) < 0 || len == 0 ||
+        len >= sizeof(txt))
+        return false;
+    memcpy(txt, v, len);
+    txt[len] = 0;
+    char *end;
+    unsigned long long n = strtoull(txt, &end, 10);
+    if (*end != 0 || txt[0] < '0' || txt[0] > '9')
+        return false;
+    *out = n;
+    return true;
+}
+
+/* 4: the caller's fd opened on the new subvolume, with its own flags (an
+ * O_APPEND fd appends there from now on). */
+static int open_dst(struct dht_wmig *w)
+{
+    w->o.op.state = W_OPENED;
+    struct bfs_open_req r = {0};
+    r.loc.gfid = w->c->fd->inode->gfid;
+    r.fd = w->c->fd;
+    r.flags = w->c->flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC);
+    dht__wind(&w->o, 0, BFS_FOP_OPEN, w->t, &r, false);
+    return BFS_OP_WAIT;
 }
 
 static int wmig_step(struct bfs_op *op)
@@ -189,13 +228,25 @@ static int wmig_step(struct bfs_op *op)
             wind_lock(w, F_UNLCK);
             return BFS_OP_WAIT;
         }
-        op->state = W_OPENED; /* 4: the same bytes on the new subvolume */
-        struct bfs_open_req r = {0};
-        r.loc.gfid = *g;
-        r.fd = w->c->fd;
-        r.flags = w->c->flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC);
-        dht__wind(o, 0, BFS_FOP_OPEN, w->t, &r, false);
+        w->dst = lr->attr;
+        if (!(w->c->flags & O_APPEND))
+            return open_dst(w);
+        /* an append: did the last copy take it? The move recorded on the
+         * source how much it copied (read through the fd: the source may
+         * be unlinked by now) */
+        op->state = W_COPIED;
+        struct bfs_dict *xd = dht__xdata_internal();
+        struct bfs_fgetxattr_req r = {.fd = w->c->fd, .name = DHT_COPIED_KEY, .xdata = xd};
+        dht__wind(o, 0, BFS_FOP_FGETXATTR, w->c->s, &r, true);
+        bfs_dict_unref(xd);
         return BFS_OP_WAIT;
+    }
+    case W_COPIED: {
+        const struct bfs_fgetxattr_rep *gr = DHT_REP(o, 0, bfs_fgetxattr_rep);
+        uint64_t copied;
+        if (dht__rc(o, 0) >= 0 && gr && copied_size(gr->xattrs, &copied))
+            w->carried = w->c->offset + (uint64_t)w->rc <= copied;
+        return open_dst(w);
     }
     case W_OPENED: {
         int orc = dht__rc(o, 0);
@@ -211,12 +262,20 @@ static int wmig_step(struct bfs_op *op)
         }
         dht__fd_set_subvol(o->priv->xl, w->c->fd, w->t);
         dht__cache_put(o->priv, g, DHT_KIND_FILE, w->t);
+        if (w->carried) { /* its bytes are there already: answer with the file there */
+            w->final_rc = w->rc;
+            w->final.pre = w->dst;
+            w->final.post = w->dst;
+            op->state = W_UNLOCKED;
+            wind_lock(w, F_UNLCK);
+            return BFS_OP_WAIT;
+        }
         op->state = W_WRITTEN;
         struct bfs_write_req r = {0};
         r.fd = w->c->fd;
         r.data.data = w->c->data;
         r.data.len = (size_t)w->rc; /* what landed on the source (a short write: its start) */
-        r.offset = w->c->offset;
+        r.offset = w->c->offset; /* through an O_APPEND fd: at the destination's end */
         r.flags = w->c->flags & ~(uint32_t)O_APPEND;
         dht__wind(o, 0, BFS_FOP_WRITE, w->t, &r, false);
         return BFS_OP_WAIT;

@@ -36,6 +36,8 @@
 #define DHT_LINKTO_KEY "trusted.brickfs.dht.linkto"
 /* on a source the rebalance froze: its original mode (docs/design/rebalance.md) */
 #define DHT_MIGRATING_KEY "trusted.brickfs.dht.migrating"
+/* on a moved source: the size its last copy took (decimal; rebalance.md) */
+#define DHT_COPIED_KEY "trusted.brickfs.dht.copied"
 #define DHT_VERSION_KEY "trusted.brickfs.dht.layout-version"
 #define DHT_XATTR_PREFIX "trusted.brickfs."
 #define DHT_INTERNAL_KEY "brickfs-internal" /* xdata INT 1, see the design note */

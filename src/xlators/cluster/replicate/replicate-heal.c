@@ -59,48 +59,41 @@ static void unlock_all(struct afr_hctx *h)
 
 static bool healer_stopping(const struct afr_priv *p);
 
+static uint32_t up_of(void *arg)
+{
+    return afr_up(arg);
+}
+
+static bool stopping_of(void *arg)
+{
+    return healer_stopping(arg);
+}
+
 /*
- * Takes the heal's lock on every up child without ever queueing behind
- * another holder: one round of non-blocking requests; if a child answers
- * EAGAIN, what was taken is released and the round is tried again after a
- * pause (5 ms, doubling up to 100 ms) until cluster.heal-lock-timeout.
- * A blocking request would wait for as long as the holder keeps the lock:
- * a client stopped while holding it (its connection stays open), or a
- * lock a brick kept because the unlock never reached it. The heal thread
- * is one per translator and a foreground heal holds a lookup's answer, so
- * one such lock would stop every heal and hang that lookup for good.
- * Giving up costs nothing: the counters stay, the next access heals.
- * The self-heal daemon's heals (heal_try) give up after the first busy
- * round: the daemon comes back to the entry on its next pass.
+ * Takes the heal's lock on every up child (lib/lk.c,
+ * bfs_lkset_trylock_sync_stop): one round of non-blocking requests; if a
+ * child answers EAGAIN, what was taken is released and the lock asked for
+ * again with blocking requests in child order, so that the holder hears
+ * someone waits (a writer's eager window then lets go: without that, a
+ * foreground heal of a file another client kept writing waited out the
+ * whole cluster.heal-lock-timeout), each cancelled once
+ * cluster.heal-lock-timeout has passed or the healer stops. Unbounded, a
+ * blocking request would wait for as long as the holder keeps the lock: a
+ * client stopped while holding it (its connection stays open), or a lock a
+ * brick kept because the unlock never reached it; the heal thread is one
+ * per translator and a foreground heal holds a lookup's answer, so one
+ * such lock would stop every heal and hang that lookup for good. Giving
+ * up costs nothing: the counters stay, the next access heals. The
+ * self-heal daemon's heals (heal_try) give up after the first busy round:
+ * the daemon comes back to the entry on its next pass.
  * 0, -ENOTCONN (nothing up) or -EAGAIN (still held elsewhere).
  */
 static int lock_all(struct afr_hctx *h)
 {
     struct afr_priv *p = h->p;
-    uint64_t deadline =
-        bfs_now_ns() + __atomic_load_n(&p->heal_lock_ms, __ATOMIC_RELAXED) * 1000000ull;
-    unsigned pause_ms = 5;
-    for (;;) {
-        uint32_t up = afr_up(p);
-        bool busy = false;
-        for (int i = 0; i < p->n && !busy; i++) {
-            if (!bfs_mask_has(up, i))
-                continue;
-            int rc = lock_one(h, i, BFS_LK_SETLK);
-            if (rc == 0)
-                h->locked |= BFS_BIT(i);
-            else if (rc == -EAGAIN)
-                busy = true;
-        }
-        if (!busy)
-            return h->locked ? 0 : -ENOTCONN;
-        unlock_all(h);
-        if (p->heal_try || bfs_now_ns() >= deadline || healer_stopping(p))
-            return -EAGAIN;
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)pause_ms * 1000000L};
-        nanosleep(&ts, NULL);
-        pause_ms = pause_ms * 2 > 100 ? 100 : pause_ms * 2;
-    }
+    uint64_t ms = p->heal_try ? 0 : __atomic_load_n(&p->heal_lock_ms, __ATOMIC_RELAXED);
+    return bfs_lkset_trylock_sync_stop(&h->lk, p->xl, h->st, up_of, stopping_of, p, ms,
+                                       &h->locked);
 }
 
 static void hctx_free(struct afr_hctx *h)

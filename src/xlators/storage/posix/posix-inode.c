@@ -13,6 +13,14 @@
  * setattr applies owner, then mode (chown may clear set-id bits), then
  * times. BFS_SET_CTIME is not applicable (the kernel sets ctime itself) and
  * is ignored. A mode change on a symlink is -EOPNOTSUPP, as lchmod.
+ *
+ * A file the rebalance froze for a move (mode bits S_ISVTX|S_ISGID and
+ * distribute's migrating mark, docs/design/rebalance.md) keeps those bits
+ * through a client's chmod or chown, and through a write or truncate by a
+ * caller outside its group, which makes the kernel clear S_ISGID of a
+ * group-executable file (bfs__px_keep_frozen, also after posix-io.c's data
+ * changes): only a brick-side request (xdata brickfs-internal, the
+ * rebalance itself) clears them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -66,9 +74,63 @@ static void set_times(const struct bfs_iatt *a, uint32_t valid, struct timespec 
 
 #define PX_SET_TIMES (BFS_SET_ATIME | BFS_SET_MTIME | BFS_SET_ATIME_NOW | BFS_SET_MTIME_NOW)
 
-/* fd is an O_PATH fd (path_fd) or a real open fd. */
-static int apply_attrs(int fd, bool path_fd, mode_t type, const struct bfs_iatt *a,
-                       uint32_t valid)
+/* Does a setattr of the file (mode as before it, fd as apply_attrs's) keep
+ * the rebalance's frozen bits? Its reply then shows them, so distribute
+ * repeats the chmod or chown where the file is going, and the writes after
+ * it land on a source that still says it is frozen; without this a chmod
+ * in the move's last round trips (after its last check, before it drops
+ * the source), or a chown that clears S_ISGID, was lost with the writes
+ * after it. Costs a getxattr only on a file with both bits. */
+static bool has_mark(int fd, bool path_fd)
+{
+    char path[PX_PROC_FD_LEN];
+    bfs__px_proc_path(fd, path);
+    bfs__px_root_begin();
+    ssize_t n = path_fd ? SYS.getxattr(path, PX_MIGRATING_XATTR, NULL, 0)
+                        : SYS.fgetxattr(fd, PX_MIGRATING_XATTR, NULL, 0);
+    bfs__px_root_end();
+    return n >= 0;
+}
+
+static bool keeps_frozen(int fd, bool path_fd, mode_t mode, const struct bfs_dict *xdata,
+                         uint32_t valid)
+{
+    int64_t v = 0;
+    if (!S_ISREG(mode) || (mode & PX_FROZEN_BITS) != PX_FROZEN_BITS ||
+        !(valid & (BFS_SET_MODE | BFS_SET_UID | BFS_SET_GID)) ||
+        (bfs_dict_get_int(xdata, PX_INTERNAL_KEY, &v) == 0 && v == 1))
+        return false;
+    return has_mark(fd, path_fd);
+}
+
+/* After the caller's chmod or chown of a frozen file: the bits back if the
+ * kernel cleared them (chown of a group-executable file; chmod by a caller
+ * outside the file's group), as root, which keeps S_ISGID. */
+static void refreeze(int fd, bool path_fd)
+{
+    char path[PX_PROC_FD_LEN];
+    struct stat st;
+    bfs__px_proc_path(fd, path);
+    if (SYS.fstat(fd, &st) < 0 || (st.st_mode & PX_FROZEN_BITS) == PX_FROZEN_BITS)
+        return;
+    mode_t mode = (st.st_mode & 07777) | PX_FROZEN_BITS;
+    bfs__px_root_begin();
+    (void)(path_fd ? SYS.fchmodat(AT_FDCWD, path, mode, 0) : SYS.fchmod(fd, mode));
+    bfs__px_root_end();
+}
+
+void bfs__px_keep_frozen(int fd, const struct bfs_iatt *pre, struct bfs_iatt *post)
+{
+    if (!S_ISREG(pre->mode) || (pre->mode & PX_FROZEN_BITS) != PX_FROZEN_BITS ||
+        (post->mode & PX_FROZEN_BITS) == PX_FROZEN_BITS || !has_mark(fd, false))
+        return;
+    refreeze(fd, false);
+    post->mode |= PX_FROZEN_BITS;
+}
+
+/* The owner, then the mode; a frozen file's new mode keeps the bits. */
+static int apply_owner_mode(int fd, bool path_fd, mode_t type, const struct bfs_iatt *a,
+                            uint32_t valid, bool frozen)
 {
     if (valid & (BFS_SET_UID | BFS_SET_GID)) {
         uid_t uid = (valid & BFS_SET_UID) ? (uid_t)a->uid : (uid_t)-1;
@@ -83,20 +145,28 @@ static int apply_attrs(int fd, bool path_fd, mode_t type, const struct bfs_iatt 
             return -EOPNOTSUPP;
         char path[PX_PROC_FD_LEN];
         bfs__px_proc_path(fd, path);
-        int rc = path_fd ? SYS.fchmodat(AT_FDCWD, path, a->mode & 07777, 0)
-                         : SYS.fchmod(fd, a->mode & 07777);
-        if (rc < 0)
-            return -errno;
-    }
-    if (valid & PX_SET_TIMES) {
-        struct timespec ts[2];
-        set_times(a, valid, ts);
-        int rc = path_fd ? SYS.utimensat(fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)
-                         : SYS.futimens(fd, ts);
+        mode_t mode = (a->mode & 07777) | (frozen ? PX_FROZEN_BITS : 0);
+        int rc = path_fd ? SYS.fchmodat(AT_FDCWD, path, mode, 0) : SYS.fchmod(fd, mode);
         if (rc < 0)
             return -errno;
     }
     return 0;
+}
+
+/* fd is an O_PATH fd (path_fd) or a real open fd; frozen: keeps_frozen. */
+static int apply_attrs(int fd, bool path_fd, mode_t type, const struct bfs_iatt *a,
+                       uint32_t valid, bool frozen)
+{
+    int rc = apply_owner_mode(fd, path_fd, type, a, valid, frozen);
+    if (frozen)
+        refreeze(fd, path_fd); /* even after a failure: a chown may have cleared them */
+    if (rc < 0 || !(valid & PX_SET_TIMES))
+        return rc;
+    struct timespec ts[2];
+    set_times(a, valid, ts);
+    rc = path_fd ? SYS.utimensat(fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)
+                 : SYS.futimens(fd, ts);
+    return rc < 0 ? -errno : 0;
 }
 
 static int do_setattr(struct px_job *j, const struct bfs_setattr_req *req,
@@ -106,7 +176,8 @@ static int do_setattr(struct px_job *j, const struct bfs_setattr_req *req,
     int rc = bfs__px_resolve_loc(j->priv, &req->loc, &o);
     if (rc == 0) {
         bfs__px_iatt(&o.st, &o.gfid, &rep->pre);
-        rc = apply_attrs(o.fd, true, o.st.st_mode & S_IFMT, &req->attr, req->valid);
+        bool frozen = keeps_frozen(o.fd, true, o.st.st_mode, req->xdata, req->valid);
+        rc = apply_attrs(o.fd, true, o.st.st_mode & S_IFMT, &req->attr, req->valid, frozen);
     }
     if (rc == 0)
         rc = bfs__px_fstat_iatt(o.fd, &o.gfid, &rep->post);
@@ -123,7 +194,8 @@ static int do_fsetattr(struct px_job *j, const struct bfs_fsetattr_req *req,
     if (rc == 0)
         rc = bfs__px_fstat_iatt(pf->fd, &pf->gfid, &rep->pre);
     if (rc == 0)
-        rc = apply_attrs(pf->fd, false, rep->pre.mode & S_IFMT, &req->attr, req->valid);
+        rc = apply_attrs(pf->fd, false, rep->pre.mode & S_IFMT, &req->attr, req->valid,
+                         keeps_frozen(pf->fd, false, rep->pre.mode, req->xdata, req->valid));
     if (rc == 0)
         rc = bfs__px_fstat_iatt(pf->fd, &pf->gfid, &rep->post);
     return rc;
@@ -152,6 +224,8 @@ static int do_truncate(struct px_job *j, const struct bfs_truncate_req *req,
             rc = -errno;
         if (rc == 0)
             rc = bfs__px_fstat_iatt(fd, &o.gfid, &rep->post);
+        if (rc == 0)
+            bfs__px_keep_frozen(fd, &rep->pre, &rep->post);
         SYS.close(fd);
     }
     bfs__px_obj_close(&o);
@@ -172,6 +246,8 @@ static int do_ftruncate(struct px_job *j, const struct bfs_ftruncate_req *req,
         rc = -errno;
     if (rc == 0)
         rc = bfs__px_fstat_iatt(pf->fd, &pf->gfid, &rep->post);
+    if (rc == 0)
+        bfs__px_keep_frozen(pf->fd, &rep->pre, &rep->post);
     return rc;
 }
 PX_FOP_DEFINE(ftruncate, BFS_FOP_FTRUNCATE)

@@ -297,6 +297,8 @@ static int do_write(struct px_job *j, const struct bfs_write_req *req, struct bf
     }
     if (rc == 0)
         rc = bfs__px_fstat_iatt(pf->fd, &pf->gfid, &rep->post);
+    if (rc == 0)
+        bfs__px_keep_frozen(pf->fd, &rep->pre, &rep->post);
     if (rc == 0 && done && req->xdata)
         rc = write_adds(j, pf, req->xdata, rep);
     return rc < 0 ? rc : (int)done;
@@ -369,6 +371,8 @@ static int falloc(struct px_job *j, struct bfs_fd *fd, int mode, uint64_t off, u
     }
     if (rc == 0)
         rc = bfs__px_fstat_iatt(pf->fd, &pf->gfid, post);
+    if (rc == 0)
+        bfs__px_keep_frozen(pf->fd, pre, post);
     return rc;
 }
 

@@ -38,6 +38,10 @@
 #define PX_GFID_XATTR "trusted.brickfs.gfid"
 #define PX_INTERNAL_PREFIX "trusted.brickfs."
 #define PX_INTERNAL_KEY "brickfs-internal" /* xdata INT 1: a brick-side translator */
+/* distribute's mark on a source the rebalance froze for a move, with mode
+ * bits PX_FROZEN_BITS (docs/design/rebalance.md; posix-inode.c keeps them) */
+#define PX_MIGRATING_XATTR "trusted.brickfs.dht.migrating"
+#define PX_FROZEN_BITS (S_ISVTX | S_ISGID)
 /* xdata INT N on an O_RDONLY open: a file of at most N bytes (N <= PX_PREFETCH_MAX)
  * comes back whole in the reply's xdata as a BIN of the same key
  * (protocol/client, client-prefetch.c). */
@@ -340,6 +344,12 @@ void bfs__px_cache_stats(struct px_cache *c, struct px_cache_stats *s);
  * link count without the handle). */
 void bfs__px_iatt(const struct stat *st, const struct bfs_gfid *g, struct bfs_iatt *ia);
 int bfs__px_fstat_iatt(int fd, const struct bfs_gfid *g, struct bfs_iatt *ia);
+/* After a client's change of a file's data (pre/post: its stats around it,
+ * fd an open fd): a source the rebalance froze whose S_ISGID the kernel
+ * cleared (a caller outside its group) gets the bits back, as root, and
+ * *post shows them, so distribute repeats the change where the file is
+ * going (posix-inode.c, docs/design/rebalance.md). */
+void bfs__px_keep_frozen(int fd, const struct bfs_iatt *pre, struct bfs_iatt *post);
 
 /* ---- fds (posix.c) ---- */
 
