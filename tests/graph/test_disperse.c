@@ -1263,7 +1263,7 @@ int main(void)
         return 1;
     proc = bfs_proc_new("test_disperse", 2);
     ok(proc != NULL, "process resources");
-    const char *only = getenv("EC_TEST");
+    const char *only = getenv("EC_TEST"); /* one scenario; EC_LOG=1: debug log on stderr */
     static const int layouts[2][2] = {{4, 1}, {8, 2}};
     for (int l = 0; l < 2; l++) {
         int n = layouts[l][0], r = layouts[l][1];
