@@ -18,6 +18,7 @@
  * Concurrent writers to one file through two fds stay consistent. Needs
  * root (trusted xattrs); skips otherwise.
  */
+#include <dirent.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1138,6 +1139,116 @@ static void torn_read(int n, int r)
     vol_close(&v);
 }
 
+/* Client A (ec) creates and removes names in the root in a loop, so that
+ * its entry window on the directory is always in use; client B (ec2, the
+ * same bricks) makes and removes its own names there meanwhile. B's
+ * entrylk queues behind A's window, the bricks tell A (a contention
+ * notice), A lets go: B's changes go through while A goes on, and every
+ * brick ends with the same names and no dirty mark. */
+struct ewin {
+    struct vol *v;
+    int made, rc;
+    bool stop;
+};
+
+static int make_name(struct bfs_xl *ec, struct vol *v, const char *name)
+{
+    struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_RDWR, 0);
+    struct bfs_create_req req = {.loc = L(&ROOT, name), .fd = fd, .flags = O_RDWR | O_CREAT,
+                                 .mode = 0644};
+    int rc = bfs_sync_create(ec, v->st, &req, NULL);
+    struct bfs_flush_req freq = {.fd = fd};
+    if (rc == 0)
+        rc = bfs_sync_flush(ec, v->st, &freq, NULL);
+    bfs_fd_unref(fd);
+    return rc;
+}
+
+static void *ewin_main(void *arg)
+{
+    struct ewin *a = arg;
+    enum { A_MAX = 20000 }; /* B kept out until the 1 s window bound: far more */
+    for (int k = 0; k < A_MAX && !__atomic_load_n(&a->stop, __ATOMIC_ACQUIRE) && !a->rc; k++) {
+        char name[32];
+        snprintf(name, sizeof(name), "a%d", k);
+        a->rc = make_name(a->v->ec, a->v, name);
+        if (!a->rc && k % 2) { /* every other one removed again: unlinks too */
+            struct bfs_unlink_req u = {.loc = L(&ROOT, name)};
+            a->rc = bfs_sync_unlink(a->v->ec, a->v->st, &u, NULL);
+        }
+        __atomic_store_n(&a->made, k + 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+/* Names in brick i's root (not ours). */
+static int names_on(struct vol *v, int i)
+{
+    DIR *d = opendir(v->brick[i]);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += e->d_name[0] == 'a' || e->d_name[0] == 'b';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void entry_window_two_clients(int n, int r)
+{
+    struct vol v;
+    two_clients = true;
+    ok(vol_open(&v, n, r, NULL) == 0, "%d+%d entry window: graph with two clients", n - r, r);
+    two_clients = false;
+    struct bfs_xl *ec2 = bfs_graph_find(v.g, "ec2");
+    struct ewin a = {.v = &v};
+    pthread_t th;
+    pthread_create(&th, NULL, ewin_main, &a);
+    while (__atomic_load_n(&a.made, __ATOMIC_ACQUIRE) < 5 && !a.rc)
+        usleep(1000); /* A's window is there */
+    enum { B = 20 };
+    int brc = 0;
+    for (int k = 0; k < B && !brc; k++) {
+        char name[32];
+        snprintf(name, sizeof(name), "b%d", k);
+        brc = make_name(ec2, &v, name);
+    }
+    struct bfs_unlink_req u = {.loc = L(&ROOT, "b0")};
+    if (!brc)
+        brc = bfs_sync_unlink(ec2, v.st, &u, NULL);
+    int during = __atomic_load_n(&a.made, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&a.stop, true, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    ok(brc == 0 && a.rc == 0, "%d+%d entry window: both clients' creates and unlinks succeed "
+       "(B %d, A %d)", n - r, r, brc, a.rc);
+    /* with notices the two take turns (about one of A's changes per one
+     * of B's); without them each of B's 21 changes waits for A's window
+     * to end otherwise (its age bound): 300-460 of A's changes were seen */
+    ok(during < 150, "%d+%d entry window: B got in while A went on (%d of A's changes "
+       "meanwhile)", n - r, r, during);
+    int want = (a.made + 1) / 2 + B - 1;
+    struct stat st;
+    bool same = true, clean = false;
+    for (int i = 0; i < n; i++)
+        same = same && names_on(&v, i) == want;
+    ok(same, "%d+%d entry window: every brick holds the %d names", n - r, r, want);
+    for (int k = 0; k < 500 && !clean; k++) { /* the windows end after their delay */
+        clean = true;
+        for (int i = 0; i < n; i++) {
+            static const uint8_t zero[8];
+            uint8_t raw[24] = {0};
+            ssize_t len = lgetxattr(v.brick[i], "trusted.brickfs.ec.dirty", raw, sizeof(raw));
+            clean = clean && (len < 24 || memcmp(raw + 16, zero, 8) == 0);
+        }
+        if (!clean)
+            usleep(10000);
+    }
+    ok(clean, "%d+%d entry window: no entry dirty mark left on the directory", n - r, r);
+    ok(stat(on(&v, 0, "b0"), &st) < 0 && stat(on(&v, n - 1, "b1"), &st) == 0,
+       "%d+%d entry window: B's unlink and create reached the bricks", n - r, r);
+    vol_close(&v);
+}
+
 int main(void)
 {
     plan_lazy();
@@ -1146,13 +1257,13 @@ int main(void)
         return 0;
     }
     alarm(600);
-    bfs_log_set_level(BFS_LOG_ERROR);
+    bfs_log_set_level(getenv("EC_LOG") ? BFS_LOG_DEBUG : BFS_LOG_ERROR);
     snprintf(root, sizeof(root), "/tmp/bfs-ec-XXXXXX");
     if (!mkdtemp(root))
         return 1;
     proc = bfs_proc_new("test_disperse", 2);
     ok(proc != NULL, "process resources");
-    const char *only = getenv("EC_TEST");
+    const char *only = getenv("EC_TEST"); /* one scenario; EC_LOG=1: debug log on stderr */
     static const int layouts[2][2] = {{4, 1}, {8, 2}};
     for (int l = 0; l < 2; l++) {
         int n = layouts[l][0], r = layouts[l][1];
@@ -1176,6 +1287,8 @@ int main(void)
             shd_entry_points(n, r);
         if (!only || strcmp(only, "torn") == 0)
             torn_read(n, r);
+        if (!only || strcmp(only, "entrywin") == 0)
+            entry_window_two_clients(n, r);
     }
     bfs_proc_free(proc);
     char cmd[300];

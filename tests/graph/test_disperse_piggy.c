@@ -50,16 +50,22 @@
 enum { N = 6, R = 2, K = N - R, CHUNK = 1024, STRIPE = K * CHUNK };
 
 /* 4+2 over posix, features/locks (l<i>), debug/io-stats (s<i>: what
- * reached brick i), error-gen (c<i>); foreground heals. */
-static int vol_open(struct cg_vol *v)
+ * reached brick i), error-gen (c<i>); foreground heals; the post-op delay
+ * (ms); extra: more disperse options ("" for none). */
+static int vol_open_x(struct cg_vol *v, int delay_ms, const char *extra)
 {
     static const char *const layers[] = {"features/locks l", "debug/io-stats s", NULL};
-    char top[256];
+    char top[512];
     snprintf(top, sizeof(top),
              " type cluster/disperse\n option redundancy %d\n"
              " option cluster.background-self-heal-count 0\n"
-             " option cluster.post-op-delay-ms 50\n", R);
+             " option cluster.post-op-delay-ms %d\n%s", R, delay_ms, extra);
     return cg_vol_open(v, N, layers, top);
+}
+
+static int vol_open(struct cg_vol *v, const char *extra)
+{
+    return vol_open_x(v, 50, extra);
 }
 
 static struct bfs_xl *xl_of(struct cg_vol *v, const char *prefix, int i)
@@ -406,6 +412,104 @@ static void test_small_files(struct cg_vol *v)
     }
 }
 
+/* Can another owner take the whole root directory's entry lock on brick i
+ * (polled 5 s)? */
+static bool dir_lock_free(struct cg_vol *v, int i)
+{
+    struct bfs_xl *x = xl_of(v, "s", i);
+    struct bfs_stack *st = bfs_stack_new();
+    st->lk_owner = 778;
+    struct bfs_entrylk_req r = {.domain = "ec", .cmd = BFS_ENTRYLK_LOCK_NB,
+                                .type = BFS_ENTRYLK_WRLCK};
+    r.loc.gfid.b[15] = 1;
+    int rc = -1;
+    for (int k = 0; k < 500 && (rc = bfs_sync_entrylk(x, st, &r, NULL)) != 0; k++)
+        usleep(10000);
+    if (rc == 0) {
+        r.cmd = BFS_ENTRYLK_UNLOCK;
+        (void)bfs_sync_entrylk(x, st, &r, NULL);
+    }
+    bfs_stack_unref(st);
+    return rc == 0;
+}
+
+/* The directory's entry window (disperse.other-eager-lock, the default):
+ * the creates and unlinks of names in one directory share one entrylk of
+ * the whole directory and one pre-op / post-op of its changelog; each costs
+ * its brick only the fop (and the create's file its write and data
+ * post-op). */
+static void test_entry_window(struct cg_vol *v)
+{
+    enum { F = 20, WMAX = 4 }; /* a window lasts 1 s at most: a slow run takes a few */
+    struct counts s;
+    struct bfs_gfid g[F];
+    char name[32];
+    is_int(small_file(v, "w-warm", 1, 100, &g[0]), 0, "window: a first small file");
+    ok(clean_soon(v, ".", 2, 0x3f), "window: released after the delay (no entry mark)");
+    for (int i = 0; i < N; i++)
+        ok(dir_lock_free(v, i), "window: c%d: the directory's lock is released", i);
+    snap_quiet(v, &s);
+    for (int k = 0; k < F; k++) {
+        snprintf(name, sizeof(name), "x%d", k);
+        is_int(small_file(v, name, k, STRIPE, &g[k]), 0, "window: create + write + flush of %s",
+               name);
+    }
+    ok(clean_soon(v, ".", 2, 0x3f), "window: no entry dirty mark");
+    for (int i = 0; i < N; i++) {
+        print_counts(v, &s, i, F);
+        ok(since(v, &s, i, "entrylk") <= 2 * WMAX, "window: c%d: the directory locked once "
+           "per window (%d entrylk for %d creates)", i, since(v, &s, i, "entrylk"), F);
+        ok(since(v, &s, i, "xattrop") <= 2 * WMAX, "window: c%d: one entry pre-op and post-op "
+           "per window (%d xattrop)", i, since(v, &s, i, "xattrop"));
+        is_int(since(v, &s, i, "create"), F, "window: c%d: one create per file", i);
+        is_int(since(v, &s, i, "inodelk") + since(v, &s, i, "finodelk"), 0,
+               "window: c%d: no inodelk (each create took its file's data lock)", i);
+        is_int(since(v, &s, i, "fxattrop"), F, "window: c%d: one fxattrop per file", i);
+        is_int(since(v, &s, i, "write"), F, "window: c%d: one write per file", i);
+    }
+    for (int k = 0; k < F; k += 3) {
+        snprintf(name, sizeof(name), "x%d", k);
+        ok(fragments_right(v, name, k, STRIPE, 0xf), "window: %s: data fragments", name);
+        ok(clean_soon(v, name, 0, 0x3f), "window: %s: no data dirty mark", name);
+        ok(reads_right(v, name, k, STRIPE), "window: %s reads back right", name);
+    }
+    snap_quiet(v, &s);
+    for (int k = 0; k < F; k++) {
+        snprintf(name, sizeof(name), "x%d", k);
+        struct bfs_unlink_req u = {.loc = L(name)};
+        is_int(bfs_sync_unlink(v->top, v->st, &u, NULL), 0, "window: unlink %s", name);
+    }
+    ok(clean_soon(v, ".", 2, 0x3f), "window: no entry dirty mark after the unlinks");
+    for (int i = 0; i < N; i++) {
+        print_counts(v, &s, i, F);
+        ok(since(v, &s, i, "entrylk") <= 2 * WMAX && since(v, &s, i, "xattrop") <= 2 * WMAX,
+           "window: c%d: the unlinks share one lock and changelog (%d entrylk, %d xattrop)", i,
+           since(v, &s, i, "entrylk"), since(v, &s, i, "xattrop"));
+        is_int(since(v, &s, i, "unlink"), F, "window: c%d: one unlink per unlink", i);
+        char p[PATH_MAX + 8];
+        snprintf(p, sizeof(p), "%s/x3", v->brick[i]);
+        ok(access(p, F_OK) < 0 && errno == ENOENT, "window: c%d: x3 is gone", i);
+        is_int((int)xnum(v, i, ".", "trusted.brickfs.ec.version", 2), 0,
+               "window: c%d: nobody blamed (entry version 0)", i);
+    }
+    /* an unlink a child fails under the window: it is blamed (the others'
+     * entry version moves) and a lookup of the directory heals it */
+    is_int(small_file(v, "y", 1, 100, &g[0]), 0, "window: y created");
+    cg_down(v, 3, true);
+    struct bfs_unlink_req u = {.loc = L("y")};
+    is_int(bfs_sync_unlink(v->top, v->st, &u, NULL), 0, "window: unlink y with c3 down");
+    ok(xnum(v, 0, ".", "trusted.brickfs.ec.version", 2) > 0,
+       "window: the others are ahead (entry version)");
+    cg_up(v, 3, true);
+    struct bfs_lookup_req lr = {0};
+    lr.loc.gfid.b[15] = 1;
+    ok(bfs_sync_lookup(v->top, v->st, &lr, NULL) == 0, "window: lookup of the directory");
+    char p[PATH_MAX + 8];
+    snprintf(p, sizeof(p), "%s/y", v->brick[3]);
+    ok(access(p, F_OK) < 0 && errno == ENOENT, "window: the heal removed y from c3");
+    ok(clean_soon(v, ".", 2, 0x3f), "window: no entry dirty mark after the heal");
+}
+
 /* A sequential write of 1 MiB blocks, as dd through FUSE: one call per
  * brick per block (the size rides in it), one post-op at the flush. */
 static void test_seq_write(struct cg_vol *v)
@@ -489,6 +593,7 @@ static void test_posix_wadd(struct cg_vol *v)
 static void test_failures(struct cg_vol *v)
 {
     struct bfs_gfid g;
+    (void)create(v, "big", &g, NULL); /* made by test_small_files on the first volume */
     is_int(create(v, "big", &g, NULL), -EEXIST, "create of an existing name: EEXIST");
     ok(clean_soon(v, ".", 2, 0x3f), "its pre-op was taken back on every brick");
 
@@ -562,15 +667,21 @@ int main(void)
     plan_lazy();
     if (!cg_can_run())
         return 0;
-    alarm(120);
+    alarm(180);
     struct cg_vol v;
-    if (cg_init("ecpiggy") < 0 || vol_open(&v) < 0) {
+    /* one-shot entry locks (the directory's window off): the per-name path */
+    if (cg_init("ecpiggy") < 0 || vol_open(&v, " option disperse.other-eager-lock off\n") < 0) {
         ok(false, "graph");
     } else {
         if (getenv("EC_PIGGY_BENCH")) {
             ok(warm_up(&v), "warm-up");
             measure(&v, atoi(getenv("EC_PIGGY_BENCH")));
             cg_vol_close(&v);
+            if (vol_open(&v, "") == 0) {
+                printf("# with the directory's entry window:\n");
+                measure(&v, atoi(getenv("EC_PIGGY_BENCH")));
+                cg_vol_close(&v);
+            }
             cg_fini();
             return done_testing();
         }
@@ -579,6 +690,14 @@ int main(void)
         test_posix_wadd(&v);
         test_failures(&v);
         cg_vol_close(&v);
+        /* the default: the directory's entry window */
+        if (vol_open_x(&v, 1000, "") < 0) {
+            ok(false, "graph with entry windows");
+        } else {
+            test_entry_window(&v);
+            test_failures(&v);
+            cg_vol_close(&v);
+        }
     }
     cg_fini();
     return done_testing();

@@ -155,7 +155,8 @@ bool bfs_txn_wind_entry(struct bfs_txn *t, int i, int fop, const void *req,
 {
     const struct bfs_fop_info *fi = &bfs_fop_info[fop];
     const struct bfs_loc *ploc;
-    if (!t->piggy)
+    bool newlock = fop == BFS_FOP_CREATE && newlock_owner;
+    if (!t->piggy && !newlock)
         return false;
     union {
         struct bfs_create_req c;
@@ -173,9 +174,13 @@ bool bfs_txn_wind_entry(struct bfs_txn *t, int i, int fop, const void *req,
         memcpy(&copy, req, fi->req_size); /* shallow: lives for the wind only */
         xd = bfs_txn_entry_xdata(fop, &copy, &ploc);
     }
-    if (xd)
+    if (xd && t->piggy) {
         x = bfs_txn_fop_xdata(t, i, *xd, &err);
-    if (x && fop == BFS_FOP_CREATE && newlock_owner &&
+    } else if (xd) { /* a create under a window already pre-op'd: the lock request only */
+        x = *xd ? bfs_dict_copy(*xd) : bfs_dict_new();
+        err = x ? 0 : -ENOMEM;
+    }
+    if (x && newlock &&
         bfs_txn_newlock_xdata(t, i, newlock_owner, x) < 0) {
         bfs_dict_unref(x); /* all or nothing: the create goes nowhere without it */
         x = NULL;
@@ -201,8 +206,10 @@ int bfs_txn_newlock_xdata(struct bfs_txn *t, int i, uint64_t owner, struct bfs_d
 {
     struct bfs_cluster *cl = t->cl;
     /* what a write's acquisition would add on child i: dirty + 1, blame of
-     * the children the file's create left out */
-    struct bfs_dict *rows = cl->cl->build(cl->cl_arg, BFS_TXN_DATA, i, 1, t->absent, 1, false);
+     * the children the file's create left out (those the lock missed, and
+     * under a window joined later, those no longer in its set) */
+    uint32_t left = t->absent | (bfs__txn_all(cl) & ~t->run);
+    struct bfs_dict *rows = cl->cl->build(cl->cl_arg, BFS_TXN_DATA, i, 1, left, 1, false);
     int rc = rows ? 0 : -ENOMEM;
     if (rc == 0)
         rc = bfs_dict_set_str(out, BFS_TXN_X_NEWLOCK, cl->domain[BFS_TXN_DATA]);

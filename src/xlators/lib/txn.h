@@ -209,8 +209,10 @@ struct bfs_dict *bfs_txn_fop_xdata(struct bfs_txn *t, int i, const struct bfs_di
  * winds to child i a copy of req whose xdata carries child i's pre-op and,
  * for a create with newlock_owner != 0, the request for the new file's data
  * lock (bfs_txn_newlock_xdata); when that xdata cannot be made, child i
- * counts as failed (never the change without its pre-op). Returns false
- * when the pre-op does not ride: wind req as is. */
+ * counts as failed (never the change without its pre-op). A create with
+ * newlock_owner != 0 whose pre-op does not ride (a shared entry lock,
+ * pre-op'd at acquisition) carries the lock request alone. Returns false
+ * when there is nothing to add: wind req as is. */
 bool bfs_txn_wind_entry(struct bfs_txn *t, int i, int fop, const void *req,
                         uint64_t newlock_owner);
 
@@ -219,8 +221,8 @@ uint64_t bfs_txn_owner_new(const void *salt);
 
 /* Lock on create (txn-piggy.c, txn-wire.h): adds to out, the xdata of a
  * create to child i, the request that the brick grant `owner` the data
- * lock of the new file and add the data pre-op of an eager lock to it.
- * 0 or -ENOMEM. */
+ * lock of the new file and add the data pre-op of an eager lock to it
+ * (blaming the children outside t->run). 0 or -ENOMEM. */
 int bfs_txn_newlock_xdata(struct bfs_txn *t, int i, uint64_t owner, struct bfs_dict *out);
 /* After such a create: the children of `held` acknowledged (BFS_TXN_X_
  * NEWLOCKED), ok are those where the create succeeded. Makes the shared

@@ -4,8 +4,10 @@
  * Inode context (struct ec_inode): the good children per type (from the
  * last lookup or refresh, or the check of a transaction's pre-op; narrowed
  * by failed changes, widened by heals), the file size, and the shared data
- * lock object of eager locking. Made on first use under priv->lock, freed
- * by forget; a lock object that is not FREE holds a reference on the inode.
+ * lock object of eager locking (and the entry lock a directory keeps
+ * between entry changes, disperse-meta.c). Made on first use under
+ * priv->lock, freed by forget; a lock object that is not FREE holds a
+ * reference on the inode.
  * The masks are only trusted while ctx->gen equals priv->gen.
  *
  * fd context (struct ec_fd): the children the fd is open on and the child
@@ -71,7 +73,9 @@ struct ec_inode *ec_ictx(struct bfs_xl *xl, struct bfs_inode *inode)
         pthread_mutex_init(&c->lock, NULL);
         c->type = inode->type;
         bfs_txn_lock_init(&c->dlock, &p->cl, BFS_TXN_DATA, true);
+        bfs_txn_lock_init(&c->elock, &p->cl, BFS_TXN_ENTRY, true);
         if (bfs_inode_ctx_set(inode, xl, (uintptr_t)c) < 0) {
+            bfs_txn_lock_fini(&c->elock);
             bfs_txn_lock_fini(&c->dlock);
             pthread_mutex_destroy(&c->lock);
             free(c);
@@ -163,6 +167,7 @@ void ec_forget(struct bfs_xl *xl, struct bfs_inode *inode)
     if (bfs_inode_ctx_del(inode, xl, &v) < 0 || !v)
         return;
     struct ec_inode *c = (struct ec_inode *)(uintptr_t)v;
+    bfs_txn_lock_fini(&c->elock);
     bfs_txn_lock_fini(&c->dlock);
     pthread_mutex_destroy(&c->lock);
     free(c);

@@ -74,20 +74,43 @@ static void lookup_destroy(struct bfs_op *op)
     free(l);
 }
 
-/* Updates the inode context; false when our own writer holds the file's
- * data lock (its dirty marks are the window's own: no data heal). */
-static bool remember(struct ec_lookup *l, const struct bfs_iatt *attr, const struct ec_view *v)
+/* Updates the inode context; returns the types whose heal our own windows
+ * explain: data when our writer holds the file's data lock, entry when we
+ * hold the directory's entry window (their dirty marks are the window's
+ * own). */
+static uint32_t remember(struct ec_lookup *l, const struct bfs_iatt *attr,
+                         const struct ec_view *v)
 {
     struct bfs_inode *inode = ec_inode_of_gfid(l->op.xl, &attr->gfid, attr->mode & S_IFMT);
     struct ec_inode *c = ec_ictx(l->op.xl, inode);
-    bool idle = true;
+    uint32_t ours = 0;
     if (c) {
         ec_ictx_update(l->p, c, attr->mode, v, l->seq);
-        idle = bfs_txn_lock_state(&c->dlock) == BFS_TXL_FREE;
+        if (bfs_txn_lock_state(&c->dlock) != BFS_TXL_FREE)
+            ours |= BFS_BIT(EC_DATA);
+        if (bfs_txn_lock_state(&c->elock) != BFS_TXL_FREE)
+            ours |= BFS_BIT(EC_ENTRY);
     }
     if (inode)
         bfs_inode_unref(inode);
-    return idle;
+    return ours;
+}
+
+static void noop_task(void *arg)
+{
+    (void)arg;
+}
+
+/* Releases our entry window on the directory now (its heal needs the
+ * directory's lock; the heal retries until it gets it). */
+static void end_entry_window(struct ec_lookup *l, const struct bfs_iatt *attr)
+{
+    struct bfs_inode *inode = ec_inode_of_gfid(l->op.xl, &attr->gfid, S_IFDIR);
+    struct ec_inode *c = ec_ictx_peek(l->op.xl, inode);
+    if (c)
+        (void)bfs_txn_lock_flush(&c->elock, noop_task, NULL);
+    if (inode)
+        bfs_inode_unref(inode);
 }
 
 /* Starts the heal the answers call for. true: the heal job took the frame. */
@@ -163,9 +186,9 @@ static int lookup_done(struct ec_lookup *l)
     struct bfs_lookup_rep rep = {0};
     if (v.rc == 0)
         rep = *(const struct bfs_lookup_rep *)op->replies[v.child].rep;
-    bool idle = true;
+    uint32_t ours = 0;
     if (v.rc == 0) {
-        idle = remember(l, &rep.attr, &v);
+        ours = remember(l, &rep.attr, &v);
         struct ec_inode *c = NULL;
         struct bfs_inode *inode = ec_inode_of_gfid(op->xl, &rep.attr.gfid, 0);
         if (inode && (c = ec_ictx_peek(op->xl, inode)) && (rep.attr.mode & S_IFMT) == S_IFREG)
@@ -174,8 +197,11 @@ static int lookup_done(struct ec_lookup *l)
             bfs_inode_unref(inode);
         ec_fix_iatt(p, &rep.attr, v.size);
     }
-    if (!idle)
-        v.heal &= ~BFS_BIT(EC_DATA);
+    if ((ours & v.lag & BFS_BIT(EC_ENTRY)) && (v.heal & BFS_BIT(EC_ENTRY)))
+        end_entry_window(l, &rep.attr); /* a stale child: the heal needs the directory */
+    else
+        v.heal &= ~(ours & BFS_BIT(EC_ENTRY)); /* our window's own dirty marks */
+    v.heal &= ~(ours & BFS_BIT(EC_DATA));
     if (l->fop != BFS_FOP_LOOKUP)
         return answer_stat(l, v.rc, &rep.attr);
     if (!l->no_heal && heal(l, &v, &rep.attr))

@@ -35,6 +35,8 @@ struct ec_mtxn {
     int chosen;
     uint64_t nl_owner;        /* create: owner of the new file's data lock (0: not asked) */
     bool nl_asked;            /* nl_owner chosen */
+    bool eager;               /* under the parent's shared entry lock (a window) */
+    struct bfs_frame *caller; /* rmdir: answered by rmdir_go after a window's release */
 };
 
 static void mtxn_free(struct ec_mtxn *m)
@@ -71,12 +73,13 @@ static uint32_t mt_usable(struct bfs_txn *t, uint32_t set)
 
 /* An entry change whose pre-op rides in it (lib/txn-piggy.c) carries it
  * to each child; a create asks for its new file's data lock as well, so
- * that the first write joins a window (no inodelk, no pre-op of its own). */
+ * that the first write joins a window (no inodelk, no pre-op of its own),
+ * also under the parent's entry window (pre-op'd when it was acquired). */
 static uint32_t mt_wind(struct bfs_txn *t, uint32_t run)
 {
     struct ec_mtxn *m = (struct ec_mtxn *)t;
     struct ec_priv *p = m->p;
-    if (t->piggy && m->fop == BFS_FOP_CREATE && !m->nl_asked) {
+    if ((t->piggy || m->eager) && m->fop == BFS_FOP_CREATE && !m->nl_asked) {
         m->nl_owner = bfs_txn_newlock_owner(&p->cl, m);
         m->nl_asked = true;
     }
@@ -113,10 +116,16 @@ static void newlock_install(struct ec_mtxn *m, const struct bfs_iatt *attr, bool
         pthread_mutex_lock(&c->dlock.m);
         uint64_t win = c->dlock.state == BFS_TXL_HELD ? c->dlock.window : 0;
         pthread_mutex_unlock(&c->dlock.m);
-        pthread_mutex_lock(&c->lock);
-        if (win) /* size and good children known under this window */
-            c->win = win;
-        pthread_mutex_unlock(&c->lock);
+        /* size and good children known under this window. Set here, not
+         * only by remember_new: the inode that got them there may have
+         * been freed with its context since (nobody held it yet), and a
+         * context made afresh for the lock would else say "no good data
+         * child" for as long as the window lasts. */
+        struct ec_view v = {.child = -1, .size = 0};
+        for (int t = 0; t < EC_NTYPES; t++)
+            v.good[t] = m->t.ok;
+        if (win)
+            ec_ictx_window(p, c, S_IFREG, &v, win);
     }
     if (inode)
         bfs_inode_unref(inode);
@@ -323,6 +332,38 @@ static int with_gfid_req(struct bfs_dict **xdata)
     return 0;
 }
 
+/* The eager entry lock of directory `parent` (disperse.other-eager-lock
+ * with cluster.eager-lock and a post-op delay), else NULL: one-shot.
+ *
+ * An entry change of one parent takes the whole directory's entrylk and
+ * the parent's pre-op once, then the next changes in that directory join
+ * the window (only their fop crosses to the bricks); the window ends like
+ * a data window (lib/txn.h): cluster.post-op-delay-ms after the last
+ * change, at once when a brick says another owner waits for the directory
+ * (a contention notice: another client's entry change, heal, or a rename
+ * of ours, which keeps per-name locks), and after TXN_WINDOW_MAX_MS at
+ * most. Changes of different names in a window run side by side (their
+ * ranges are a hash of the name; one name's changes queue). */
+static struct bfs_txn_lock *entry_window(struct ec_priv *p, struct bfs_inode *parent)
+{
+    if (!parent || !__atomic_load_n(&p->eager_entry, __ATOMIC_RELAXED) ||
+        !__atomic_load_n(&p->cl.eager, __ATOMIC_RELAXED) ||
+        !__atomic_load_n(&p->cl.delay_ms, __ATOMIC_RELAXED))
+        return NULL;
+    struct ec_inode *c = ec_ictx(p->xl, parent);
+    return c ? &c->elock : NULL;
+}
+
+/* A range per name for the overlap rule of a shared lock: FNV-1a. */
+static void name_range(struct bfs_txn *t, const char *name)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        h = (h ^ *c) * 1099511628211ull;
+    t->start = h >> 1;
+    t->end = t->start + 1;
+}
+
 static int entry_txn(struct ec_mtxn *m, struct bfs_frame *frame, const struct bfs_loc *l1,
                      const struct bfs_loc *l2)
 {
@@ -331,6 +372,23 @@ static int entry_txn(struct ec_mtxn *m, struct bfs_frame *frame, const struct bf
         (l2 && (!l2->name || bfs_gfid_is_null(&l2->pargfid)))) {
         mtxn_free(m);
         return -EINVAL;
+    }
+    m->inode = ec_inode_of_gfid(p->xl, &l1->pargfid, S_IFDIR);
+    struct bfs_txn_lock *win = l2 ? NULL : entry_window(p, m->inode);
+    if (win) {
+        struct bfs_txn_target tg = {.nsets = 1, .nobj = 1, .inode = m->inode};
+        tg.lk[0].kind = BFS_LKSET_ENTRY; /* no name: the whole directory */
+        tg.lk[0].gfid = l1->pargfid;
+        tg.obj[0] = l1->pargfid;
+        m->eager = true;
+        name_range(&m->t, l1->name);
+        m->t.fd_based = true; /* the window stays for the next change */
+        if (bfs_txn_init(&m->t, &p->cl, &ec_meta_fop, frame, BFS_TXN_ENTRY, win, &tg) < 0) {
+            mtxn_free(m);
+            return -ENOMEM;
+        }
+        bfs_txn_start(&m->t);
+        return 0;
     }
     struct bfs_txn_target tg = {.nsets = 1, .nobj = 1};
     const struct bfs_loc *first = l1, *second = l2;
@@ -350,7 +408,6 @@ static int entry_txn(struct ec_mtxn *m, struct bfs_frame *frame, const struct bf
         if (!bfs_gfid_eq(&l1->pargfid, &l2->pargfid))
             tg.obj[tg.nobj++] = l2->pargfid;
     }
-    m->inode = ec_inode_of_gfid(p->xl, &l1->pargfid, S_IFDIR);
     if (bfs_txn_init(&m->t, &p->cl, &ec_meta_fop, frame, BFS_TXN_ENTRY, NULL, &tg) < 0) {
         mtxn_free(m);
         return -ENOMEM;
@@ -408,12 +465,38 @@ int ec_unlink(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_unlink_re
     return entry_txn(m, f, &((struct bfs_unlink_req *)m->req)->loc, NULL);
 }
 
+static void rmdir_go(void *arg)
+{
+    struct ec_mtxn *m = arg;
+    struct bfs_frame *f = m->caller;
+    int rc = entry_txn(m, f, &((struct bfs_rmdir_req *)m->req)->loc, NULL);
+    if (rc < 0)
+        bfs_unwind_rmdir(f, rc, NULL);
+}
+
+/* A directory we keep an entry window on is removed once that window is
+ * over (its post-op would find the directory gone). */
 int ec_rmdir(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_rmdir_req *req)
 {
     struct ec_mtxn *m = mtxn_new(xl, BFS_FOP_RMDIR, req);
     if (!m)
         return -ENOMEM;
-    return entry_txn(m, f, &((struct bfs_rmdir_req *)m->req)->loc, NULL);
+    struct bfs_rmdir_req *q = m->req;
+    struct bfs_inode *dir = ec_inode_of_loc(xl, &q->loc);
+    struct ec_inode *c = ec_ictx_peek(xl, dir);
+    int rc = 0;
+    m->caller = f;
+    if (c)
+        rc = bfs_txn_lock_flush(&c->elock, rmdir_go, m);
+    if (dir)
+        bfs_inode_unref(dir);
+    if (rc == 1)
+        return 0; /* rmdir_go runs once the window is released */
+    if (rc < 0) {
+        mtxn_free(m);
+        return rc;
+    }
+    return entry_txn(m, f, &q->loc, NULL);
 }
 
 int ec_rename(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_rename_req *req)

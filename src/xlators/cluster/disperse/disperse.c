@@ -64,6 +64,11 @@ static const struct bfs_option_desc ec_options[] = {
      .description = "children a change must reach, else EIO (0 or less than N-R: N-R)"},
     {.key = "cluster.eager-lock", .type = BFS_OPT_BOOL, .def = "on", .flags = CLIENT_OPT,
      .description = "keep a file's lock and changelog between writes through one fd"},
+    {.key = "disperse.other-eager-lock", .type = BFS_OPT_BOOL, .def = "on",
+     .flags = CLIENT_OPT,
+     .description = "keep a directory's entry lock and changelog between the creates and "
+                    "removals of names in it (with cluster.eager-lock; released when "
+                    "another client waits for it)"},
     {.key = "cluster.post-op-delay-ms", .type = BFS_OPT_INT, .def = "500", .min = 0,
      .max = 10000, .flags = CLIENT_OPT,
      .description = "how long an idle eager lock is kept before post-op and unlock"},
@@ -108,6 +113,9 @@ static void apply_options(struct bfs_xl *xl, const struct bfs_dict *over)
     b = true;
     (void)bfs_parse_bool(opt(xl, over, "cluster.eager-lock"), &b);
     __atomic_store_n(&p->cl.eager, b, __ATOMIC_RELAXED);
+    b = true;
+    (void)bfs_parse_bool(opt(xl, over, "disperse.other-eager-lock"), &b);
+    __atomic_store_n(&p->eager_entry, b, __ATOMIC_RELAXED);
     v = 500;
     (void)bfs_parse_int(opt(xl, over, "cluster.post-op-delay-ms"), &v);
     __atomic_store_n(&p->cl.delay_ms, (uint64_t)v, __ATOMIC_RELAXED);

@@ -7,7 +7,8 @@
  * Objects and lifetimes:
  *   struct ec_priv    one per translator instance (xl->private), init..fini.
  *   struct ec_inode   per inode (ctx slot): good children per type, the
- *                     file size, the shared data lock object. Made on first
+ *                     file size, the shared data lock object (and, for a
+ *                     directory, the shared entry lock). Made on first
  *                     need, freed at forget (a held lock keeps the inode).
  *   struct ec_fd      per fd (ctx slot): where it is open, readdir child.
  *   struct ec_wtxn    one data change (disperse-write.c); struct ec_mtxn
@@ -54,6 +55,8 @@ struct ec_priv {
     /* options (atomics; reconfigure) */
     int heal_count;              /* background heals queued at most; 0: foreground */
     uint64_t heal_lock_ms;       /* cluster.heal-lock-timeout: a busy heal lock retried so long */
+    bool eager_entry;            /* disperse.other-eager-lock: a directory's entry lock is kept
+                                  * between its entry changes (disperse-meta.c) */
     bool heal_on[EC_NTYPES];
     /* notify */
     pthread_mutex_t lock;        /* reported/announced, ctx creation */
@@ -98,6 +101,7 @@ struct ec_inode {
     uint32_t good[EC_NTYPES];
     uint64_t size;               /* regular files: the size (authoritative while we hold dlock) */
     struct bfs_txn_lock dlock;   /* shared (eager) data lock */
+    struct bfs_txn_lock elock;   /* directories: shared (eager) entry lock, whole directory */
     uint64_t win;                /* dlock.window in which size and good were read */
     /* size changes that failed on every child while a later one had moved
      * the size past them already (disperse-write.c, undo_size): rolled
