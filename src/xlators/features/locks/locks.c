@@ -438,7 +438,7 @@ static const struct bfs_fops pl_fops = {
     .mkdir = bfs__pl_mkdir,
     .symlink = bfs__pl_symlink,
     .link = bfs__pl_link,
-    .unlink = bfs__pl_unlink,
+    .unlink = bfs__pl_unlink_locked,
     .rmdir = bfs__pl_rmdir,
 };
 
