@@ -29,7 +29,10 @@
 # 2-3 per phase and brick, under 0.01 per file at 500 files.
 #
 # Environment: BENCH_KEEP_TMP=1 keeps the scratch folder; DIST_OPTS "K V"
-# lines (newline-separated) passed to `volume set` before the mount.
+# lines (newline-separated) passed to `volume set` before the mount;
+# DIST_GAP=SECONDS waits that long before each phase after the first (in
+# `make bench` the other targets' steps run in between: what md-cache kept
+# from the previous phase may have expired by then).
 set -euo pipefail
 BUILD=${1:?usage: bench/dist-calls.sh BUILD [FILES] [BRICKS]}
 FILES=${2:-500}
@@ -124,6 +127,7 @@ print("%-7s cpu %-6s %.0f us, %.1f switches per file" % (sys.argv[3], sys.argv[4
 }
 bin=$BUILD/bin/smallfile
 for phase in create stat read delete; do
+    [ "$phase" != create ] && sleep "${DIST_GAP:-0}"
     sync; echo 3 >/proc/sys/vm/drop_caches
     for ((b = 0; b < NB; b++)); do stats brickfs.io-stats.reset "$T/q$b" >/dev/null; done
     stats brickfs.io-stats.reset "$T/m" >/dev/null
