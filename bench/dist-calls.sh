@@ -45,24 +45,30 @@ source "$(dirname "$0")/../tests/lib/cluster.sh"
 # shellcheck source=tests/lib/mgmt.sh
 source "$(dirname "$0")/../tests/lib/mgmt.sh"
 PY=${PYTHON:-python3}
+# No errexit from here: the exit trap's teardown (which stops the bricks
+# brickfsd started) must run to its end; failures are checked by hand.
+set +e
+die() { echo "dist-calls: $*" >&2; exit 1; }
 
-start_brickfsd >/dev/null
+start_brickfsd >/dev/null || die "brickfsd did not start"
 bricks=()
 for ((b = 0; b < NB; b++)); do mkdir -p "$T/b$b"; bricks+=("127.0.0.1:$T/b$b"); done
-cli volume create dc "${bricks[@]}" force >/dev/null
+cli volume create dc "${bricks[@]}" force >/dev/null || die "volume create failed"
 if [ -n "${DIST_OPTS:-}" ]; then
-    while read -r k v; do [ -n "$k" ] && cli volume set dc "$k" "$v" >/dev/null; done <<<"$DIST_OPTS"
+    while read -r k v; do
+        [ -z "$k" ] || cli volume set dc "$k" "$v" >/dev/null || die "volume set $k $v failed"
+    done <<<"$DIST_OPTS"
 fi
-cli volume start dc >/dev/null
+cli volume start dc >/dev/null || die "volume start failed"
 for ((b = 0; b < NB; b++)); do
-    port=$(vol_brick_field dc "$b" port)
+    port=$(vol_brick_field dc "$b" port) || die "no port for brick $b"
     q=$T/q$b.vol
     printf 'volume q%d\n    type protocol/client\n    option remote-host 127.0.0.1\n' "$b" >"$q"
     printf '    option remote-port %s\n    option remote-subvolume dc-brick-%d\nend-volume\n' \
         "$port" "$b" >>"$q"
-    mount_brickfs "$q" "$T/q$b"
+    mount_brickfs "$q" "$T/q$b" || die "mount of brick $b failed"
 done
-mount_vol dc "$T/m"
+mount_vol dc "$T/m" || die "the volume's mount failed"
 
 stats() { getfattr -n "$1" --only-values "$2" 2>/dev/null; }
 report() { # PHASE NB FILE... (NB brick dumps, then the top's): per-file counts
