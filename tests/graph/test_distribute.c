@@ -704,10 +704,11 @@ struct rename_bg {
     atomic_int rc, done;
 };
 
-static void *rename_bg_run(void *arg)
+static void *rename_bg_run(void *arg) /* or unlink of from, without to */
 {
     struct rename_bg *m = arg;
-    atomic_store(&m->rc, rename_(m->v, &m->par, m->from, &m->par, m->to));
+    atomic_store(&m->rc, m->to ? rename_(m->v, &m->par, m->from, &m->par, m->to)
+                               : unlink_(m->v, &m->par, m->from));
     atomic_store(&m->done, 1);
     return NULL;
 }
@@ -844,20 +845,27 @@ static void calls_diag(struct dg_vol *v)
                (double)(eg_calls(v, 2) - c0[2]) / CALLS_N);
     }
     /* serial round trips: every brick answers 50 ms late, so an operation
-     * takes about 50 ms per round trip it waits for */
+     * takes about 50 ms per round trip it waits for. First an unlink on b0
+     * the long way, which teaches distribute that b0 locks unlinks itself */
+    char warm[64];
+    dg_name_on(v, &pg, "w", 0, warm, sizeof(warm));
+    dg_put(v, &pg, warm, "x", NULL);
+    unlink_(v, &pg, warm);
     for (int b = 0; b < 3; b++) {
         char bn[16];
         snprintf(bn, sizeof(bn), "b%d", b);
         dg_reconf(bfs_graph_find(v->g, bn), "delay-ms", "50");
     }
-    static const char *rt[] = {"create", "mkdir", "rename to b1", "unlink (link file on b1)"};
-    for (int k = 0; k < 4; k++) {
+    static const char *rt[] = {"create", "unlink (data on b0)", "create", "mkdir",
+                               "rename to b1", "unlink (link file on b1)"};
+    for (int k = 0; k < 6; k++) {
         uint64_t t0 = bfs_now_ms();
         for (int i = 0; i < 3; i++) {
             switch (k) {
-            case 0: dg_put(v, &pg, nm[i], NULL, NULL); break;
-            case 1: mkdir_(v, &pg, dn[i], NULL); break;
-            case 2: rename_(v, &pg, nm[i], &pg, dn[i + 3]); break;
+            case 0: case 2: dg_put(v, &pg, nm[i], NULL, NULL); break;
+            case 1: unlink_(v, &pg, nm[i]); break;
+            case 3: mkdir_(v, &pg, dn[i], NULL); break;
+            case 4: rename_(v, &pg, nm[i], &pg, dn[i + 3]); break;
             default: unlink_(v, &pg, dn[i + 3]); break;
             }
         }
@@ -1220,6 +1228,99 @@ static void test_stale(struct dg_vol *v)
     ok(k == 2 && u.bad == 2, "listed (it has no linkto: not a link file), with %s (%d)", ghost, k);
     free(u.count);
     (void)g;
+}
+
+/* ---- unlink in one request (performance-notes 28-dist) ---- */
+
+/* distribute's statedump says b's brick locks unlinks itself */
+static bool ul_known(struct dg_vol *v, int b)
+{
+    char *d = v->top->mod->dump(v->top), want[64];
+    snprintf(want, sizeof(want), "\"name\":\"b%d\"", b);
+    const char *c = d ? strstr(d, want) : NULL;
+    const char *f = c ? strstr(c, "\"locked_unlink\":") : NULL;
+    bool yes = f && strncmp(f + 16, "true", 4) == 0;
+    free(d);
+    return yes;
+}
+
+/* A file on its hashed brick is removed with one call there: the brick
+ * takes the name's entry lock, checks the name is not a link file, unlinks
+ * and unlocks. The long way (lock, lookup, unlink) stays for everything
+ * else, and teaches distribute which bricks can. */
+static void test_unlink_locked(struct dg_vol *v)
+{
+    struct bfs_gfid pg;
+    char n[4][64], src[64], dst[64], rel[128];
+    is_int(mkdir_(v, &bfs_gfid_root, "ul", &pg), 0, "ul: mkdir");
+    for (int i = 0; i < 4; i++) {
+        char p[8];
+        snprintf(p, sizeof(p), "u%d", i);
+        dg_name_on(v, &pg, p, 0, n[i], sizeof(n[i]));
+        dg_put(v, &pg, n[i], "data", NULL);
+    }
+    struct bfs_xl *b0 = bfs_graph_find(v->g, "b0");
+    v->top->mod->notify(v->top, BFS_EV_CHILD_DOWN, b0, NULL); /* forget what b0 said */
+    v->top->mod->notify(v->top, BFS_EV_CHILD_UP, b0, NULL);
+    ok(!ul_known(v, 0), "ul: after b0 came back, its locked unlinks are not assumed");
+    long c0 = eg_calls(v, 0);
+    is_int(unlink_(v, &pg, n[0]), 0, "ul: unlink of a file on its hashed brick b0");
+    is_int(eg_calls(v, 0) - c0, 4, "ul: the long way (lock, lookup, unlink asking for the lock, "
+           "unlock: 4 calls)");
+    ok(ul_known(v, 0), "ul: b0 acknowledged the lock it was asked for");
+    c0 = eg_calls(v, 0);
+    long c1 = eg_calls(v, 1) + eg_calls(v, 2);
+    is_int(unlink_(v, &pg, n[1]), 0, "ul: the next unlink there");
+    is_int(eg_calls(v, 0) - c0, 1, "ul: one call to b0");
+    is_int(eg_calls(v, 1) + eg_calls(v, 2) - c1, 0, "ul: none elsewhere");
+    snprintf(rel, sizeof(rel), "ul/%s", n[1]);
+    ok(placed(v, rel, -1, -1) && lookup_(v, &pg, n[1], NULL) == -ENOENT, "ul: it is gone");
+    is_int(unlink_(v, &pg, n[1]), -ENOENT, "ul: unlink of a missing name: ENOENT");
+
+    /* a link file on b0 (the data renamed from b1): refused by the brick,
+     * then removed the long way with its data */
+    dg_name_on(v, &pg, "s", 1, src, sizeof(src));
+    dg_name_on(v, &pg, "t", 0, dst, sizeof(dst));
+    dg_put(v, &pg, src, "moved", NULL);
+    is_int(rename_(v, &pg, src, &pg, dst), 0, "ul: a file on b1 renamed to a name of b0");
+    snprintf(rel, sizeof(rel), "ul/%s", dst);
+    ok(placed(v, rel, 1, 0), "ul: data on b1, link file on b0");
+    is_int(unlink_(v, &pg, dst), 0, "ul: unlink through the link file");
+    ok(placed(v, rel, -1, -1), "ul: data and link file gone");
+
+    /* the lock: another owner holds the name's lock on b0 (a rename or a
+     * rebalance move in progress) and replaces the file by a link file to
+     * data on b1 meanwhile; the unlink waits, then removes both */
+    struct bfs_stack *other = bfs_stack_new();
+    other->lk_owner = 0xd157;
+    is_int(elk(v, 0, other, &pg, n[2], BFS_ENTRYLK_LOCK), 0, "ul: another owner holds %s's "
+           "lock on b0", n[2]);
+    struct rename_bg m = {.v = v, .par = pg, .from = n[2]}; /* no .to: an unlink */
+    pthread_t th;
+    pthread_create(&th, NULL, rename_bg_run, &m);
+    while (!atomic_load(&m.done) && !lock_waiter(v, 0))
+        usleep(1000);
+    ok(!atomic_load(&m.done), "ul: the unlink waits for it (a waiter is queued on b0)");
+    struct bfs_unlink_req uq = {.loc = cg_L(&pg, n[2])};
+    is_int(bfs_sync_unlink(b0, dg_st, &uq, NULL), 0, "ul: (the holder removes the file on b0)");
+    snprintf(rel, sizeof(rel), "ul/%s", n[2]);
+    int fd = open(dg_on_disk(v, 1, rel), O_CREAT | O_WRONLY, 0644);
+    ok(fd >= 0 && write(fd, "elsewhere", 9) == 9, "ul: (puts data on b1)");
+    if (fd >= 0)
+        close(fd);
+    struct bfs_lookup_req lq = {.loc = cg_L(&pg, n[2])};
+    bfs_sync_lookup(bfs_graph_find(v->g, "b1"), dg_st, &lq, NULL);
+    stale_link(v, 0, &pg, n[2], rel, 1);
+    ok(placed(v, rel, 1, 0), "ul: (and a link file to it on b0)");
+    is_int(elk(v, 0, other, &pg, n[2], BFS_ENTRYLK_UNLOCK), 0, "ul: the holder lets go");
+    pthread_join(th, NULL);
+    is_int(atomic_load(&m.rc), 0, "ul: the unlink completes");
+    ok(placed(v, rel, -1, -1), "ul: what the name had become is gone from every brick (the "
+       "link file was not removed alone)");
+    ok(elk(v, 0, other, &pg, n[2], BFS_ENTRYLK_LOCK_NB) == 0, "ul: no lock left behind");
+    elk(v, 0, other, &pg, n[2], BFS_ENTRYLK_UNLOCK);
+    bfs_stack_unref(other);
+    is_int(unlink_(v, &pg, n[3]), 0, "ul: and the next one");
 }
 
 /* ---- concurrent namespace changes ---- */
@@ -1722,6 +1823,7 @@ int main(void)
         test_heal(&v);
         test_statfs(&v);
         test_stale(&v);
+        test_unlink_locked(&v);
         test_concurrent(&v);
         test_list_primes(&v);
         test_version(&v);

@@ -17,8 +17,14 @@
  *   mknod, symlink  on H.
  *   link     where the data is; a link file on the new name's H first when
  *            that is another subvolume (under the entry lock).
- *   unlink   under the entry lock: data name first (as the caller), then
- *            the link file (as root); a stale link file alone is cleared.
+ *   unlink   a file on its hashed subvolume H, when H is a single brick whose
+ *            features/locks acknowledged it: one request, in which the brick
+ *            takes the entry lock, finds the name not link-shaped, unlinks
+ *            and unlocks (features/locks/locks-unlink.c). Anything else (a
+ *            link file, not found there, a brick not known to do it): under
+ *            the entry lock taken from here, data name first (as the
+ *            caller), then the link file (as root); a stale link file alone
+ *            is cleared.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +33,7 @@
 #include <sys/stat.h>
 
 #include "dht.h"
+#include "xlators/lib/lk-unlink-wire.h"
 
 enum {
     E_START,
@@ -36,7 +43,7 @@ enum {
     C_SLOCK, C_SLOOK, C_SRAW, C_SUNLINK,
     C_DLOCK, C_DLINK, C_DCREATE, C_DUNDO,
     K_FOUND, K_LOCK, K_LF, K_DATA, K_UNDO,
-    U_LOCK, U_FOUND, U_DATA, U_LINK, U_STALE, U_STALE_DONE,
+    U_FAST, U_LOCK, U_FOUND, U_DATA, U_LINK, U_STALE, U_STALE_DONE,
 };
 
 enum { S_MAIN, S_AUX, S_INFO, S_LF, S_LOCK, NSLOTS = S_LOCK + 2 };
@@ -372,6 +379,75 @@ static int link_steps(struct dht_entry_op *e)
 
 /* ---- unlink ---- */
 
+/* The caller's unlink to s; with locked, the keys that make s's
+ * features/locks take the name's entry lock around it and refuse a link
+ * file (lib/lk-unlink-wire.h). */
+static void unlink_wind(struct dht_entry_op *e, int slot, int s, bool locked)
+{
+    const struct bfs_unlink_req *q = e->req;
+    struct bfs_unlink_req r = *q;
+    struct bfs_dict *x = NULL;
+    if (locked) {
+        x = q->xdata ? bfs_dict_copy(q->xdata) : bfs_dict_new();
+        if (x && (bfs_dict_set_str(x, BFS_LK_X_UNLINK_ENTRYLK, DHT_LOCK_DOMAIN) < 0 ||
+                  bfs_dict_set_int(x, BFS_LK_X_UNLINK_REFUSE, DHT_LINK_MODE) < 0)) {
+            bfs_dict_unref(x);
+            x = NULL;
+        }
+        if (x)
+            r.xdata = x;
+    }
+    dht__wind(&e->o, slot, BFS_FOP_UNLINK, s, &r, false);
+    bfs_dict_unref(x);
+}
+
+static bool unlink_acked(const struct dht_entry_op *e, int slot)
+{
+    const struct bfs_unlink_rep *r = DHT_REP(&e->o, slot, bfs_unlink_rep);
+    int64_t v = 0;
+    return r && r->xdata && bfs_dict_get_int(r->xdata, BFS_LK_X_UNLINK_LOCKED, &v) == 0 &&
+           v == 1;
+}
+
+/* Can the unlink go to H as one locked request? */
+static bool unlink_fast(const struct dht_entry_op *e)
+{
+    const struct dht_priv *p = e->o.priv;
+    return p->single[e->h] && atomic_load(&p->unlink_lk[e->h]);
+}
+
+bool dht__single_brick(const struct bfs_xl *x)
+{
+    for (; x; x = x->nchildren ? x->children[0] : NULL)
+        if (x->nchildren > 1 || strncmp(x->type, "cluster/", 8) == 0)
+            return false;
+    return true;
+}
+
+/* The one-request unlink answered. A link file on H (EREMOTE), the name
+ * not there (ENOENT: it may live elsewhere) or a stale parent: the long
+ * way, which looks again under the lock. */
+static int unlink_fast_done(struct dht_entry_op *e)
+{
+    int rc = dht__rc(&e->o, S_MAIN);
+    if (rc == -EREMOTE || rc == -ENOENT || rc == -ESTALE) {
+        e->o.op.state = U_LOCK;
+        return BFS_OP_CONTINUE;
+    }
+    if (rc >= 0) {
+        const struct bfs_unlink_req *q = e->req;
+        if (!unlink_acked(e, S_MAIN)) { /* cannot happen with a brick that acknowledged */
+            atomic_store(&e->o.priv->unlink_lk[e->h], false);
+            XL_WARN(e->o.priv->xl, "unlink %s: %s did not take the entry lock it was asked "
+                    "to; unlinks there take the lock from here again", e->loc.name,
+                    e->o.priv->xl->children[e->h]->name);
+        }
+        dht__cache_drop(e->o.priv, &q->loc.gfid);
+        atomic_fetch_add(&e->o.priv->n_unlink_fast, 1);
+    }
+    return finish(e, rc, rc >= 0 ? S_MAIN : -1);
+}
+
 static int unlink_found(struct dht_entry_op *e)
 {
     dht__info_get(&e->o, S_INFO, &e->info);
@@ -390,7 +466,12 @@ static int unlink_found(struct dht_entry_op *e)
     e->data = e->info.cached;
     e->link = e->info.link;
     e->o.op.state = U_DATA;
-    dht__wind(&e->o, S_MAIN, BFS_FOP_UNLINK, e->data, e->req, false);
+    /* data on H and H a single brick not yet known to lock unlinks: ask it
+     * to (our own owner, whose lock it grants at once), to learn whether it
+     * can; the next unlinks on H then take the one-request way */
+    bool ask = e->data == e->h && e->o.priv->single[e->h] &&
+               !atomic_load(&e->o.priv->unlink_lk[e->h]);
+    unlink_wind(e, S_MAIN, e->data, ask);
     return BFS_OP_WAIT;
 }
 
@@ -409,9 +490,13 @@ static int unlink_steps(struct dht_entry_op *e)
         return BFS_OP_WAIT;
     case U_FOUND:
         return unlink_found(e);
+    case U_FAST:
+        return unlink_fast_done(e);
     case U_DATA:
         if ((rc = dht__rc(&e->o, S_MAIN)) < 0)
             return finish(e, rc, -1);
+        if (e->data == e->h && unlink_acked(e, S_MAIN))
+            atomic_store(&e->o.priv->unlink_lk[e->h], true);
         dht__cache_drop(e->o.priv, &e->info.attr.gfid);
         if (e->link < 0 || e->link == e->data)
             return finish(e, rc, S_MAIN);
@@ -450,6 +535,11 @@ static int entry_start(struct dht_entry_op *e)
         return BFS_OP_WAIT;
     }
     case BFS_FOP_UNLINK:
+        if (unlink_fast(e)) {
+            e->o.op.state = U_FAST;
+            unlink_wind(e, S_MAIN, e->h, true);
+            return BFS_OP_WAIT;
+        }
         e->o.op.state = U_LOCK;
         return BFS_OP_CONTINUE;
     }

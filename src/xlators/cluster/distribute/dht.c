@@ -145,6 +145,8 @@ static void priv_free(struct dht_priv *priv)
     bfs_dict_unref(priv->opts);
     free(priv->free_pct);
     free(priv->child);
+    free(priv->single);
+    free(priv->unlink_lk);
     free(priv->cache);
     for (int i = 0; i < DHT_CACHE_LOCKS; i++)
         pthread_mutex_destroy(&priv->cache_locks[i]);
@@ -168,14 +170,20 @@ static int dht_init(struct bfs_xl *xl)
         pthread_mutex_init(&priv->cache_locks[i], NULL);
     priv->free_pct = malloc(sizeof(*priv->free_pct) * (size_t)priv->n);
     priv->child = calloc((size_t)priv->n, sizeof(*priv->child));
+    priv->single = calloc((size_t)priv->n, sizeof(*priv->single));
+    priv->unlink_lk = calloc((size_t)priv->n, sizeof(*priv->unlink_lk));
     priv->cache = calloc(DHT_CACHE_SIZE, sizeof(*priv->cache));
     priv->opts = bfs_dict_new();
-    if (!priv->free_pct || !priv->child || !priv->cache || !priv->opts) {
+    if (!priv->free_pct || !priv->child || !priv->single || !priv->unlink_lk || !priv->cache ||
+        !priv->opts) {
         priv_free(priv);
         return -ENOMEM;
     }
-    for (int i = 0; i < priv->n; i++)
+    for (int i = 0; i < priv->n; i++) {
         priv->free_pct[i] = -1;
+        priv->single[i] = dht__single_brick(xl->children[i]);
+        atomic_init(&priv->unlink_lk[i], false);
+    }
     struct bfs_gfid seed;
     uint64_t owner;
     bfs_gfid_generate(&seed); /* lock owners: unique to this client process */
@@ -236,6 +244,9 @@ static int dht_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
     enum bfs_event tell = 0;
     pthread_mutex_lock(&priv->lock);
     priv->child[i] = ev == BFS_EV_CHILD_UP ? 1 : -1;
+    /* the brick may come back older: its next locked unlink must be
+     * acknowledged again before one is sent to it (dht-entry.c) */
+    atomic_store(&priv->unlink_lk[i], false);
     bool all_known = true, any_up = false;
     for (int s = 0; s < priv->n; s++) {
         all_known = all_known && priv->child[s] != 0;
@@ -261,7 +272,7 @@ static int dht_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
 static char *dht_dump(struct bfs_xl *xl)
 {
     struct dht_priv *priv = xl->private;
-    size_t cap = 512 + (size_t)priv->n * 96;
+    size_t cap = 512 + (size_t)priv->n * 128;
     char *s = malloc(cap);
     if (!s)
         return NULL;
@@ -271,19 +282,22 @@ static char *dht_dump(struct bfs_xl *xl)
         "{\"subvolumes\":%d,\"layout_version\":%lld,\"layout_previous\":%s,"
         "\"stale_layout\":%s,\"min_free_disk\":%d,\"lookup_unhashed\":%s,"
         "\"link_follows\":%llu,\"dir_heals\":%llu,\"diverted_creates\":%llu,"
-        "\"stale_links\":%llu,\"children\":[",
+        "\"stale_links\":%llu,\"locked_unlinks\":%llu,\"children\":[",
         priv->n, (long long)priv->layout->version, priv->layout->prev ? "true" : "false",
         atomic_load(&priv->stale_layout) ? "true" : "false", priv->min_free_pct,
         priv->lookup_unhashed ? "true" : "false",
         (unsigned long long)atomic_load(&priv->n_linkfollow),
         (unsigned long long)atomic_load(&priv->n_heal),
         (unsigned long long)atomic_load(&priv->n_divert),
-        (unsigned long long)atomic_load(&priv->n_stale));
+        (unsigned long long)atomic_load(&priv->n_stale),
+        (unsigned long long)atomic_load(&priv->n_unlink_fast));
     for (int i = 0; i < priv->n && len < cap; i++)
         len += (size_t)snprintf(s + len, cap - len, "%s{\"name\":\"%s\",\"state\":\"%s\","
-                                "\"free_pct\":%d}", i ? "," : "", xl->children[i]->name,
+                                "\"free_pct\":%d,\"locked_unlink\":%s}", i ? "," : "",
+                                xl->children[i]->name,
                                 priv->child[i] > 0 ? "up" : priv->child[i] < 0 ? "down" : "unknown",
-                                priv->free_pct[i]);
+                                priv->free_pct[i],
+                                atomic_load(&priv->unlink_lk[i]) ? "true" : "false");
     pthread_mutex_unlock(&priv->lock);
     if (len < cap)
         snprintf(s + len, cap - len, "]}");

@@ -103,12 +103,15 @@ struct dht_priv {
     uint64_t free_at_ms;
     bool free_refreshing;
     int8_t *child;              /* [n]: 0 unknown, 1 up, -1 down */
+    bool *single;               /* [n]: the subvolume is one brick (no cluster translator) */
+    atomic_bool *unlink_lk;     /* [n]: its brick ran an unlink under the entry lock it was
+                                 * asked to take (lib/lk-unlink-wire.h) since it came up */
     bool announced_up;
     bool warned_nolocks;
     atomic_uint_fast64_t owner_seq;
     struct dht_cache_ent *cache; /* [DHT_CACHE_SIZE] */
     pthread_mutex_t cache_locks[DHT_CACHE_LOCKS];
-    atomic_uint_fast64_t n_linkfollow, n_heal, n_divert, n_stale;
+    atomic_uint_fast64_t n_linkfollow, n_heal, n_divert, n_stale, n_unlink_fast;
 };
 
 /* ---- ops (dht-op.c) ---- */
@@ -261,6 +264,9 @@ int dht__linkto_read(const struct dht_op *o, int slot);
 void dht__unlink_wind(struct dht_op *o, int slot, int s, const struct bfs_loc *loc, bool as_root);
 
 /* dht-entry.c */
+/* The subvolume is a single brick: no translator with several children
+ * or of class cluster/ on the way down (dht.c, at init). */
+bool dht__single_brick(const struct bfs_xl *x);
 int dht__create(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_create_req *req);
 int dht__mknod(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_mknod_req *req);
 int dht__symlink(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_symlink_req *req);

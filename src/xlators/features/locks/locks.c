@@ -5,6 +5,9 @@
  *
  * The lock kinds themselves live in posix.c (lk, flush, release),
  * inodelk.c, entrylk.c and lease.c; dump.c renders the state as JSON.
+ * Steps of cluster translators that ride in other calls: locks-txn.c
+ * (replicate's and disperse's changelog), locks-unlink.c (distribute's
+ * unlink under the name's entry lock).
  * See locks.h for the object lifetimes and the locking rules.
  */
 #include <errno.h>
@@ -438,7 +441,7 @@ static const struct bfs_fops pl_fops = {
     .mkdir = bfs__pl_mkdir,
     .symlink = bfs__pl_symlink,
     .link = bfs__pl_link,
-    .unlink = bfs__pl_unlink,
+    .unlink = bfs__pl_unlink_locked,
     .rmdir = bfs__pl_rmdir,
 };
 

@@ -179,6 +179,12 @@ int bfs__pl_link(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_li
 int bfs__pl_unlink(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_unlink_req *req);
 int bfs__pl_rmdir(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_rmdir_req *req);
 
+/* ---- locks-unlink.c: an unlink under an entry lock taken here ---- */
+/* The unlink fop: with lib/lk-unlink-wire.h's keys, lock, check, unlink,
+ * unlock; else bfs__pl_unlink. */
+int bfs__pl_unlink_locked(struct bfs_frame *frame, struct bfs_xl *xl,
+                          const struct bfs_unlink_req *req);
+
 /* ---- contention.c: telling a holder that someone waits for its lock ---- */
 /* Notices found under pin->lock, sent after it is released. */
 struct pl_notice;
