@@ -22,11 +22,12 @@
  * (bfs_op_client_volfile), not in the client.vol and shd.vol written for
  * brickfsd's own daemons: the self-heal daemon and rebalance change files
  * below it by design and want every answer from the bricks. Volume option
- * performance.md-cache off leaves it out; on a volume with cluster
- * translators, whose heals move times below it (and replicate's and
- * disperse's changelog moves the ctime without an upcall), its timeout is
- * MDC_CLUSTER_TIMEOUT unless performance.md-cache-timeout is set
- * (docs/design/cache-invalidation.md, "Defaults").
+ * performance.md-cache off leaves it out; on a replicated or dispersed
+ * volume, whose changelog moves the ctime without an upcall and whose heals
+ * move times below it, its timeout is MDC_CLUSTER_TIMEOUT unless
+ * performance.md-cache-timeout is set. A pure distribute volume keeps the
+ * translator's default: the only change below md-cache there is a directory
+ * heal's merged times (docs/design/cache-invalidation.md, "Defaults").
  *
  * Client volfiles name no brick port: each protocol/client asks brickfsd
  * (mgmt-server, mgmt-volume) where its brick listens before every connect,
@@ -170,7 +171,7 @@ static const char *put_md_cache(struct bfs_mgmt *m, struct buf *b, const struct 
     snprintf(name, len, "%s-md-cache", v->name);
     put(b, "volume %s\n    type %s\n", name, MDC_TYPE);
     put_set_opts(m, b, v, MDC_TYPE);
-    if (v->nbricks > 1 && !bfs_volume_opt(v, MDC_OPT_TIMEOUT))
+    if ((v->replica > 1 || v->disperse > 0) && !bfs_volume_opt(v, MDC_OPT_TIMEOUT))
         put(b, "    option %s %s\n", MDC_OPT_TIMEOUT, MDC_CLUSTER_TIMEOUT);
     put(b, "    subvolumes %s\nend-volume\n\n", top_child);
     return name;
