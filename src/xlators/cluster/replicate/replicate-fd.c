@@ -403,11 +403,11 @@ static int fan_step(struct bfs_op *op)
             return BFS_OP_WAIT;
         }
         int reader = f->kind == FAN_OPEN && f->fop == BFS_FOP_OPEN
-                         ? afr_open_reader(p, f->req) : -1; /* replicate-prefetch.c */
+                         ? afr_open_reader(p, f->req, f->prefetch_ok) : -1; /* -prefetch.c */
         for (int i = 0; i < p->n; i++) {
             if (!bfs_mask_has(f->asked, i))
                 continue;
-            if (reader >= 0 && bfs_mask_has(f->asked, reader))
+            if (reader == AFR_NO_READER || (reader >= 0 && bfs_mask_has(f->asked, reader)))
                 afr_open_wind(op, i, f->req, reader);
             else
                 bfs_op_wind(op, i, f->fop, p->xl->children[i], f->req);

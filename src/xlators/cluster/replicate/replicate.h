@@ -79,6 +79,7 @@ struct afr_priv {
     struct bfs_inode *recent[AFR_RECENT];
     unsigned recent_next;
     bool recent_off;             /* after PARENT_DOWN: keep nothing */
+    struct afr_mem *mem;         /* contexts kept after forget (replicate-memory.c) */
     /* statistics (atomic) */
     uint64_t n_txn, n_read_failover, n_heal_ok, n_heal_fail, n_split;
     uint64_t n_heal_blocks;      /* data heal: blocks written to sinks */
@@ -169,6 +170,21 @@ void afr_fd_set_prefetch_ok(struct bfs_xl *xl, struct bfs_fd *fd, uint32_t ok);
 uint32_t afr_fd_prefetch_ok(struct bfs_xl *xl, struct bfs_fd *fd);
 void afr_release(struct bfs_xl *xl, struct bfs_fd *fd);
 
+/* ---- replicate-memory.c: contexts kept by GFID after their inode is forgotten ---- */
+struct afr_mem;
+int afr_mem_init(struct afr_priv *p, size_t size); /* -ENOMEM */
+void afr_mem_fini(struct afr_priv *p);
+void afr_mem_resize(struct afr_priv *p, size_t size); /* a new size empties it; 0: off */
+/* At forget: keeps c (if fresh) under g. */
+void afr_mem_save(struct afr_priv *p, const struct bfs_gfid *g, struct afr_inode *c);
+/* A new, empty context c of g starts from what was kept, if it is still
+ * of this generation. true if it did. */
+bool afr_mem_seed(struct afr_priv *p, const struct bfs_gfid *g, struct afr_inode *c);
+/* A brick's invalidation of g (another client changed it): forgets what
+ * is kept, and a live context of g refreshes before its next read. */
+void afr_mem_invalidate(struct afr_priv *p, const struct bfs_gfid *g);
+void afr_mem_stats(struct afr_priv *p, uint64_t out[3]); /* saved, seeded, dropped */
+
 /* ---- replicate-lookup.c ---- */
 int afr_lookup(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_lookup_req *req);
 /* Starts a lookup that answers frame and triggers no heal (after a
@@ -232,9 +248,12 @@ struct afr_txn {
     uint64_t nl_owner;           /* the lock owner it asks for */
 };
 /* replicate-prefetch.c: the copy that will serve the reads of an O_RDONLY
- * open (-1: unknown, or not such an open), and the open's wind to child i
- * asking for no open-prefetch unless i is that copy. */
-int afr_open_reader(struct afr_priv *p, const struct bfs_open_req *q);
+ * open (-1: unknown, or not such an open; AFR_NO_READER: no copy whose
+ * prefetched bytes a read could use, `good` being the copies known good as
+ * the open is sent), and the open's wind to child i asking for no
+ * open-prefetch unless i is that copy. */
+#define AFR_NO_READER (-2)
+int afr_open_reader(struct afr_priv *p, const struct bfs_open_req *q, uint32_t good);
 void afr_open_wind(struct bfs_op *op, int i, const struct bfs_open_req *q, int reader);
 /* replicate-entry.c: lock on create (docs/design/replicate.md): does this
  * create ask for its file's data lock? Decided once per transaction. */
