@@ -240,6 +240,16 @@ void afr_fd_set_opened(struct bfs_xl *xl, struct bfs_fd *fd, uint32_t opened,
     pthread_mutex_unlock(&f->lock);
 }
 
+void afr_fd_set_lazy(struct bfs_xl *xl, struct bfs_fd *fd)
+{
+    struct afr_fd *f = afr_fdctx(xl, fd, false);
+    if (!f)
+        return;
+    pthread_mutex_lock(&f->lock);
+    f->reopen_gen = 0; /* the first fix-open goes, whatever the generation */
+    pthread_mutex_unlock(&f->lock);
+}
+
 void afr_fd_set_prefetch_ok(struct bfs_xl *xl, struct bfs_fd *fd, uint32_t ok)
 {
     struct afr_fd *f = afr_fdctx(xl, fd, true);

@@ -88,6 +88,10 @@ static const struct bfs_option_desc afr_options[] = {
      .values = heal_algos, .flags = CLIENT_OPT,
      .description = "full copies every block; diff reads the sink too and writes only "
                     "blocks that differ"},
+    {.key = "cluster.lazy-open", .type = BFS_OPT_BOOL, .def = "on", .flags = CLIENT_OPT,
+     .description = "an O_RDONLY open goes to the good copy that will serve its reads only; "
+                    "the others are opened when the fd needs them (a read failing over, a "
+                    "lock, fsync, a change through it)"},
     {.key = "cluster.inode-memory", .type = BFS_OPT_INT, .def = "65536", .min = 0,
      .max = 16777216, .flags = CLIENT_OPT,
      .description = "files whose good copies are remembered after the mount forgot them "
@@ -152,6 +156,9 @@ static void apply_options(struct bfs_xl *xl, const struct bfs_dict *over)
         (void)bfs_parse_bool(opt(xl, over, heal_keys[t]), &b);
         __atomic_store_n(&p->heal_on[t], b, __ATOMIC_RELAXED);
     }
+    b = true;
+    (void)bfs_parse_bool(opt(xl, over, "cluster.lazy-open"), &b);
+    __atomic_store_n(&p->lazy_open, b, __ATOMIC_RELAXED);
     v = 65536;
     (void)bfs_parse_int(opt(xl, over, "cluster.inode-memory"), &v);
     afr_mem_resize(p, (size_t)v);

@@ -59,6 +59,7 @@ struct afr_priv {
     bool heal_diff;
     uint64_t heal_lock_ms;       /* a heal waits this long for its lock at most */
     bool quorum_reads;           /* reads need quorum too */
+    bool lazy_open;              /* cluster.lazy-open (replicate-fd.c) */
     /* notify */
     pthread_mutex_t lock;        /* reported/announced, inode ctx creation */
     uint32_t reported;           /* children that sent an event */
@@ -168,6 +169,9 @@ void afr_fd_set_opened(struct bfs_xl *xl, struct bfs_fd *fd, uint32_t opened,
 /* struct afr_fd.prefetch_ok: set by open; read before each read. */
 void afr_fd_set_prefetch_ok(struct bfs_xl *xl, struct bfs_fd *fd, uint32_t ok);
 uint32_t afr_fd_prefetch_ok(struct bfs_xl *xl, struct bfs_fd *fd);
+/* The fd was opened on one copy on purpose (lazy open): the first fix-open
+ * (afr_fix_open) opens it on the others whatever the generation. */
+void afr_fd_set_lazy(struct bfs_xl *xl, struct bfs_fd *fd);
 void afr_release(struct bfs_xl *xl, struct bfs_fd *fd);
 
 /* ---- replicate-memory.c: contexts kept by GFID after their inode is forgotten ---- */
