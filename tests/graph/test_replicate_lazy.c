@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -185,6 +186,59 @@ static void test_lock_everywhere(void)
     cg_vol_close(&v);
 }
 
+struct reader {
+    struct cg_vol *v;
+    struct bfs_fd *fd;
+    int ok;
+};
+
+static void *read_thread(void *arg)
+{
+    struct reader *r = arg;
+    struct bfs_stack *st = bfs_stack_new();
+    struct bfs_read_req req = {.fd = r->fd, .size = 32, .offset = 0};
+    struct bfs_read_rep rep;
+    int rc = bfs_sync_read(r->v->top, st, &req, &rep);
+    r->ok = rc == 4 && memcmp(rep.data.data, "both", 4) == 0;
+    if (rc >= 0)
+        bfs_read_rep_clear_dup(&rep);
+    bfs_stack_unref(st);
+    return NULL;
+}
+
+/* Two reads through one lazy fd fail over at the same time: the second
+ * waits for the first one's fix-open (held back 300 ms) instead of finding
+ * no copy to read. */
+static void test_concurrent_failover(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *fd;
+    if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n") < 0)
+        return;
+    known_file(&v, "cf", "both", &a);
+    is_int(cg_open(&v, &a.gfid, O_RDONLY, &fd), 0, "open O_RDONLY (on c0 only)");
+    cg_reconf(&v, 0, "error-no", "EIO");
+    cg_reconf(&v, 0, "enable", "read");
+    cg_reconf(&v, 0, "failure", "100");
+    for (int i = 1; i < 3; i++) {
+        cg_reconf(&v, i, "enable", "open");
+        cg_reconf(&v, i, "delay-ms", "300");
+    }
+    struct reader r[2] = {{&v, fd, 0}, {&v, fd, 0}};
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++)
+        pthread_create(&th[k], NULL, read_thread, &r[k]);
+    for (int k = 0; k < 2; k++)
+        pthread_join(th[k], NULL);
+    ok(r[0].ok && r[1].ok, "both reads answered from another copy");
+    cg_reconf(&v, 0, "failure", "0");
+    for (int i = 1; i < 3; i++)
+        cg_reconf(&v, i, "delay-ms", "0");
+    cg_flush_close(&v, fd);
+    cg_vol_close(&v);
+}
+
 int main(void)
 {
     plan_lazy();
@@ -197,6 +251,7 @@ int main(void)
         {"failover", test_failover},
         {"stale", test_stale_after_open},
         {"lock", test_lock_everywhere},
+        {"concurrent", test_concurrent_failover},
     };
     cg_run(tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST");
     cg_fini();

@@ -333,16 +333,27 @@ static void post_then(struct afr_fan *f)
 static int reopened(struct afr_fan *f, uint32_t ok)
 {
     struct afr_fd *c = afr_fdctx(f->p->xl, f->fd, false);
+    struct afr_fix_wait *w = NULL;
     if (c) {
         pthread_mutex_lock(&c->lock);
         c->opened |= ok;
         c->reopening = false;
+        w = c->fix_waiting;
+        c->fix_waiting = NULL;
         pthread_mutex_unlock(&c->lock);
     }
     if (ok)
         XL_INFO(f->p->xl, "fd re-opened on %d child(ren) that missed its open",
                 bfs_mask_count(ok));
     post_then(f);
+    struct bfs_loop *loop = f->p->cl.loop;
+    while (w) { /* those who asked while it was in flight */
+        struct afr_fix_wait *next = w->next;
+        if (!loop || bfs_loop_post(loop, w->fn, w->arg) < 0)
+            w->fn(w->arg);
+        free(w);
+        w = next;
+    }
     return BFS_OP_DONE;
 }
 
@@ -567,7 +578,16 @@ int afr_fix_open(struct bfs_frame *frame, struct bfs_xl *xl, struct bfs_fd *fd,
     uint32_t missing = afr_up(p) & ~c->opened;
     struct bfs_open_req req = {.fd = fd, .flags = c->flags};
     req.loc.gfid = c->gfid;
-    bool go = missing && !c->reopening && c->reopen_gen != gen && !bfs_gfid_is_null(&c->gfid);
+    if (missing && c->reopening) { /* one in flight: wait for it */
+        struct afr_fix_wait *w = malloc(sizeof(*w));
+        if (w) {
+            *w = (struct afr_fix_wait){.fn = then, .arg = arg, .next = c->fix_waiting};
+            c->fix_waiting = w;
+        }
+        pthread_mutex_unlock(&c->lock);
+        return w ? 1 : 0;
+    }
+    bool go = missing && c->reopen_gen != gen && !bfs_gfid_is_null(&c->gfid);
     if (go) {
         c->reopening = true;
         c->reopen_gen = gen; /* one attempt per child event */
@@ -579,7 +599,15 @@ int afr_fix_open(struct bfs_frame *frame, struct bfs_xl *xl, struct bfs_fd *fd,
     if (!f) {
         pthread_mutex_lock(&c->lock);
         c->reopening = false;
+        struct afr_fix_wait *w = c->fix_waiting;
+        c->fix_waiting = NULL;
         pthread_mutex_unlock(&c->lock);
+        while (w) { /* they go on without it, as this caller does */
+            struct afr_fix_wait *next = w->next;
+            w->fn(w->arg);
+            free(w);
+            w = next;
+        }
         return 0;
     }
     f->new_fd = true; /* re-opens the same fd object on other children */

@@ -96,6 +96,12 @@ struct afr_inode {
     struct bfs_txn_lock dlock;   /* shared (eager) data lock */
 };
 
+struct afr_fix_wait {             /* replicate-fd.c, afr_fix_open */
+    bfs_task_fn fn;
+    void *arg;
+    struct afr_fix_wait *next;
+};
+
 struct afr_fd {
     pthread_mutex_t lock;
     uint32_t opened;             /* children where open/create/opendir succeeded */
@@ -104,6 +110,7 @@ struct afr_fd {
     uint32_t flags;              /* open flags, for re-opening on a child */
     uint64_t reopen_gen;         /* priv->gen at the last open or re-open attempt */
     bool reopening;
+    struct afr_fix_wait *fix_waiting; /* afr_fix_open callers while reopening */
     /* Children whose data copy was known good (readable, fresh context)
      * when the open was sent: only their protocol/client may answer a
      * read from the bytes it fetched with the open. Another copy's bytes
@@ -230,9 +237,10 @@ int afr_lease(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_lease_req
 int afr_copy_file_range(struct bfs_frame *f, struct bfs_xl *xl,
                         const struct bfs_copy_file_range_req *req);
 /* "fix-open": opens fd on the up children it is not open on (they were
- * down at open time), at most once per child event, as the caller of
- * frame. Returns 1 if it did: then(arg) is posted to the event loop when
- * done, whatever the outcome; 0 if there is nothing to do. */
+ * down at open time, or a lazy open left them out), at most once per child
+ * event, as the caller of frame. Returns 1 if it did, or if such a fix-open
+ * is in flight: then(arg) is posted to the event loop when it is done,
+ * whatever the outcome; 0 if there is nothing to do. */
 int afr_fix_open(struct bfs_frame *frame, struct bfs_xl *xl, struct bfs_fd *fd,
                  bfs_task_fn then, void *arg);
 
