@@ -20,9 +20,10 @@
  * since). The rules of a saved context are those of a live one
  * (replicate.md, "Reads"), with one more: an invalidation from a brick
  * about the inode (features/upcall's BFS_UPCALL_INODE: another client
- * changed it) drops it, and makes a live context of the inode refresh
- * before its next read — so what is kept is never older than what
- * md-cache above may answer from.
+ * changed it) drops it — so what is kept is never older than what
+ * md-cache above may answer from. (A live context is left as it is: its
+ * refresh by GFID would fail the reads of an fd whose file another client
+ * unlinked or a rebalance moved, which the fd can still serve.)
  *
  * The table is direct-mapped (a GFID has one slot; a newcomer replaces
  * whoever was there), allocated on first save, sized by the option
@@ -33,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/graph.h"
 #include "replicate.h"
 
 struct afr_mem_slot {
@@ -160,32 +160,17 @@ bool afr_mem_seed(struct afr_priv *p, const struct bfs_gfid *g, struct afr_inode
 void afr_mem_invalidate(struct afr_priv *p, const struct bfs_gfid *g)
 {
     struct afr_mem *m = p->mem;
-    if (bfs_gfid_is_null(g))
+    if (!m || bfs_gfid_is_null(g))
         return;
-    if (m) {
-        pthread_mutex_lock(&m->lock);
-        if (m->slots) {
-            struct afr_mem_slot *e = &m->slots[slot_of(m, g)];
-            if (e->gen && bfs_gfid_eq(&e->gfid, g)) {
-                memset(e, 0, sizeof(*e));
-                m->dropped++;
-            }
+    pthread_mutex_lock(&m->lock);
+    if (m->slots) {
+        struct afr_mem_slot *e = &m->slots[slot_of(m, g)];
+        if (e->gen && bfs_gfid_eq(&e->gfid, g)) {
+            memset(e, 0, sizeof(*e));
+            m->dropped++;
         }
-        pthread_mutex_unlock(&m->lock);
     }
-    /* A live context of the inode is refreshed before its next read. */
-    struct bfs_xl *xl = p->xl;
-    struct bfs_inode *inode = xl->graph && xl->graph->itable
-                                  ? bfs_inode_find(xl->graph->itable, g) : NULL;
-    uint64_t v;
-    if (inode && bfs_inode_ctx_get(inode, xl, &v) == 0 && v) {
-        struct afr_inode *c = (struct afr_inode *)(uintptr_t)v;
-        pthread_mutex_lock(&c->lock);
-        c->gen = 0;
-        pthread_mutex_unlock(&c->lock);
-    }
-    if (inode)
-        bfs_inode_unref(inode);
+    pthread_mutex_unlock(&m->lock);
 }
 
 void afr_mem_stats(struct afr_priv *p, uint64_t out[3])

@@ -192,7 +192,7 @@ void afr_mem_save(struct afr_priv *p, const struct bfs_gfid *g, struct afr_inode
  * of this generation. true if it did. */
 bool afr_mem_seed(struct afr_priv *p, const struct bfs_gfid *g, struct afr_inode *c);
 /* A brick's invalidation of g (another client changed it): forgets what
- * is kept, and a live context of g refreshes before its next read. */
+ * is kept of g (a live context is left alone). */
 void afr_mem_invalidate(struct afr_priv *p, const struct bfs_gfid *g);
 void afr_mem_stats(struct afr_priv *p, uint64_t out[3]); /* saved, seeded, dropped */
 
