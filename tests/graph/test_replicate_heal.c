@@ -168,6 +168,7 @@ static void test_checksum_heal(void)
     struct bfs_iatt a;
     cg_lookup(&v, &bfs_gfid_root, "big", &a);
     struct bfs_fd *fd;
+    cg_top_set(&v, "cluster.lazy-open", "off"); /* the fd must be open on c0 too */
     cg_open(&v, &a.gfid, O_RDONLY, &fd);
     struct bfs_rchecksum_req rq = {.fd = fd, .offset = 0, .len = 300 << 10, .block = 128 << 10};
     struct bfs_rchecksum_rep rp;

@@ -322,6 +322,9 @@ static void test_prefetch(struct vol *v)
 {
     enum { N = 30 };
     int with = 0, right = 0;
+    struct bfs_dict *lazy = bfs_dict_new(); /* every copy opened (replicate-fd.c) */
+    bfs_dict_set_str(lazy, "cluster.lazy-open", "off");
+    v->afr->mod->reconfigure(v->afr, lazy);
     for (int k = 0; k < N; k++) {
         char name[32];
         snprintf(name, sizeof(name), "p%d", k);
@@ -370,6 +373,9 @@ static void test_prefetch(struct vol *v)
     ok(with > 0 && with < N, "the first copy prefetched %d of %d files (the ones it serves)", with,
        N);
     is_int(right, with, "what it prefetched is the file");
+    bfs_dict_set_str(lazy, "cluster.lazy-open", "on");
+    v->afr->mod->reconfigure(v->afr, lazy);
+    bfs_dict_unref(lazy);
 }
 
 /* A create whose file nobody writes: the lock it took goes at the delayed

@@ -12,6 +12,8 @@
  * A lookup fills the context before the mount holds the inode; the last
  * AFR_RECENT looked-up inodes are kept ref'd (afr_recent_keep) so that
  * what it learnt is still there for the open and reads that follow.
+ * A fresh context is saved by GFID when its inode is forgotten, and a new
+ * context of that GFID starts from it (replicate-memory.c).
  *
  * fd context (struct afr_fd): the children the fd is open on (a child that
  * was down at open time is skipped, and blamed, for its writes), and the
@@ -80,6 +82,8 @@ struct afr_inode *afr_ictx(struct bfs_xl *xl, struct bfs_inode *inode)
             pthread_mutex_destroy(&c->lock);
             free(c);
             c = NULL;
+        } else {
+            (void)afr_mem_seed(p, &inode->gfid, c); /* what a forgotten inode knew */
         }
     }
     pthread_mutex_unlock(&p->lock);
@@ -174,6 +178,8 @@ void afr_forget(struct bfs_xl *xl, struct bfs_inode *inode)
     if (bfs_inode_ctx_del(inode, xl, &v) < 0 || !v)
         return;
     struct afr_inode *c = (struct afr_inode *)(uintptr_t)v;
+    if (afr_priv(xl))
+        afr_mem_save(afr_priv(xl), &inode->gfid, c);
     bfs_txn_lock_fini(&c->dlock);
     pthread_mutex_destroy(&c->lock);
     free(c);
@@ -231,6 +237,16 @@ void afr_fd_set_opened(struct bfs_xl *xl, struct bfs_fd *fd, uint32_t opened,
         f->gfid = *gfid;
     f->flags = flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC);
     f->reopen_gen = __atomic_load_n(&afr_priv(xl)->gen, __ATOMIC_ACQUIRE);
+    pthread_mutex_unlock(&f->lock);
+}
+
+void afr_fd_set_lazy(struct bfs_xl *xl, struct bfs_fd *fd)
+{
+    struct afr_fd *f = afr_fdctx(xl, fd, false);
+    if (!f)
+        return;
+    pthread_mutex_lock(&f->lock);
+    f->reopen_gen = 0; /* the first fix-open goes, whatever the generation */
     pthread_mutex_unlock(&f->lock);
 }
 

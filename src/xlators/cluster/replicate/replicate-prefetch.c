@@ -6,8 +6,10 @@
  * which saves two disk reads and two transfers of the file per small-file
  * read on replica 3. The copy is predicted with the read policy, for the
  * policies whose choice is stable (first-up, gfid-hash); a read that ends
- * up elsewhere just goes to its brick, as without prefetch. Nothing here
- * outlives a call.
+ * up elsewhere just goes to its brick, as without prefetch. When no copy
+ * is known good as the open is sent (no fresh context), no copy is asked:
+ * the reads would have to skip those bytes anyway (struct
+ * afr_fd.prefetch_ok). Nothing here outlives a call.
  */
 #include <fcntl.h>
 #include <string.h>
@@ -17,10 +19,14 @@
 
 #define AFR_PREFETCH_KEY "open-prefetch" /* protocol/client, client-prefetch.c */
 
-int afr_open_reader(struct afr_priv *p, const struct bfs_open_req *q)
+int afr_open_reader(struct afr_priv *p, const struct bfs_open_req *q, uint32_t good)
 {
     int policy = __atomic_load_n(&p->read_policy, __ATOMIC_RELAXED);
-    if ((q->flags & (O_ACCMODE | O_TRUNC)) != O_RDONLY || policy == AFR_READ_LEAST_LOADED)
+    if ((q->flags & (O_ACCMODE | O_TRUNC)) != O_RDONLY)
+        return -1;
+    if (!afr_data_mask(p, good))
+        return AFR_NO_READER;
+    if (policy == AFR_READ_LEAST_LOADED)
         return -1;
     struct bfs_gfid g = q->loc.gfid;
     struct bfs_inode *inode = q->fd && q->fd->inode ? bfs_inode_ref(q->fd->inode)
@@ -43,13 +49,14 @@ int afr_open_reader(struct afr_priv *p, const struct bfs_open_req *q)
     cand = afr_data_mask(p, cand);
     if (!cand || bfs_gfid_is_null(&g))
         return -1;
-    return afr_pick_read(cand, policy, &g, p->load, p->n);
+    int reader = afr_pick_read(cand, policy, &g, p->load, p->n);
+    return reader >= 0 && !bfs_mask_has(good, reader) ? AFR_NO_READER : reader;
 }
 
 void afr_open_wind(struct bfs_op *op, int i, const struct bfs_open_req *q, int reader)
 {
     struct bfs_xl *child = op->xl->children[i];
-    if (reader < 0 || i == reader) {
+    if (reader == -1 || i == reader) {
         bfs_op_wind(op, i, BFS_FOP_OPEN, child, q);
         return;
     }

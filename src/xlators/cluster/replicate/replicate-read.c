@@ -7,7 +7,9 @@
  * lookup by GFID on every up child, as replicate-lookup.c does), refuse a
  * split-brain with EIO (and anything without quorum with ENOTCONN when
  * cluster.quorum-reads is on), pick a readable child by cluster.read-policy, and
- * on a child fault try the next one. readdir sticks to the child its first
+ * on a child fault try the next one — after opening the fd on the copies
+ * it is not open on, once, when no copy it is open on is left (a lazy open
+ * went to one copy: replicate-fd.c). readdir sticks to the child its first
  * call used (offsets are that brick's).
  *
  * Lifetime: struct afr_read lives from the fop call to its answer.
@@ -20,7 +22,7 @@
 #include "core/graph.h"
 #include "replicate.h"
 
-enum { RD_START = 1, RD_REFRESHED, RD_PICK, RD_ANSWERED };
+enum { RD_START = 1, RD_REFRESHED, RD_PICK, RD_ANSWERED, RD_FIXED };
 
 struct afr_read {
     struct bfs_op op; /* first */
@@ -37,6 +39,7 @@ struct afr_read {
     int last_rc;
     bool refreshed;            /* at most one refresh per read */
     bool refreshed_needed;     /* no candidate with a fresh context: look again */
+    bool fixed_open;           /* the fd was opened on the copies it missed (once) */
     uint64_t readdir_offset;
 };
 
@@ -163,6 +166,25 @@ static int skip_prefetch(struct afr_read *r)
     return 0;
 }
 
+static void fixed(void *arg)
+{
+    struct afr_read *r = arg;
+    bfs_op_answer(&r->op, 0, BFS_FOP_OPEN, 0);
+}
+
+/* No candidate among the copies the fd is open on: open it on the others
+ * (afr_fix_open), then pick again. */
+static int fix_open(struct afr_read *r)
+{
+    r->fixed_open = true;
+    bfs_op_reset_replies(&r->op);
+    bfs_op_expect(&r->op, 1);
+    r->op.state = RD_FIXED;
+    if (afr_fix_open(r->op.frame, r->p->xl, r->fd, fixed, r) != 1)
+        bfs_op_answer(&r->op, 0, BFS_FOP_OPEN, 0);
+    return BFS_OP_WAIT;
+}
+
 static int pick(struct afr_read *r)
 {
     struct afr_priv *p = r->p;
@@ -172,6 +194,9 @@ static int pick(struct afr_read *r)
         return answer(r, err, NULL);
     r->child = afr_pick_read(cand, __atomic_load_n(&p->read_policy, __ATOMIC_RELAXED), &r->gfid,
                              p->load, p->n);
+    if (r->child < 0 && r->fd && !r->fixed_open && r->fop != BFS_FOP_READDIR &&
+        (afr_up(p) & ~afr_fd_opened(p->xl, r->fd)))
+        return fix_open(r);
     if (r->child < 0 && !r->refreshed && !r->tried && r->ictx && r->fop != BFS_FOP_READDIR) {
         r->refreshed_needed = true; /* what we knew leaves no copy: ask the children */
         r->op.state = RD_START;
@@ -270,6 +295,10 @@ static int read_step(struct bfs_op *op)
         return pick(r);
     case RD_ANSWERED:
         return answered(r);
+    case RD_FIXED:
+        bfs_op_reset_replies(op);
+        op->state = RD_PICK;
+        return BFS_OP_CONTINUE;
     }
     return BFS_OP_DONE;
 }

@@ -88,6 +88,15 @@ static const struct bfs_option_desc afr_options[] = {
      .values = heal_algos, .flags = CLIENT_OPT,
      .description = "full copies every block; diff reads the sink too and writes only "
                     "blocks that differ"},
+    {.key = "cluster.lazy-open", .type = BFS_OPT_BOOL, .def = "on", .flags = CLIENT_OPT,
+     .description = "an O_RDONLY open goes to the good copy that will serve its reads only; "
+                    "the others are opened when the fd needs them (a read failing over, a "
+                    "lock, fsync, a change through it)"},
+    {.key = "cluster.inode-memory", .type = BFS_OPT_INT, .def = "65536", .min = 0,
+     .max = 16777216, .flags = CLIENT_OPT,
+     .description = "files whose good copies are remembered after the mount forgot them "
+                    "(until a brick comes or goes, or sends an invalidation of the file), so "
+                    "that reads need no refresh; about 48 bytes each; 0: off"},
     {.key = NULL},
 };
 
@@ -147,6 +156,12 @@ static void apply_options(struct bfs_xl *xl, const struct bfs_dict *over)
         (void)bfs_parse_bool(opt(xl, over, heal_keys[t]), &b);
         __atomic_store_n(&p->heal_on[t], b, __ATOMIC_RELAXED);
     }
+    b = true;
+    (void)bfs_parse_bool(opt(xl, over, "cluster.lazy-open"), &b);
+    __atomic_store_n(&p->lazy_open, b, __ATOMIC_RELAXED);
+    v = 65536;
+    (void)bfs_parse_int(opt(xl, over, "cluster.inode-memory"), &v);
+    afr_mem_resize(p, (size_t)v);
     __atomic_store_n(&p->heal_diff,
                      enum_index(heal_algos, opt(xl, over, "cluster.data-self-heal-algorithm")) ==
                          1,
@@ -194,6 +209,7 @@ static void free_priv(struct afr_priv *p)
     for (int t = 0; t < BFS_TXN_NTYPES; t++)
         free((char *)p->cl.domain[t]);
     free(p->xattr_req);
+    afr_mem_fini(p);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }
@@ -227,6 +243,8 @@ static int afr_init(struct bfs_xl *xl)
     int rc = init_names(p);
     if (rc == 0)
         rc = afr_ctx_init(p);
+    if (rc == 0)
+        rc = afr_mem_init(p, 0); /* sized by apply_options */
     if (rc == 0) {
         apply_options(xl, NULL);
         rc = afr_heal_start(p);
@@ -290,6 +308,9 @@ static int afr_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
         parent_down(p);
     if (p && ev == BFS_EV_UPCALL && data && bfs_txn_contention(&p->cl, data))
         return 0; /* a lock contention notice: ends our eager lock (lib/txn-contend.c) */
+    if (p && ev == BFS_EV_UPCALL && data &&
+        ((const struct bfs_upcall *)data)->kind == BFS_UPCALL_INODE)
+        afr_mem_invalidate(p, &((const struct bfs_upcall *)data)->gfid); /* then passed up */
     if (p && ev == BFS_EV_PARENT_UP)
         afr_recent_drop(p, true);
     if (p && ev == BFS_EV_PARENT_UP && !p->healq && afr_heal_start(p) < 0)
@@ -333,13 +354,16 @@ static char *afr_dump(struct bfs_xl *xl)
 {
     struct afr_priv *p = afr_priv(xl);
     char *s = NULL;
+    uint64_t mem[3];
+    afr_mem_stats(p, mem);
     int n = asprintf(&s,
                      "{\"name\":\"%s\",\"children\":%d,\"arbiter\":%d,\"up\":%u,\"reported\":%u,"
                      "\"quorum\":\"%s\",\"generation\":%" PRIu64 ",\"transactions\":%" PRIu64
                      ",\"read_failovers\":%" PRIu64 ",\"heals_done\":%" PRIu64
                      ",\"heals_failed\":%" PRIu64 ",\"split_brains\":%" PRIu64
                      ",\"heals_queued\":%zu,\"heal_blocks_written\":%" PRIu64
-                     ",\"heal_blocks_summed\":%" PRIu64 "}",
+                     ",\"heal_blocks_summed\":%" PRIu64 ",\"memory_saved\":%" PRIu64
+                     ",\"memory_seeded\":%" PRIu64 ",\"memory_dropped\":%" PRIu64 "}",
                      xl->name, p->n, p->arbiter, afr_up(p),
                      __atomic_load_n(&p->reported, __ATOMIC_RELAXED),
                      bfs_quorum_name(__atomic_load_n(&p->cl.qtype, __ATOMIC_RELAXED)),
@@ -350,7 +374,8 @@ static char *afr_dump(struct bfs_xl *xl)
                      __atomic_load_n(&p->n_heal_fail, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_split, __ATOMIC_RELAXED), afr_heal_queued(p),
                      __atomic_load_n(&p->n_heal_blocks, __ATOMIC_RELAXED),
-                     __atomic_load_n(&p->n_heal_sum_blocks, __ATOMIC_RELAXED));
+                     __atomic_load_n(&p->n_heal_sum_blocks, __ATOMIC_RELAXED), mem[0], mem[1],
+                     mem[2]);
     return n < 0 ? NULL : s;
 }
 

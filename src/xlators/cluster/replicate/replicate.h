@@ -59,6 +59,7 @@ struct afr_priv {
     bool heal_diff;
     uint64_t heal_lock_ms;       /* a heal waits this long for its lock at most */
     bool quorum_reads;           /* reads need quorum too */
+    bool lazy_open;              /* cluster.lazy-open (replicate-fd.c) */
     /* notify */
     pthread_mutex_t lock;        /* reported/announced, inode ctx creation */
     uint32_t reported;           /* children that sent an event */
@@ -79,6 +80,7 @@ struct afr_priv {
     struct bfs_inode *recent[AFR_RECENT];
     unsigned recent_next;
     bool recent_off;             /* after PARENT_DOWN: keep nothing */
+    struct afr_mem *mem;         /* contexts kept after forget (replicate-memory.c) */
     /* statistics (atomic) */
     uint64_t n_txn, n_read_failover, n_heal_ok, n_heal_fail, n_split;
     uint64_t n_heal_blocks;      /* data heal: blocks written to sinks */
@@ -94,6 +96,12 @@ struct afr_inode {
     struct bfs_txn_lock dlock;   /* shared (eager) data lock */
 };
 
+struct afr_fix_wait {             /* replicate-fd.c, afr_fix_open */
+    bfs_task_fn fn;
+    void *arg;
+    struct afr_fix_wait *next;
+};
+
 struct afr_fd {
     pthread_mutex_t lock;
     uint32_t opened;             /* children where open/create/opendir succeeded */
@@ -102,6 +110,7 @@ struct afr_fd {
     uint32_t flags;              /* open flags, for re-opening on a child */
     uint64_t reopen_gen;         /* priv->gen at the last open or re-open attempt */
     bool reopening;
+    struct afr_fix_wait *fix_waiting; /* afr_fix_open callers while reopening */
     /* Children whose data copy was known good (readable, fresh context)
      * when the open was sent: only their protocol/client may answer a
      * read from the bytes it fetched with the open. Another copy's bytes
@@ -167,7 +176,25 @@ void afr_fd_set_opened(struct bfs_xl *xl, struct bfs_fd *fd, uint32_t opened,
 /* struct afr_fd.prefetch_ok: set by open; read before each read. */
 void afr_fd_set_prefetch_ok(struct bfs_xl *xl, struct bfs_fd *fd, uint32_t ok);
 uint32_t afr_fd_prefetch_ok(struct bfs_xl *xl, struct bfs_fd *fd);
+/* The fd was opened on one copy on purpose (lazy open): the first fix-open
+ * (afr_fix_open) opens it on the others whatever the generation. */
+void afr_fd_set_lazy(struct bfs_xl *xl, struct bfs_fd *fd);
 void afr_release(struct bfs_xl *xl, struct bfs_fd *fd);
+
+/* ---- replicate-memory.c: contexts kept by GFID after their inode is forgotten ---- */
+struct afr_mem;
+int afr_mem_init(struct afr_priv *p, size_t size); /* -ENOMEM */
+void afr_mem_fini(struct afr_priv *p);
+void afr_mem_resize(struct afr_priv *p, size_t size); /* a new size empties it; 0: off */
+/* At forget: keeps c (if fresh) under g. */
+void afr_mem_save(struct afr_priv *p, const struct bfs_gfid *g, struct afr_inode *c);
+/* A new, empty context c of g starts from what was kept, if it is still
+ * of this generation. true if it did. */
+bool afr_mem_seed(struct afr_priv *p, const struct bfs_gfid *g, struct afr_inode *c);
+/* A brick's invalidation of g (another client changed it): forgets what
+ * is kept of g (a live context is left alone). */
+void afr_mem_invalidate(struct afr_priv *p, const struct bfs_gfid *g);
+void afr_mem_stats(struct afr_priv *p, uint64_t out[3]); /* saved, seeded, dropped */
 
 /* ---- replicate-lookup.c ---- */
 int afr_lookup(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_lookup_req *req);
@@ -210,9 +237,10 @@ int afr_lease(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_lease_req
 int afr_copy_file_range(struct bfs_frame *f, struct bfs_xl *xl,
                         const struct bfs_copy_file_range_req *req);
 /* "fix-open": opens fd on the up children it is not open on (they were
- * down at open time), at most once per child event, as the caller of
- * frame. Returns 1 if it did: then(arg) is posted to the event loop when
- * done, whatever the outcome; 0 if there is nothing to do. */
+ * down at open time, or a lazy open left them out), at most once per child
+ * event, as the caller of frame. Returns 1 if it did, or if such a fix-open
+ * is in flight: then(arg) is posted to the event loop when it is done,
+ * whatever the outcome; 0 if there is nothing to do. */
 int afr_fix_open(struct bfs_frame *frame, struct bfs_xl *xl, struct bfs_fd *fd,
                  bfs_task_fn then, void *arg);
 
@@ -232,9 +260,12 @@ struct afr_txn {
     uint64_t nl_owner;           /* the lock owner it asks for */
 };
 /* replicate-prefetch.c: the copy that will serve the reads of an O_RDONLY
- * open (-1: unknown, or not such an open), and the open's wind to child i
- * asking for no open-prefetch unless i is that copy. */
-int afr_open_reader(struct afr_priv *p, const struct bfs_open_req *q);
+ * open (-1: unknown, or not such an open; AFR_NO_READER: no copy whose
+ * prefetched bytes a read could use, `good` being the copies known good as
+ * the open is sent), and the open's wind to child i asking for no
+ * open-prefetch unless i is that copy. */
+#define AFR_NO_READER (-2)
+int afr_open_reader(struct afr_priv *p, const struct bfs_open_req *q, uint32_t good);
 void afr_open_wind(struct bfs_op *op, int i, const struct bfs_open_req *q, int reader);
 /* replicate-entry.c: lock on create (docs/design/replicate.md): does this
  * create ask for its file's data lock? Decided once per transaction. */

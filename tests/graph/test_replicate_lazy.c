@@ -1,0 +1,259 @@
+/*
+ * test_replicate_lazy.c — cluster/replicate's lazy open (cluster.lazy-open,
+ * replicate-fd.c): an O_RDONLY open whose reading copy is known good goes
+ * to that copy only, and the fd is opened on the others when it needs them.
+ * Checked on the bricks' io-stats (s<i>) and with the data they hold:
+ *   - one open in all, on the copy that serves the reads; every copy with
+ *     the option off;
+ *   - a read that must fail over (the copy faults, or goes down) opens the
+ *     fd on the others first and answers the right bytes;
+ *   - a copy that failed a write through another fd after the open is not
+ *     read from, though the fd is open only there;
+ *   - a POSIX lock through such an fd reaches every copy (and conflicts
+ *     with another owner's), so does fsync.
+ * Graph: tests/lib/cluster-graph.h. Needs root (trusted xattrs).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../lib/cluster-graph.h"
+#include "../lib/tap.h"
+
+static void opens(struct cg_vol *v, uint64_t out[3])
+{
+    for (int i = 0; i < 3; i++)
+        out[i] = cg_fop_calls(v, i, "open");
+}
+
+/* A file whose copies are clean and whose context is known (looked up). */
+static void known_file(struct cg_vol *v, const char *name, const char *s, struct bfs_iatt *a)
+{
+    is_int(cg_put(v, &bfs_gfid_root, name, s, a), 0, "put %s", name);
+    ok(cg_clean_soon(v, name), "%s: counters clean", name);
+    is_int(cg_lookup(v, &bfs_gfid_root, name, a), 0, "lookup %s", name);
+}
+
+static int read_is(struct cg_vol *v, struct bfs_fd *fd, const char *want)
+{
+    char buf[32] = "";
+    int n = cg_read(v, fd, buf, sizeof(buf));
+    return n == (int)strlen(want) && memcmp(buf, want, (size_t)n) == 0;
+}
+
+static void test_one_copy(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *fd;
+    uint64_t o0[3], o1[3];
+    if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n") < 0)
+        return;
+    known_file(&v, "one", "only one", &a);
+    opens(&v, o0);
+    is_int(cg_open(&v, &a.gfid, O_RDONLY, &fd), 0, "open O_RDONLY");
+    ok(read_is(&v, fd, "only one"), "read");
+    cg_flush_close(&v, fd);
+    opens(&v, o1);
+    is_int((int)(o1[0] - o0[0]), 1, "c0 (the reading copy) opened it");
+    is_int((int)(o1[1] - o0[1] + o1[2] - o0[2]), 0, "c1 and c2 did not");
+
+    is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open O_RDWR");
+    cg_flush_close(&v, fd);
+    opens(&v, o0);
+    for (int i = 0; i < 3; i++)
+        is_int((int)(o0[i] - o1[i]), 1, "O_RDWR: c%d opened it", i);
+
+    cg_top_set(&v, "cluster.lazy-open", "off");
+    is_int(cg_open(&v, &a.gfid, O_RDONLY, &fd), 0, "open O_RDONLY, lazy-open off");
+    cg_flush_close(&v, fd);
+    opens(&v, o1);
+    for (int i = 0; i < 3; i++)
+        is_int((int)(o1[i] - o0[i]), 1, "lazy-open off: c%d opened it", i);
+    cg_vol_close(&v);
+}
+
+/* The reading copy fails reads (EIO), then goes down: the read is
+ * answered from another copy, where the fd was opened meanwhile. */
+static void test_failover(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *fd;
+    uint64_t o0[3], o1[3];
+    if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n") < 0)
+        return;
+    known_file(&v, "f", "failover", &a);
+    opens(&v, o0);
+    is_int(cg_open(&v, &a.gfid, O_RDONLY, &fd), 0, "open O_RDONLY (on c0 only)");
+    cg_reconf(&v, 0, "error-no", "EIO");
+    cg_reconf(&v, 0, "enable", "read");
+    cg_reconf(&v, 0, "failure", "100");
+    ok(read_is(&v, fd, "failover"), "c0 fails the read: the bytes come from another copy");
+    cg_reconf(&v, 0, "failure", "0");
+    opens(&v, o1);
+    is_int((int)(o1[1] - o0[1]), 1, "the fd was opened on c1");
+    is_int((int)(o1[2] - o0[2]), 1, "and on c2");
+    cg_flush_close(&v, fd);
+
+    known_file(&v, "d", "down", &a);
+    is_int(cg_open(&v, &a.gfid, O_RDONLY, &fd), 0, "open O_RDONLY (on c0 only)");
+    cg_down(&v, 0, true);
+    ok(read_is(&v, fd, "down"), "c0 down: the read is answered by another copy");
+    cg_flush_close(&v, fd);
+    cg_up(&v, 0, true);
+    cg_vol_close(&v);
+}
+
+/* After the lazy open on c0, a write through another fd fails on c0
+ * only: the read through the lazy fd must not come from c0. */
+static void test_stale_after_open(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *rfd, *wfd;
+    if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n"
+                                  " option cluster.data-self-heal off\n") < 0)
+        return;
+    known_file(&v, "s", "stale", &a);
+    is_int(cg_open(&v, &a.gfid, O_RDONLY, &rfd), 0, "open O_RDONLY (on c0 only)");
+    cg_reconf(&v, 0, "error-no", "ENOSPC");
+    cg_reconf(&v, 0, "enable", "write");
+    cg_reconf(&v, 0, "failure", "100");
+    is_int(cg_open(&v, &a.gfid, O_RDWR, &wfd), 0, "open O_RDWR");
+    is_int(cg_write(&v, wfd, 0, "FRESH", 5), 5, "a write that fails on c0 only");
+    cg_flush_close(&v, wfd);
+    cg_reconf(&v, 0, "failure", "0");
+    ok(cg_content_is(&v, 0, "s", "stale"), "c0 kept the old bytes");
+    ok(read_is(&v, rfd, "FRESH"), "the read through the lazy fd has the acknowledged write");
+    cg_flush_close(&v, rfd);
+    cg_vol_close(&v);
+}
+
+static int lk(struct cg_vol *v, struct bfs_fd *fd, uint32_t type, uint64_t owner)
+{
+    struct bfs_lk_req q = {.fd = fd, .cmd = BFS_LK_SETLK};
+    q.lock = (struct bfs_flock){.type = type, .whence = SEEK_SET, .len = 0, .pid = 7,
+                                .owner = owner};
+    struct bfs_lk_rep r;
+    int rc = bfs_sync_lk(v->top, v->st, &q, &r);
+    if (rc == 0)
+        bfs_lk_rep_clear_dup(&r);
+    return rc;
+}
+
+/* A lock through a lazily opened fd is held on every copy. */
+static void test_lock_everywhere(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *rfd, *wfd;
+    uint64_t l0[3], o0[3], o1[3];
+    if (cg_rep_open(&v, 3, false, NULL) < 0)
+        return;
+    known_file(&v, "lk", "locked", &a);
+    opens(&v, o0);
+    is_int(cg_open(&v, &a.gfid, O_RDONLY, &rfd), 0, "open O_RDONLY (one copy)");
+    for (int i = 0; i < 3; i++)
+        l0[i] = cg_fop_calls(&v, i, "lk");
+    is_int(lk(&v, rfd, F_RDLCK, 1), 0, "read lock through it");
+    opens(&v, o1);
+    for (int i = 0; i < 3; i++) {
+        is_int((int)(o1[i] - o0[i]), 1, "c%d: the fd is open there", i);
+        is_int((int)(cg_fop_calls(&v, i, "lk") - l0[i]), 1, "c%d: the lock reached it", i);
+    }
+    is_int(cg_open(&v, &a.gfid, O_RDWR, &wfd), 0, "another fd, O_RDWR");
+    is_int(lk(&v, wfd, F_WRLCK, 2), -EAGAIN, "another owner's write lock conflicts");
+    is_int(lk(&v, rfd, F_UNLCK, 1), 0, "unlock");
+    is_int(lk(&v, wfd, F_WRLCK, 2), 0, "then it is granted");
+    is_int(lk(&v, wfd, F_UNLCK, 2), 0, "unlock");
+    cg_flush_close(&v, wfd);
+
+    struct bfs_fd *ffd;
+    known_file(&v, "fs", "synced", &a);
+    is_int(cg_open(&v, &a.gfid, O_RDONLY, &ffd), 0, "open O_RDONLY (one copy)");
+    for (int i = 0; i < 3; i++)
+        l0[i] = cg_fop_calls(&v, i, "fsync");
+    struct bfs_fsync_req fq = {.fd = ffd};
+    is_int(bfs_sync_fsync(v.top, v.st, &fq, NULL), 0, "fsync through it");
+    for (int i = 0; i < 3; i++)
+        is_int((int)(cg_fop_calls(&v, i, "fsync") - l0[i]), 1, "c%d: the fsync reached it", i);
+    cg_flush_close(&v, ffd);
+    cg_flush_close(&v, rfd);
+    cg_vol_close(&v);
+}
+
+struct reader {
+    struct cg_vol *v;
+    struct bfs_fd *fd;
+    int ok;
+};
+
+static void *read_thread(void *arg)
+{
+    struct reader *r = arg;
+    struct bfs_stack *st = bfs_stack_new();
+    struct bfs_read_req req = {.fd = r->fd, .size = 32, .offset = 0};
+    struct bfs_read_rep rep;
+    int rc = bfs_sync_read(r->v->top, st, &req, &rep);
+    r->ok = rc == 4 && memcmp(rep.data.data, "both", 4) == 0;
+    if (rc >= 0)
+        bfs_read_rep_clear_dup(&rep);
+    bfs_stack_unref(st);
+    return NULL;
+}
+
+/* Two reads through one lazy fd fail over at the same time: the second
+ * waits for the first one's fix-open (held back 300 ms) instead of finding
+ * no copy to read. */
+static void test_concurrent_failover(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *fd;
+    if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n") < 0)
+        return;
+    known_file(&v, "cf", "both", &a);
+    is_int(cg_open(&v, &a.gfid, O_RDONLY, &fd), 0, "open O_RDONLY (on c0 only)");
+    cg_reconf(&v, 0, "error-no", "EIO");
+    cg_reconf(&v, 0, "enable", "read");
+    cg_reconf(&v, 0, "failure", "100");
+    for (int i = 1; i < 3; i++) {
+        cg_reconf(&v, i, "enable", "open");
+        cg_reconf(&v, i, "delay-ms", "300");
+    }
+    struct reader r[2] = {{&v, fd, 0}, {&v, fd, 0}};
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++)
+        pthread_create(&th[k], NULL, read_thread, &r[k]);
+    for (int k = 0; k < 2; k++)
+        pthread_join(th[k], NULL);
+    ok(r[0].ok && r[1].ok, "both reads answered from another copy");
+    cg_reconf(&v, 0, "failure", "0");
+    for (int i = 1; i < 3; i++)
+        cg_reconf(&v, i, "delay-ms", "0");
+    cg_flush_close(&v, fd);
+    cg_vol_close(&v);
+}
+
+int main(void)
+{
+    plan_lazy();
+    if (!cg_can_run())
+        return 0;
+    alarm(300);
+    ok(cg_init("afrlazy") == 0, "process resources");
+    static const struct cg_test tests[] = {
+        {"one", test_one_copy},
+        {"failover", test_failover},
+        {"stale", test_stale_after_open},
+        {"lock", test_lock_everywhere},
+        {"concurrent", test_concurrent_failover},
+    };
+    cg_run(tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST");
+    cg_fini();
+    return done_testing();
+}
