@@ -178,7 +178,7 @@ static int mkdir_step(struct dht_dir_op *d)
     switch (d->o.op.state) {
     case D_START:
         if (!dht__xdata_gfid_req(((const struct bfs_mkdir_req *)d->req)->xdata, &d->gfid))
-            bfs_gfid_generate(&d->gfid);
+            bfs_gfid_generate_entry(&d->gfid);
         d->o.op.state = D_LOCK;
         return BFS_OP_CONTINUE;
     case D_LOCK:

@@ -184,7 +184,7 @@ static int create_start(struct dht_entry_op *e)
     e->data = e->tries == 0 ? dht__free_pick(e->o.priv, e->h) : e->h;
     if (e->data != e->h) { /* H is full: link file on H, data elsewhere */
         if (!dht__xdata_gfid_req(q->xdata, &e->gfid))
-            bfs_gfid_generate(&e->gfid);
+            bfs_gfid_generate_entry(&e->gfid);
         e->o.op.state = C_DLOCK;
         return BFS_OP_CONTINUE;
     }

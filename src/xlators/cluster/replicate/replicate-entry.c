@@ -28,7 +28,7 @@ static int with_gfid_req(struct bfs_dict **xdata)
         return 0;
     struct bfs_dict *d = *xdata ? bfs_dict_copy(*xdata) : bfs_dict_new();
     struct bfs_gfid g;
-    bfs_gfid_generate(&g);
+    bfs_gfid_generate_entry(&g);
     if (!d || bfs_dict_set_bin(d, AFR_GFID_REQ, g.b, sizeof(g.b)) < 0) {
         bfs_dict_unref(d);
         return -ENOMEM;
