@@ -6,7 +6,7 @@
  *                      -> features/upcall -> debug/io-stats (named VOL-brick-N,
  *                      what clients ask for) -> protocol/server
  *   client:            protocol/client x N -> cluster/distribute (N > 1)
- *                      -> [performance/write-behind] -> [performance/md-cache]
+ *                      -> [performance/md-cache] -> [performance/write-behind]
  *                      -> debug/io-stats (named VOL)
  *   replicated client: protocol/client x N -> cluster/replicate per set of
  *                      `replica` consecutive bricks (VOL-replicate-S, with
@@ -21,7 +21,7 @@
  *
  * performance/write-behind (VOL-write-behind) and performance/md-cache
  * (VOL-md-cache) are in the graphs mounts fetch (bfs_op_client_volfile),
- * write-behind under md-cache (docs/design/write-behind.md), not in the
+ * write-behind over md-cache (docs/design/write-behind.md), not in the
  * client.vol and shd.vol written for brickfsd's own daemons: the self-heal
  * daemon and rebalance change files below them by design, want every answer
  * from the bricks and every write done when it is answered. Volume options
@@ -181,10 +181,12 @@ static const char *put_md_cache(struct bfs_mgmt *m, struct buf *b, const struct 
     return name;
 }
 
-/* write-behind over top_child, under md-cache (md-cache drops what it knows
- * of a file on every write and learns only from answers that went through
- * write-behind, which waits for the writes before them), when the volume
- * wants it: returns the name the next translator goes over. */
+/* write-behind over top_child (md-cache, when there is one), when the
+ * volume wants it: returns the name io-stats goes over. Above md-cache so
+ * that md-cache sees the writes' real answers when they come back (and
+ * learns the size from them, as without write-behind); every call that
+ * md-cache could answer from what it knows of a file waits in write-behind
+ * for the file's writes first (docs/design/write-behind.md, "Place"). */
 static const char *put_write_behind(struct bfs_mgmt *m, struct buf *b,
                                     const struct bfs_volume *v, const char *top_child,
                                     char *name, size_t len)
@@ -264,9 +266,9 @@ char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const ch
     char wb[BFS_VOLNAME_MAX + 32], mdc[BFS_VOLNAME_MAX + 32];
     const char *under = top_child;
     if (mount)
-        under = put_write_behind(m, &b, v, under, wb, sizeof(wb));
-    if (mount)
         under = put_md_cache(m, &b, v, under, mdc, sizeof(mdc));
+    if (mount)
+        under = put_write_behind(m, &b, v, under, wb, sizeof(wb));
     put_xl(m, &b, v, v->name, "debug/io-stats", under);
     free(finish(&subs));
     return finish(&b);

@@ -3,7 +3,7 @@
 # 117-mgmt-write-behind.t — performance/write-behind in the graphs brickfsd
 # makes (src/mgmt/volgen.c, docs/design/write-behind.md), through a real
 # FUSE mount of a replica 3 volume with quorum-count 3:
-#   - a mount's graph has it, under md-cache; the client.vol brickfsd's own
+#   - a mount's graph has it, over md-cache; the client.vol brickfsd's own
 #     daemons run has none;
 #   - a 24 MiB file written with dd reads back identical, on the mount and
 #     on every brick, and the writes went behind (its dump counts them);
@@ -33,7 +33,7 @@ S=$(brickfsd_state)
 # ---- the graphs ----
 vf=$(api body GET /v1/volumes/wv/volfile/client)
 EXPECT 1 eval "grep -c 'type performance/write-behind' <<<'$vf'"
-EXPECT 1 eval "grep -A3 'volume wv-md-cache' <<<'$vf' | grep -c 'subvolumes wv-write-behind'"
+EXPECT 1 eval "grep -A3 'volume wv-write-behind' <<<'$vf' | grep -c 'subvolumes wv-md-cache'"
 EXPECT 0 eval "grep -c 'write-behind' '$S/volfiles/wv/client.vol'"
 
 wb() { graph_info "$M" XL=wv-write-behind dump "$1"; }
