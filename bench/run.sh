@@ -16,7 +16,8 @@
 #                system: the ceiling any FUSE client can reach here
 #   brickfs      1brick: brickfs-brick (storage/posix -> features/index -> features/locks ->
 #                [features/upcall ->] debug/io-stats -> protocol/server) +
-#                brickfs-mount --volfile [with performance/md-cache on top],
+#                brickfs-mount --volfile [with performance/md-cache and
+#                performance/write-behind on top],
 #                as issue 2 defines it, with the caches volgen gives every
 #                volume (the bracketed translators; BENCH_MD_CACHE=0 leaves
 #                them out: docs/design/cache-invalidation.md); the other

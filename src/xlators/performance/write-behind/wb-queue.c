@@ -370,6 +370,8 @@ static size_t pick(struct wb_priv *p, struct wb_inode *wi, struct wb_act *acts, 
             e->acked = true;
             wi->used += len;
             p->used += len;
+            if (p->used > p->used_max)
+                p->used_max = p->used;
             p->behind++;
             p->behind_bytes += len;
             a.ack = e->frame;
@@ -379,6 +381,8 @@ static size_t pick(struct wb_priv *p, struct wb_inode *wi, struct wb_act *acts, 
         if (e->state == WB_QUEUED && wi->nsent < WB_MAX_SENT && !overlaps_earlier(wi, e)) {
             e->state = WB_SENT;
             wi->nsent++;
+            if (wi->nsent > p->sent_max)
+                p->sent_max = wi->nsent;
             a.send = true;
         }
         if (a.ack || a.send)

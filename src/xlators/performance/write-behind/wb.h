@@ -83,6 +83,7 @@ struct wb_priv {
     /* counters for the dump and the tests */
     uint64_t behind, behind_bytes, merged, sync_writes, waited_window, waited_fops;
     uint64_t failed, reported, lookups_redone, readdirp_cleared;
+    uint64_t sent_max, used_max;  /* most writes of one inode out at once; most bytes */
 };
 
 /* wb-queue.c */
