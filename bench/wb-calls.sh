@@ -19,7 +19,8 @@
 # graph per setting: protocol/client -> io-stats -> md-cache (60 s) ->
 # [write-behind] -> io-stats (named top). The settings alternate, ROUNDS
 # (default 2) times each, off first. Prints one line per run and the load
-# average before it.
+# average before it. WB_WINDOW=SIZE sets write-behind's window (default 4MB);
+# WB_ONLY=1 runs write-behind on only (to compare windows).
 set -euo pipefail
 BUILD=${1:?usage: bench/wb-calls.sh BUILD [MB] [FILES] [ROUNDS]}
 MB=${2:-512}
@@ -43,13 +44,17 @@ client_vf()
     local wb=$1 out=$2 under=b1-md-cache
     cat "$(client_volfile b1)" >"$out"
     if [ "$wb" = 1 ]; then
-        printf '\nvolume b1-write-behind\n    type performance/write-behind\n    subvolumes b1-md-cache\nend-volume\n' >>"$out"
+        printf '\nvolume b1-write-behind\n    type performance/write-behind\n' >>"$out"
+        [ -z "${WB_WINDOW:-}" ] ||
+            printf '    option performance.write-behind-window-size %s\n' "$WB_WINDOW" >>"$out"
+        printf '    subvolumes b1-md-cache\nend-volume\n' >>"$out"
         under=b1-write-behind
     fi
     printf '\nvolume top\n    type debug/io-stats\n    subvolumes %s\nend-volume\n' "$under" >>"$out"
 }
 
 cpu_ms() { awk '{ printf "%d\n", ($14 + $15) * 1000 / '"$(getconf CLK_TCK)"' }' "/proc/$1/stat"; }
+minflt() { awk '{ print $10 }' "/proc/$1/stat"; }
 
 # dumped MNT XL KEY [FOP]: a number from translator XL's dump
 dumped()
@@ -74,16 +79,19 @@ run()
     mpid=$(bfs_pid_of "mount-m")
     local load c0m c0b t0 t1 c1m c1b
     load=$(cut -d' ' -f1-3 /proc/loadavg)
+    local f0 f1
+    f0=$(minflt "$mpid")
     c0m=$(cpu_ms "$mpid") c0b=$(cpu_ms "$bpid") t0=$(bfs_now_us)
     dd if=/dev/zero of="$mnt/seq" bs=1M count="$MB" status=none
     t1=$(bfs_now_us) c1m=$(cpu_ms "$mpid") c1b=$(cpu_ms "$bpid")
+    f1=$(minflt "$mpid")
     local wcount wlat smax
     wcount=$(dumped "$mnt" top count write) wlat=$(dumped "$mnt" top lat_avg_ns write)
     smax=$([ "$wb" = 1 ] && dumped "$mnt" b1-write-behind sent_max || echo 1)
-    awk -v wb="$wb" -v load="$load" -v mb="$MB" -v us=$((t1 - t0)) -v cm=$((c1m - c0m)) \
-        -v cb=$((c1b - c0b)) -v n="$wcount" -v lat="$wlat" -v smax="$smax" 'BEGIN {
-        printf "wb=%s load=%s seq-write %.0f MB/s, %d WRITEs waited %.0f us each, %d out at most, CPU ms/GiB mount %.0f brick %.0f\n",
-            wb, load, mb * 1.048576 / (us / 1e6), n, lat / 1000, smax, cm * 1024 / mb, cb * 1024 / mb }'
+    awk -v wb="$wb" -v win="${WB_WINDOW:-4MB}" -v load="$load" -v mb="$MB" -v us=$((t1 - t0)) -v cm=$((c1m - c0m)) \
+        -v cb=$((c1b - c0b)) -v n="$wcount" -v lat="$wlat" -v smax="$smax" -v flt=$((f1 - f0)) 'BEGIN {
+        printf "wb=%s window=%s load=%s seq-write %.0f MB/s, %d WRITEs waited %.0f us each, %d out at most, CPU ms/GiB mount %.0f brick %.0f, mount page faults/MiB %.0f\n",
+            wb, win, load, mb * 1.048576 / (us / 1e6), n, lat / 1000, smax, cm * 1024 / mb, cb * 1024 / mb, flt / mb }'
     rm -f "$mnt/seq"
     local out hits0 hits1 fl wl statout
     out=$("$SMALLFILE" -n "$FILES" -d 10 -s 4096 -p create "$mnt/sf")
@@ -102,6 +110,6 @@ run()
 }
 
 for ((r = 0; r < ROUNDS; r++)); do
-    run 0
+    [ "${WB_ONLY:-0}" = 1 ] || run 0
     run 1
 done

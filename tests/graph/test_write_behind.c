@@ -9,7 +9,8 @@
  * with an error, never applied). So the tests see what write-behind sends,
  * in which order, and what it answers before the child did: writes
  * answered at once, overlapping writes sent one after the other, reads,
- * fstat and lookups that wait for the writes before them, failures
+ * fstat and lookups that wait for the writes before them, readdirplus
+ * entries without the attributes of a file with writes out, failures
  * reported by the next write, fsync and flush, the window's backpressure,
  * O_APPEND passed through, a file closed with writes out, and the option
  * off.
@@ -367,6 +368,44 @@ static void test_reads_wait(void)
     bfs_fd_unref(fd);
 }
 
+/* Whether a readdirplus of the root gives name's attributes (-1: not listed). */
+static int listed_with_attr(const char *name)
+{
+    struct bfs_inode *root = bfs_itable_root(graph->itable);
+    struct bfs_fd *dfd = bfs_fd_new(graph, root, O_RDONLY, 1);
+    struct bfs_opendir_req o = {.fd = dfd};
+    o.loc.gfid = bfs_gfid_root;
+    o.loc.inode = root;
+    int found = -1;
+    if (bfs_sync_opendir(top, st, &o, NULL) == 0) {
+        struct bfs_readdir_req r = {.fd = dfd, .size = 65536, .plus = true};
+        struct bfs_readdir_rep rep;
+        if (bfs_sync_readdir(top, st, &r, &rep) >= 0)
+            for (uint32_t k = 0; k < rep.entries.count; k++)
+                if (strcmp(rep.entries.v[k].name, name) == 0)
+                    found = rep.entries.v[k].has_attr;
+        bfs_readdir_rep_clear_dup(&rep);
+    }
+    bfs_fd_unref(dfd);
+    bfs_inode_unref(root);
+    return found;
+}
+
+static void test_readdirplus(void)
+{
+    struct bfs_fd *fd = make_file("listed", O_RDWR);
+    is_int(listed_with_attr("listed"), 1, "readdirplus: a file with nothing out has attributes");
+    holding = true;
+    struct answer w;
+    awrite(&w, fd, 0, "data", 4);
+    is_int(listed_with_attr("listed"), 0, "a file with a write out is listed without them");
+    release_all(0);
+    is_int(listed_with_attr("listed"), 1, "and with them again once it is done");
+    ok(dump_counter("readdirp_cleared") >= 1, "the dump counts the stripped entry");
+    answer_done(&w);
+    bfs_fd_unref(fd);
+}
+
 static void test_failures(void)
 {
     struct bfs_fd *fd = make_file("fail", O_RDWR);
@@ -477,6 +516,7 @@ int main(void)
         return done_testing();
     test_answered_early_and_ordered();
     test_reads_wait();
+    test_readdirplus();
     test_failures();
     test_window();
     test_append_and_close();
