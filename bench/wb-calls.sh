@@ -18,9 +18,11 @@
 # One brick (tests/lib/cluster.sh volfiles with features/upcall), one client
 # graph per setting: protocol/client -> io-stats -> md-cache (60 s) ->
 # [write-behind] -> io-stats (named top). The settings alternate, ROUNDS
-# (default 2) times each, off first. Prints one line per run and the load
+# (default 2) times each, off first. WB_REPLICA=3: three bricks under
+# cluster/replicate instead of one (the brick CPU is the first brick's). Prints one line per run and the load
 # average before it. WB_WINDOW=SIZE sets write-behind's window (default 4MB);
-# WB_ONLY=1 runs write-behind on only (to compare windows).
+# WB_MAX_OUT=N its max-out (default 1); WB_ONLY=1 runs write-behind on only
+# (to compare settings).
 set -euo pipefail
 BUILD=${1:?usage: bench/wb-calls.sh BUILD [MB] [FILES] [ROUNDS]}
 MB=${2:-512}
@@ -34,19 +36,46 @@ source "$(dirname "$0")/../tests/lib/cluster.sh"
 PY=${PYTHON:-python3}
 SMALLFILE=$BUILD/bin/smallfile
 
-BFS_MD_CACHE=60 write_volfiles b1 "$T/b1"
-start_brick b1
+NB=${WB_REPLICA:-1}
+for ((b = 1; b <= NB; b++)); do
+    BFS_MD_CACHE=60 write_volfiles "b$b" "$T/b$b"
+    start_brick "b$b"
+done
 bpid=$(brick_pid b1)
+
+# base_vf OUT: protocol/client -> io-stats -> md-cache (one brick), or
+# protocol/client x3 -> cluster/replicate -> md-cache (WB_REPLICA=3)
+base_vf()
+{
+    if [ "$NB" = 1 ]; then
+        cat "$(client_volfile b1)" >"$1"
+        return
+    fi
+    {
+        for ((b = 1; b <= NB; b++)); do
+            printf 'volume c%d\n    type protocol/client\n    option remote-host 127.0.0.1\n' "$b"
+            printf '    option remote-port %s\n    option remote-subvolume b%d\nend-volume\n\n' \
+                "$(brick_port "b$b")" "$b"
+        done
+        printf 'volume s1\n    type debug/io-stats\n    subvolumes c1\nend-volume\n\n'
+        printf 'volume rep\n    type cluster/replicate\n    subvolumes s1'
+        for ((b = 2; b <= NB; b++)); do printf ' c%d' "$b"; done
+        printf '\nend-volume\n\nvolume b1-md-cache\n    type performance/md-cache\n'
+        printf '    option performance.md-cache-timeout 10\n    subvolumes rep\nend-volume\n'
+    } >"$1"
+}
 
 # client_vf WB OUT: the client graph, write-behind in it when WB is 1
 client_vf()
 {
     local wb=$1 out=$2 under=b1-md-cache
-    cat "$(client_volfile b1)" >"$out"
+    base_vf "$out"
     if [ "$wb" = 1 ]; then
         printf '\nvolume b1-write-behind\n    type performance/write-behind\n' >>"$out"
         [ -z "${WB_WINDOW:-}" ] ||
             printf '    option performance.write-behind-window-size %s\n' "$WB_WINDOW" >>"$out"
+        [ -z "${WB_MAX_OUT:-}" ] ||
+            printf '    option performance.write-behind-max-out %s\n' "$WB_MAX_OUT" >>"$out"
         printf '    subvolumes b1-md-cache\nend-volume\n' >>"$out"
         under=b1-write-behind
     fi
@@ -88,10 +117,18 @@ run()
     local wcount wlat smax
     wcount=$(dumped "$mnt" top count write) wlat=$(dumped "$mnt" top lat_avg_ns write)
     smax=$([ "$wb" = 1 ] && dumped "$mnt" b1-write-behind sent_max || echo 1)
-    awk -v wb="$wb" -v win="${WB_WINDOW:-4MB}" -v load="$load" -v mb="$MB" -v us=$((t1 - t0)) -v cm=$((c1m - c0m)) \
+    awk -v wb="$wb" -v win="${WB_WINDOW:-4MB}" -v mo="${WB_MAX_OUT:-1}" -v load="$load" -v mb="$MB" -v us=$((t1 - t0)) -v cm=$((c1m - c0m)) \
         -v cb=$((c1b - c0b)) -v n="$wcount" -v lat="$wlat" -v smax="$smax" -v flt=$((f1 - f0)) 'BEGIN {
-        printf "wb=%s window=%s load=%s seq-write %.0f MB/s, %d WRITEs waited %.0f us each, %d out at most, CPU ms/GiB mount %.0f brick %.0f, mount page faults/MiB %.0f\n",
-            wb, win, load, mb * 1.048576 / (us / 1e6), n, lat / 1000, smax, cm * 1024 / mb, cb * 1024 / mb, flt / mb }'
+        printf "wb=%s window=%s max-out=%s load=%s seq-write %.0f MB/s, %d WRITEs waited %.0f us each, %d out at most, CPU ms/GiB mount %.0f brick %.0f, mount page faults/MiB %.0f\n",
+            wb, win, mo, load, mb * 1.048576 / (us / 1e6), n, lat / 1000, smax, cm * 1024 / mb, cb * 1024 / mb, flt / mb }'
+    [ "$NB" = 1 ] || "$PY" - "$mnt" "$MB" <<'PY'
+import json, os, sys
+v = json.loads(os.getxattr(sys.argv[1], "brickfs.graph"))
+x = next(x for x in v["xlators"] if x["name"] == "s1")
+f = x["dump"]["fops"]
+print("  brick 1 calls per MiB written:", " ".join("%s=%.2f" % (k, f[k]["count"] / float(sys.argv[2]))
+      for k in sorted(f) if f[k]["count"]))
+PY
     rm -f "$mnt/seq"
     local out hits0 hits1 fl wl statout
     out=$("$SMALLFILE" -n "$FILES" -d 10 -s 4096 -p create "$mnt/sf")

@@ -318,8 +318,12 @@ static void test_answered_early_and_ordered(void)
     is_int(awrite(&c, fd, 100, "CCCC", 4), 0, "write C elsewhere wound");
     is_int(nheld(), 2, "C, overlapping nothing, is sent at once");
     is_int(held_off(1), 100, "(it is C)");
+    struct answer d;
+    is_int(awrite(&d, fd, 200, "DDDD", 4), 0, "write D elsewhere wound");
+    is_int(answered(&d), 1, "D answered");
+    is_int(nheld(), 2, "D not sent: max-out 2 writes are out");
     release_one(0); /* A lands; B goes down */
-    is_int(nheld(), 2, "A done: B sent");
+    is_int(nheld(), 2, "A done: B sent (before D, which came after it)");
     is_int(held_off(1), 5, "(it is B, behind C)");
     release_all(0);
     char buf[32];
@@ -327,6 +331,9 @@ static void test_answered_early_and_ordered(void)
     is_str(buf, "AAAAABBBBBBBBBB", "overlapping writes landed in the order they were made");
     stored(fd, 100, 4, buf);
     is_str(buf, "CCCC", "C landed");
+    stored(fd, 200, 4, buf);
+    is_str(buf, "DDDD", "D landed");
+    answer_done(&d);
     answer_done(&a);
     answer_done(&b);
     answer_done(&c);
@@ -512,7 +519,8 @@ int main(void)
     bfs_module_register(&hold_mod);
     proc = bfs_proc_new("test_write_behind", 0);
     st = bfs_stack_new();
-    if (build(" option performance.write-behind-window-size 64KB\n") < 0)
+    if (build(" option performance.write-behind-window-size 64KB\n"
+              " option performance.write-behind-max-out 2\n") < 0)
         return done_testing();
     test_answered_early_and_ordered();
     test_reads_wait();

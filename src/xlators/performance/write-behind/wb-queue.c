@@ -5,7 +5,7 @@
  * (acked) as soon as the inode's window has room for it, in order: the
  * first that does not fit stops the acks after it (backpressure; the
  * caller waits). An answered write is sent down when fewer than
- * WB_MAX_SENT are out and no write before it in the queue overlaps it
+ * performance.write-behind-max-out are out and no write before it in the queue overlaps it
  * (overlapping writes reach the bricks in the order they were made); it
  * leaves the queue when its child answers. Any other call queued here is
  * wound when it reaches the head, that is once every write before it has
@@ -20,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/event.h"
 #include "core/fops-util.h"
+#include "core/graph.h"
 #include "wb.h"
 
 static void wb_run(struct bfs_xl *xl, struct wb_inode *wi);
@@ -224,6 +226,39 @@ int bfs__wb_write(struct bfs_xl *xl, struct bfs_frame *frame, const struct bfs_w
     return 0;
 }
 
+struct wb_task {
+    struct bfs_xl *xl;
+    struct wb_inode *wi;
+    struct bfs_inode *inode; /* ref'd: wi lives until the task ran */
+};
+
+static void run_task(void *arg)
+{
+    struct wb_task *t = arg;
+    wb_run(t->xl, t->wi);
+    bfs_inode_unref(t->inode);
+    free(t);
+}
+
+/* After a completion, on the loop thread: what goes next (the next write's
+ * payload into the sockets of every brick) is sent from a worker, so the
+ * loop stays free to read the bricks' answers, as when the writers' own
+ * threads sent their writes. Inline when there is no pool. Drops inode. */
+static void run_elsewhere(struct bfs_xl *xl, struct wb_inode *wi, struct bfs_inode *inode)
+{
+    struct bfs_proc *proc = xl->graph ? xl->graph->proc : NULL;
+    struct wb_task *t = NULL;
+    if (proc && proc->workers && proc->loop && bfs_loop_on_loop_thread(proc->loop) &&
+        (t = malloc(sizeof(*t)))) {
+        *t = (struct wb_task){.xl = xl, .wi = wi, .inode = inode};
+        if (bfs_workers_submit(proc->workers, run_task, t) == 0)
+            return;
+        free(t);
+    }
+    wb_run(xl, wi);
+    bfs_inode_unref(inode);
+}
+
 static void complete(struct bfs_xl *xl, struct wb_req *e, int rc)
 {
     struct wb_priv *p = xl->private;
@@ -258,8 +293,7 @@ static void complete(struct bfs_xl *xl, struct wb_req *e, int rc)
                 bfs_gfid_fmt(&inode->gfid, g), strerror(-rc));
     }
     req_free(e);
-    wb_run(xl, wi);
-    bfs_inode_unref(inode);
+    run_elsewhere(xl, wi, inode);
 }
 
 static void bg_cbk(struct bfs_frame *frame, void *cookie, int rc, const struct bfs_write_rep *rep)
@@ -378,7 +412,7 @@ static size_t pick(struct wb_priv *p, struct wb_inode *wi, struct wb_act *acts, 
             a.ack_len = len;
             e->frame = NULL;
         }
-        if (e->state == WB_QUEUED && wi->nsent < WB_MAX_SENT && !overlaps_earlier(wi, e)) {
+        if (e->state == WB_QUEUED && wi->nsent < p->max_out && !overlaps_earlier(wi, e)) {
             e->state = WB_SENT;
             wi->nsent++;
             if (wi->nsent > p->sent_max)

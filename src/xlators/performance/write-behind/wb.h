@@ -28,10 +28,10 @@
 
 #define WB_OPT_ON "performance.write-behind"
 #define WB_OPT_WINDOW "performance.write-behind-window-size"
-
 /* Writes of one inode sent down and not yet answered, at most. Beyond it,
  * answered writes wait here, where a contiguous one can still grow. */
-#define WB_MAX_SENT 16
+#define WB_OPT_MAX_OUT "performance.write-behind-max-out"
+
 /* A queued write grows by contiguous later writes up to this size. */
 #define WB_AGGREGATE (128 * 1024)
 
@@ -76,6 +76,7 @@ struct wb_priv {
     pthread_cond_t idle;          /* nqueued reached 0 */
     bool on;
     uint64_t window;
+    uint32_t max_out;
     uint64_t seq;                 /* moves when a write ends */
     uint64_t nqueued;             /* entries in every queue */
     uint64_t used;                /* bytes answered and not done, all inodes */

@@ -413,6 +413,7 @@ static int wb_init(struct bfs_xl *xl)
         return -ENOMEM;
     p->on = bfs_xl_opt_bool(xl, WB_OPT_ON);
     p->window = bfs_xl_opt_size(xl, WB_OPT_WINDOW);
+    p->max_out = (uint32_t)bfs_xl_opt_int(xl, WB_OPT_MAX_OUT);
     p->inodes.next = p->inodes.prev = &p->inodes;
     pthread_mutex_init(&p->lock, NULL);
     pthread_condattr_t ca;
@@ -455,6 +456,11 @@ static const struct bfs_option_desc wb_options[] = {
      .max = 1024 * 1024 * 1024,
      .description = "bytes of answered writes per file that may be on their way to the "
                     "bricks; a write that does not fit waits",
+     .flags = BFS_OPT_F_CLIENT | BFS_OPT_F_SETTABLE},
+    {.key = WB_OPT_MAX_OUT, .type = BFS_OPT_INT, .def = "1", .min = 1, .max = 64,
+     .description = "writes of one file sent to the bricks and not yet answered, at most "
+                    "(the others wait in the window, contiguous ones merged up to 128 KiB); "
+                    "more than 1 overlaps round trips but queues megabytes in the sockets",
      .flags = BFS_OPT_F_CLIENT | BFS_OPT_F_SETTABLE},
     {.key = NULL},
 };
