@@ -99,6 +99,17 @@ print(d.get(sys.argv[3], 0))
 PY
 }
 
+# s1_counts MNT: the first brick's calls so far, by fop (JSON)
+s1_counts()
+{
+    "$PY" - "$1" <<'PY'
+import json, os, sys
+v = json.loads(os.getxattr(sys.argv[1], "brickfs.graph"))
+x = next(x for x in v["xlators"] if x["name"] == "s1")
+print(json.dumps({k: f["count"] for k, f in x["dump"]["fops"].items()}))
+PY
+}
+
 run()
 {
     local wb=$1 mnt=$T/m vf=$T/vol/client-wb$1.vol
@@ -130,8 +141,15 @@ print("  brick 1 calls per MiB written:", " ".join("%s=%.2f" % (k, f[k]["count"]
       for k in sorted(f) if f[k]["count"]))
 PY
     rm -f "$mnt/seq"
-    local out hits0 hits1 fl wl statout
+    local out hits0 hits1 fl wl statout c0=
+    [ "$NB" = 1 ] || c0=$(s1_counts "$mnt")
     out=$("$SMALLFILE" -n "$FILES" -d 10 -s 4096 -p create "$mnt/sf")
+    [ "$NB" = 1 ] || "$PY" - "$c0" "$(s1_counts "$mnt")" "$FILES" <<'PY'
+import json, sys
+a, b, n = json.loads(sys.argv[1]), json.loads(sys.argv[2]), float(sys.argv[3])
+print("  brick 1 calls per created file:", " ".join("%s=%.2f" % (k, (b[k] - a.get(k, 0)) / n)
+      for k in sorted(b) if b[k] - a.get(k, 0)))
+PY
     wl=$(dumped "$mnt" top lat_avg_ns write) fl=$(dumped "$mnt" top lat_avg_ns flush)
     sync
     echo 3 >/proc/sys/vm/drop_caches
