@@ -6,7 +6,8 @@
  *
  * test/hold keeps every write it receives, unanswered and not applied,
  * until the test lets it go on (forwarded to storage) or fails it (answered
- * with an error, never applied). So the tests see what write-behind sends,
+ * with an error, never applied); when the graph goes away it fails what it
+ * holds, as protocol/client's closing connections do. So the tests see what write-behind sends,
  * in which order, and what it answers before the child did: writes
  * answered at once, overlapping writes sent one after the other, reads,
  * fstat and lookups that wait for the writes before them, readdirplus
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../lib/tap.h"
 #include "core/event.h"
@@ -40,9 +42,13 @@ static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct held *held_head;
 static bool holding;
 
+static int writes_done; /* writes storage answered through test/hold */
+
 static void hold_pass_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc, const void *rep)
 {
     (void)cookie;
+    if (fop == BFS_FOP_WRITE && rc > 0)
+        __atomic_add_fetch(&writes_done, 1, __ATOMIC_SEQ_CST);
     bfs_unwind_any(fop, frame, rc, rep);
 }
 
@@ -64,9 +70,20 @@ static int hold_generic(struct bfs_frame *frame, struct bfs_xl *xl, int fop, con
     return bfs_wind_any(fop, frame, FIRST_CHILD(xl), hold_pass_cbk, NULL, req);
 }
 
+static void release_all(int rc);
+
+/* As protocol/client does when the graph goes away (its connections
+ * close): what it still holds fails. */
+static int hold_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from, void *data)
+{
+    if (ev == BFS_EV_PARENT_DOWN)
+        release_all(-ENOTCONN);
+    return bfs_xl_notify_default(xl, ev, from, data);
+}
+
 static const struct bfs_xl_module hold_mod = {
     .abi = BFS_XL_ABI, .type = "test/hold", .generic_fop = hold_generic,
-    .min_children = 1, .max_children = 1,
+    .notify = hold_notify, .min_children = 1, .max_children = 1,
 };
 
 static int nheld(void)
@@ -145,6 +162,7 @@ static int build(const char *wb_opts)
         printf("# graph: %s\n", err);
         return rc;
     }
+    bfs_graph_activate(graph); /* so that freeing it sends PARENT_DOWN */
     top = graph->top;
     hold_xl = bfs_graph_find(graph, "hold");
     return 0;
@@ -512,6 +530,39 @@ static void test_off(void)
     bfs_fd_unref(fd);
 }
 
+/* Lets the held writes go on after a pause, from another thread. */
+static void *release_later(void *arg)
+{
+    (void)arg;
+    while (nheld() == 0)
+        usleep(1000);
+    usleep(100 * 1000);
+    release_all(0);
+    return NULL;
+}
+
+/* The graph goes away (unmount, a retired generation) with a write
+ * answered and still out: teardown waits for it before the child goes. */
+static void test_teardown_waits(void)
+{
+    struct bfs_fd *fd = make_file("teardown", O_RDWR);
+    holding = true;
+    struct answer w;
+    awrite(&w, fd, 0, "late", 4);
+    is_int(w.rc, 4, "write answered");
+    answer_done(&w);
+    bfs_fd_unref(fd); /* closed */
+    int before = __atomic_load_n(&writes_done, __ATOMIC_SEQ_CST);
+    pthread_t t;
+    pthread_create(&t, NULL, release_later, NULL);
+    bfs_graph_free(graph); /* PARENT_DOWN waits in write-behind */
+    graph = NULL;
+    pthread_join(t, NULL);
+    holding = false;
+    is_int(__atomic_load_n(&writes_done, __ATOMIC_SEQ_CST) - before, 1,
+           "the graph was freed only after the write reached storage");
+}
+
 int main(void)
 {
     plan_lazy();
@@ -529,7 +580,7 @@ int main(void)
     test_window();
     test_append_and_close();
     holding = false;
-    bfs_graph_free(graph);
+    test_teardown_waits();
 
     if (build(" option performance.write-behind off\n") == 0) {
         test_off();
