@@ -16,7 +16,8 @@
 #                system: the ceiling any FUSE client can reach here
 #   brickfs      1brick: brickfs-brick (storage/posix -> features/index -> features/locks ->
 #                [features/upcall ->] debug/io-stats -> protocol/server) +
-#                brickfs-mount --volfile [with performance/md-cache on top],
+#                brickfs-mount --volfile [with performance/md-cache and
+#                performance/write-behind on top],
 #                as issue 2 defines it, with the caches volgen gives every
 #                volume (the bracketed translators; BENCH_MD_CACHE=0 leaves
 #                them out: docs/design/cache-invalidation.md); the other
@@ -78,6 +79,9 @@
 #   BENCH_MD_CACHE [60]  1brick: md-cache-timeout of the client (0: no
 #                        features/upcall nor performance/md-cache, the graph
 #                        of issue 2's text)
+#   BENCH_WRITE_BEHIND [1]  0: no performance/write-behind in the brickfs
+#                        client (1brick: left out of the hand-written graph;
+#                        other sections: volume set performance.write-behind off)
 #   BENCH_MD_CACHE_COLD [0]  1: empty that md-cache with the page cache
 #                        before every step (cold on the client side too)
 #   BENCH_SEQ_MB [1024] BENCH_FILES [5000] BENCH_DIRS [50] BENCH_FILE_SIZE [4096]
@@ -131,6 +135,7 @@ HEAL_STALL_S=${BENCH_HEAL_STALL:-$([ "$QUICK" = 1 ] && echo 20 || echo 90)}
 RUNS_SET=${BENCH_RUNS:-}
 MD_CACHE=${BENCH_MD_CACHE:-60}
 MD_CACHE_COLD=${BENCH_MD_CACHE_COLD:-0}
+WRITE_BEHIND=${BENCH_WRITE_BEHIND:-1}
 [ "$QUICK" = 1 ] && RUNS_SET=${RUNS_SET:-1}
 ONLY=${BENCH_ONLY:-1brick,dist3,rep3,disp}
 TARGETS=${BENCH_TARGETS:-disk passthrough brickfs gluster}
@@ -453,7 +458,13 @@ setup_brickfs()
                 note "brickfs: features/upcall on the brick, performance/md-cache (md-cache-timeout $MD_CACHE) on the client: its cache outlives drop_caches"
             fi
         fi
-        BFS_MD_CACHE=$mdc write_volfiles b1 "$S/brickfs-bricks/b1" && start_brick b1 ||
+        local wb=
+        if [ "$WRITE_BEHIND" != 0 ]; then
+            wb=1
+            note "brickfs: performance/write-behind on the client"
+        fi
+        BFS_WRITE_BEHIND=$wb BFS_MD_CACHE=$mdc write_volfiles b1 "$S/brickfs-bricks/b1" &&
+            start_brick b1 ||
             { note "brickfs: the brick did not start"; return 1; }
         mount_brickfs "$(client_volfile b1)" "$S/bfs-mnt-$SECTION" || { note "brickfs: the mount failed"; return 1; }
         DIR[brickfs]=$S/bfs-mnt-$SECTION
@@ -472,6 +483,11 @@ setup_brickfs()
         note "brickfs: volume create ... $spec refused: $(echo "$out" | tail -n 1)"
         BFS_VOL=
         return 1
+    fi
+    if [ "$WRITE_BEHIND" = 0 ]; then
+        out=$(cli volume set "$BFS_VOL" performance.write-behind off 2>&1) ||
+            { note "brickfs: volume set performance.write-behind off failed: $out"; return 1; }
+        note "brickfs: performance.write-behind off"
     fi
     out=$(cli volume start "$BFS_VOL" 2>&1) || { note "brickfs: volume start failed: $out"; return 1; }
     mount_vol "$BFS_VOL" "$S/bfs-mnt-$SECTION" || { note "brickfs: the mount failed"; return 1; }

@@ -30,7 +30,7 @@ struct xl_type {
 static const struct xl_type xl_types[] = {
     {"storage/posix", BFS_SIDE_BRICK},     {"features/index", BFS_SIDE_BRICK},
     {"features/locks", BFS_SIDE_BRICK},    {"features/upcall", BFS_SIDE_BRICK},
-    {"performance/md-cache", BFS_SIDE_CLIENT},
+    {"performance/md-cache", BFS_SIDE_CLIENT}, {"performance/write-behind", BFS_SIDE_CLIENT},
     {"protocol/server", BFS_SIDE_BRICK},   {"debug/io-stats", BFS_SIDE_BRICK | BFS_SIDE_CLIENT},
     {"protocol/client", BFS_SIDE_CLIENT},  {"cluster/distribute", BFS_SIDE_CLIENT},
     {"cluster/replicate", BFS_SIDE_CLIENT},  {"cluster/disperse", BFS_SIDE_CLIENT},

@@ -6,7 +6,8 @@
  *                      -> features/upcall -> debug/io-stats (named VOL-brick-N,
  *                      what clients ask for) -> protocol/server
  *   client:            protocol/client x N -> cluster/distribute (N > 1)
- *                      -> [performance/md-cache] -> debug/io-stats (named VOL)
+ *                      -> [performance/md-cache] -> [performance/write-behind]
+ *                      -> debug/io-stats (named VOL)
  *   replicated client: protocol/client x N -> cluster/replicate per set of
  *                      `replica` consecutive bricks (VOL-replicate-S, with
  *                      arbiter-count 1 when the last of each set is an
@@ -18,16 +19,19 @@
  *                      -> cluster/distribute (more than one set)
  *                      -> [performance/md-cache] -> debug/io-stats (named VOL)
  *
- * performance/md-cache (VOL-md-cache) is in the graphs mounts fetch
- * (bfs_op_client_volfile), not in the client.vol and shd.vol written for
- * brickfsd's own daemons: the self-heal daemon and rebalance change files
- * below it by design and want every answer from the bricks. Volume option
- * performance.md-cache off leaves it out; on a replicated or dispersed
- * volume, whose changelog moves the ctime without an upcall and whose heals
- * move times below it, its timeout is MDC_CLUSTER_TIMEOUT unless
- * performance.md-cache-timeout is set. A pure distribute volume keeps the
- * translator's default: the only change below md-cache there is a directory
- * heal's merged times (docs/design/cache-invalidation.md, "Defaults").
+ * performance/write-behind (VOL-write-behind) and performance/md-cache
+ * (VOL-md-cache) are in the graphs mounts fetch (bfs_op_client_volfile),
+ * write-behind over md-cache (docs/design/write-behind.md), not in the
+ * client.vol and shd.vol written for brickfsd's own daemons: the self-heal
+ * daemon and rebalance change files below them by design, want every answer
+ * from the bricks and every write done when it is answered. Volume options
+ * performance.write-behind off and performance.md-cache off leave them out.
+ * On a replicated or dispersed volume, whose changelog moves the ctime
+ * without an upcall and whose heals move times below it, md-cache's timeout
+ * is MDC_CLUSTER_TIMEOUT unless performance.md-cache-timeout is set. A pure
+ * distribute volume keeps the translator's default: the only change below
+ * md-cache there is a directory heal's merged times
+ * (docs/design/cache-invalidation.md, "Defaults").
  *
  * Client volfiles name no brick port: each protocol/client asks brickfsd
  * (mgmt-server, mgmt-volume) where its brick listens before every connect,
@@ -53,6 +57,8 @@
 #define MDC_OPT_ON "performance.md-cache"
 #define MDC_OPT_TIMEOUT "performance.md-cache-timeout"
 #define MDC_CLUSTER_TIMEOUT "10"
+#define WB_TYPE "performance/write-behind"
+#define WB_OPT_ON "performance.write-behind"
 
 struct buf {
     char *p;
@@ -177,6 +183,29 @@ static const char *put_md_cache(struct bfs_mgmt *m, struct buf *b, const struct 
     return name;
 }
 
+/* write-behind over top_child (md-cache, when there is one), when the
+ * volume wants it: returns the name io-stats goes over. Above md-cache so
+ * that md-cache sees the writes' real answers when they come back (and
+ * learns the size from them, as without write-behind); every call that
+ * md-cache could answer from what it knows of a file waits in write-behind
+ * for the file's writes first (docs/design/write-behind.md, "Place"). */
+static const char *put_write_behind(struct bfs_mgmt *m, struct buf *b,
+                                    const struct bfs_volume *v, const char *top_child,
+                                    char *name, size_t len)
+{
+    const char *on = bfs_volume_opt(v, WB_OPT_ON);
+    bool want = true;
+    if (on)
+        (void)bfs_parse_bool(on, &want);
+    if (!want || !bfs_catalog_has_xlator(m->catalog, WB_TYPE))
+        return top_child;
+    snprintf(name, len, "%s-write-behind", v->name);
+    put(b, "volume %s\n    type %s\n", name, WB_TYPE);
+    put_set_opts(m, b, v, WB_TYPE);
+    put(b, "    subvolumes %s\nend-volume\n\n", top_child);
+    return name;
+}
+
 char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *mgmt_addr,
                         bool mount)
 {
@@ -236,8 +265,12 @@ char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const ch
     } else {
         bfs_subvol_name(v, 0, top_child, sizeof(top_child));
     }
-    char mdc[BFS_VOLNAME_MAX + 32];
-    const char *under = mount ? put_md_cache(m, &b, v, top_child, mdc, sizeof(mdc)) : top_child;
+    char wb[BFS_VOLNAME_MAX + 32], mdc[BFS_VOLNAME_MAX + 32];
+    const char *under = top_child;
+    if (mount)
+        under = put_md_cache(m, &b, v, under, mdc, sizeof(mdc));
+    if (mount)
+        under = put_write_behind(m, &b, v, under, wb, sizeof(wb));
     put_xl(m, &b, v, v->name, "debug/io-stats", under);
     free(finish(&subs));
     return finish(&b);

@@ -17,6 +17,8 @@
 # invalidation to both graphs (docs/design/cache-invalidation.md):
 # features/upcall between features/locks and the brick's io-stats, and
 # performance/md-cache with md-cache-timeout SECONDS on top of the client.
+# BFS_WRITE_BEHIND=1 puts performance/write-behind on top of the client (over
+# md-cache, as volgen does).
 
 # bfs_port_listening PORT: true when something listens on TCP PORT.
 # Asks the kernel (ss) instead of connecting, so the brick does not see a
@@ -130,12 +132,21 @@ bfs_write_client_volfile()
         echo "    type debug/io-stats"
         echo "    subvolumes $vol-client-0"
         echo "end-volume"
+        local under=$vol
         if [ -n "${BFS_MD_CACHE:-}" ]; then
             echo
             echo "volume $vol-md-cache"
             echo "    type performance/md-cache"
             echo "    option performance.md-cache-timeout $BFS_MD_CACHE"
-            echo "    subvolumes $vol"
+            echo "    subvolumes $under"
+            echo "end-volume"
+            under=$vol-md-cache
+        fi
+        if [ -n "${BFS_WRITE_BEHIND:-}" ]; then
+            echo
+            echo "volume $vol-write-behind"
+            echo "    type performance/write-behind"
+            echo "    subvolumes $under"
             echo "end-volume"
         fi
     } >"$out"
