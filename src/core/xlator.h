@@ -135,6 +135,13 @@ struct bfs_upcall {
  * invalidations, so performance/md-cache may keep what the reply says. */
 #define BFS_XDATA_UPCALL "brickfs.upcall"
 
+/* xdata key (int 1) of an fsync a FUSE graph switch sends through an fd it
+ * is about to move to a new generation: performance/write-behind answers it
+ * itself, once the writes it answered through that file are done, with the
+ * first of their failures (not cleared: the fd stays where it can report
+ * it). Without write-behind in the graph it is a plain fsync. */
+#define BFS_XDATA_WB_DRAIN "brickfs.write-behind.drain"
+
 /* What a translator's .so exports as `bfs_xl_module`. */
 struct bfs_xl_module {
     uint32_t abi;                             /* BFS_XL_ABI */

@@ -111,9 +111,11 @@ struct bfs_fuse_graph {
 struct bfs_fuse_fh {
     struct bfs_fd *fd;
     struct bfs_fuse_graph *gr;    /* the generation of fd */
-    int refs;                     /* the kernel's (until release) + a switch moving it */
+    int refs;                     /* the kernel's (until release), a switch moving it, calls */
     bool released;                /* the kernel released it */
     bool pinned;                  /* holds or asked for a lock: stays in gr */
+    bool draining;                /* a switch waits for its writes: calls wait */
+    int users;                    /* calls holding fd (bfs_fuse_call_fd) */
     struct bfs_fuse_fh *prev, *next; /* fu->fhs: every handle still open */
 };
 
@@ -159,6 +161,7 @@ struct bfs_fuse_call {
     struct bfs_inode *held[BFS_FUSE_CALL_HELD]; /* bfs_fuse_inode's, ref'd */
     int nheld;
     struct bfs_fd *fds[2];       /* bfs_fuse_call_fd's, ref'd */
+    struct bfs_fuse_fh *fhs[2];  /* ... the handles they came from (fh->users) */
     int nfds;
     struct bfs_fuse_fh *fh;      /* open/create/opendir: the handle being made */
     struct bfs_fd *fd;           /* the open file the request came through (held) */

@@ -175,6 +175,15 @@ void bfs_fuse_call_done(struct bfs_fuse_call *c)
         bfs_inode_unref(c->held[i]);
     for (int i = 0; i < c->nfds; i++)
         bfs_fd_unref(c->fds[i]);
+    if (c->nfds) {
+        pthread_mutex_lock(&fu->lock);
+        for (int i = 0; i < c->nfds; i++)
+            if (--c->fhs[i]->users == 0 && c->fhs[i]->draining)
+                pthread_cond_broadcast(&fu->cond);
+        pthread_mutex_unlock(&fu->lock);
+        for (int i = 0; i < c->nfds; i++)
+            bfs_fuse_fh_unref(fu, c->fhs[i]);
+    }
     if (c->fh)
         bfs_fuse_fh_free(fu, c->fh); /* an open that never reached the kernel */
     free(c->name);
@@ -194,6 +203,9 @@ struct bfs_fd *bfs_fuse_call_fd(struct bfs_fuse_call *c, const struct fuse_file_
     struct bfs_fuse_fh *fh = bfs_fuse_fh(fi);
     struct bfs_fd *fd = NULL;
     pthread_mutex_lock(&fu->lock);
+    /* A graph switch is moving the handle: its writes first (fuse-switch.c) */
+    while (fh->draining)
+        pthread_cond_wait(&fu->cond, &fu->lock);
     /* A call holds things of one generation only: it may move to the fd's
      * while it holds nothing yet. */
     bool may_move = c->nfds == 0 && c->nheld == 0 && !c->inode && !c->fh;
@@ -202,6 +214,9 @@ struct bfs_fd *bfs_fuse_call_fd(struct bfs_fuse_call *c, const struct fuse_file_
             fh->pinned = true;
             fu->pinned++;
         }
+        fh->users++;
+        fh->refs++;
+        c->fhs[c->nfds] = fh;
         fd = c->fds[c->nfds++] = bfs_fd_ref(fh->fd);
         if (c->gr != fh->gr) {
             c->gr->inflight--;

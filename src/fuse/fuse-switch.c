@@ -88,6 +88,31 @@ static struct bfs_fd *reopen(struct bfs_fuse_graph *gr, struct bfs_fd *old)
     return fd;
 }
 
+/* Waits until the writes performance/write-behind answered through old
+ * (in its generation's graph) are done: 0, or the first failure among them,
+ * which then stays with old, to be reported by the next write, fsync or
+ * close through it (BFS_XDATA_WB_DRAIN). Read-only fds have none. */
+static int drain_writes(struct bfs_fuse_graph *gr, struct bfs_fd *old)
+{
+    if (old->is_dir || (old->flags & O_ACCMODE) == O_RDONLY)
+        return 0;
+    struct bfs_stack *st = bfs_stack_new();
+    struct bfs_dict *x = bfs_dict_new();
+    int rc = st && x ? bfs_dict_set_int(x, BFS_XDATA_WB_DRAIN, 1) : -ENOMEM;
+    if (rc >= 0) {
+        struct bfs_fsync_req r = {.fd = old, .datasync = 1, .xdata = x};
+        struct bfs_fsync_rep out = {0};
+        rc = bfs_sync_fsync(gr->g->top, st, &r, &out);
+        if (rc >= 0)
+            bfs_fsync_rep_clear_dup(&out);
+    }
+    if (x)
+        bfs_dict_unref(x);
+    if (st)
+        bfs_stack_unref(st);
+    return rc;
+}
+
 /* The next handle to move to gr (ref'd), or NULL. fu->lock held. */
 static struct bfs_fuse_fh *next_to_move(struct bfs_fuse *fu, struct bfs_fuse_graph *gr)
 {
@@ -101,20 +126,40 @@ static struct bfs_fuse_fh *next_to_move(struct bfs_fuse *fu, struct bfs_fuse_gra
 }
 
 /* Moves every handle that holds no lock to gr. Each ends in gr or pinned,
- * so this ends. Calls already going through an old fd hold it and finish
- * on it. */
+ * so this ends. While a handle moves, new calls through it wait
+ * (fh->draining); the calls already holding its old fd finish first, then
+ * the writes write-behind answered through it are waited for: a write must
+ * not overtake an earlier one through the other generation, and a failure
+ * of one must be reported through the handle. A handle whose writes failed
+ * stays pinned in its generation, where its next write, fsync or close
+ * reports the failure. */
 static void move_handles(struct bfs_fuse *fu, struct bfs_fuse_graph *gr)
 {
     for (;;) {
         pthread_mutex_lock(&fu->lock);
         struct bfs_fuse_fh *fh = next_to_move(fu, gr);
+        if (fh) {
+            fh->draining = true;
+            while (fh->users > 0)
+                pthread_cond_wait(&fu->cond, &fu->lock);
+        }
         struct bfs_fd *old = fh ? bfs_fd_ref(fh->fd) : NULL;
         struct bfs_fuse_graph *old_gr = fh ? fh->gr : NULL;
         pthread_mutex_unlock(&fu->lock);
         if (!fh)
             return;
-        struct bfs_fd *fd = reopen(gr, old);
+        int drained = drain_writes(old_gr, old);
+        if (drained < 0) {
+            char g[BFS_GFID_STRLEN];
+            bfs_log("fuse", BFS_LOG_WARNING, "%s stays in graph generation %llu: a write "
+                    "answered before the switch failed (%s); its next write, fsync or close "
+                    "reports it", old->inode ? bfs_gfid_fmt(&old->inode->gfid, g) : "a file",
+                    (unsigned long long)old_gr->gen, strerror(-drained));
+        }
+        struct bfs_fd *fd = drained < 0 ? NULL : reopen(gr, old);
         pthread_mutex_lock(&fu->lock);
+        fh->draining = false;
+        pthread_cond_broadcast(&fu->cond);
         /* pinned meanwhile: a lock request went through the old fd */
         bool moved = fd && !fh->released && !fh->pinned && fh->fd == old;
         if (moved) {

@@ -11,6 +11,8 @@
 #     a plain write() is answered, and the close() reports EROFS — the
 #     failure is not lost; an O_APPEND write still fails in write() itself
 #     (it passes through);
+#   - a write answered and failed before a graph switch (`volume set`) is
+#     still reported by the close() after it (the handle stays pinned);
 #   - back to quorum, heal, the file is intact;
 #   - `volume set performance.write-behind off` takes it out live.
 
@@ -83,11 +85,44 @@ TEST [ "$(wb failed)" -ge 1 ]
 TEST [ "$(wb reported)" -ge 1 ]
 TEST cmp "$T/src" "$B/r0/f"                                   # nothing half written
 
+# ---- a failure answered before a graph switch is reported after it ----
+# A writer keeps its fd open across a switch (fuse-switch.c drains the
+# handle's writes first; a failed one keeps it pinned in its generation).
+go=$T/go
+res=$T/res
+failed0=$(wb failed)
+python3 - "$M/f" "$go" "$res" <<'PY' &
+import errno, os, sys, time
+def name(f):
+    try:
+        f()
+        return "OK"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+fd = os.open(sys.argv[1], os.O_WRONLY)
+w = name(lambda: os.pwrite(fd, b"y" * 65536, 0))
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+with open(sys.argv[3], "w") as f:
+    f.write(w + " " + name(lambda: os.close(fd)) + "\n")
+PY
+writer=$!
+failed_more() { [ "$(wb failed)" -gt "$failed0" ] && echo 1; }
+EXPECT_WITHIN 10 1 failed_more
+
 # ---- back ----
 before=$(child_ups "$M" wv 2)
 TEST start_brickfsd
 TEST bfs_wait_until "$PROCESS_UP_TIMEOUT" rep_all_online wv 3
 TEST wait_child_up "$M" wv 2 "$before"
+gen=$(graph_info "$M" generation)
+pinned0=$(graph_info "$M" pinned_files)
+TEST cli volume set wv performance.md-cache-size 4096
+EXPECT_WITHIN 20 $((gen + 1)) graph_info "$M" generation
+EXPECT_WITHIN 20 $((pinned0 + 1)) graph_info "$M" pinned_files
+TEST touch "$go"
+TEST wait "$writer"
+EXPECT "OK EROFS" cat "$res"
 EXPECT_WITHIN "$CHILD_UP_TIMEOUT" "OK OK" write_close "$M/f"
 TEST dd if="$T/src" of="$M/f" bs=1M conv=notrunc status=none
 EXPECT_WITHIN "$HEAL_TIMEOUT" identical heal_settle "$M" "$B/r0" "$B/r1" "$B/r2"

@@ -75,7 +75,7 @@ struct wb_fd *bfs__wb_fd(struct bfs_xl *xl, struct bfs_fd *fd, bool make)
     return wf;
 }
 
-int bfs__wb_take_sync_err(struct bfs_xl *xl, struct bfs_fd *fd)
+static int sync_err(struct bfs_xl *xl, struct bfs_fd *fd, bool clear)
 {
     struct wb_priv *p = xl->private;
     int err = 0;
@@ -86,14 +86,24 @@ int bfs__wb_take_sync_err(struct bfs_xl *xl, struct bfs_fd *fd)
         err = wf->err_sync;
     else if (wi && wi->err)
         err = wi->err;
-    if (wf)
+    if (clear && wf)
         wf->err_sync = 0;
-    if (wi)
+    if (clear && wi)
         wi->err = 0;
-    if (err)
+    if (clear && err)
         p->reported++;
     pthread_mutex_unlock(&p->lock);
     return err;
+}
+
+int bfs__wb_peek_sync_err(struct bfs_xl *xl, struct bfs_fd *fd)
+{
+    return sync_err(xl, fd, false);
+}
+
+int bfs__wb_take_sync_err(struct bfs_xl *xl, struct bfs_fd *fd)
+{
+    return sync_err(xl, fd, true);
 }
 
 /* ---- entries ---- */

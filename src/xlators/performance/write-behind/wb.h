@@ -104,6 +104,8 @@ int bfs__wb_go(struct bfs_xl *xl, struct bfs_frame *frame, int fop, const void *
                 int stage);
 /* The remembered failure fsync or flush through fd must report (cleared). */
 int bfs__wb_take_sync_err(struct bfs_xl *xl, struct bfs_fd *fd);
+/* The same, left in place (a graph switch's drain, BFS_XDATA_WB_DRAIN). */
+int bfs__wb_peek_sync_err(struct bfs_xl *xl, struct bfs_fd *fd);
 void bfs__wb_free_inode(struct wb_priv *p, struct wb_inode *wi);
 
 #endif

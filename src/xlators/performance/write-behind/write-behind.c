@@ -117,6 +117,14 @@ static void sync_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc, con
     bfs_unwind_any(fop, frame, err ? err : rc, rep);
 }
 
+/* A graph switch's fsync (BFS_XDATA_WB_DRAIN): answered here, once the
+ * writes before it are done (bfs__wb_go waited for them). */
+static bool is_drain(const struct bfs_fsync_req *r)
+{
+    int64_t v;
+    return r->xdata && bfs_dict_get_int(r->xdata, BFS_XDATA_WB_DRAIN, &v) == 0 && v == 1;
+}
+
 static int wind_now(struct bfs_xl *xl, struct bfs_frame *frame, int fop, const void *req)
 {
     if (fop != BFS_FOP_FSYNC && fop != BFS_FOP_FLUSH)
@@ -124,6 +132,11 @@ static int wind_now(struct bfs_xl *xl, struct bfs_frame *frame, int fop, const v
     /* flush always goes down (features/locks drops the owner's locks on it) */
     const struct bfs_fd *fd = fop == BFS_FOP_FSYNC ? ((const struct bfs_fsync_req *)req)->fd
                                                    : ((const struct bfs_flush_req *)req)->fd;
+    if (fop == BFS_FOP_FSYNC && is_drain((const struct bfs_fsync_req *)req)) {
+        struct bfs_fsync_rep rep = {0};
+        bfs_unwind_fsync(frame, bfs__wb_peek_sync_err(xl, (struct bfs_fd *)fd), &rep);
+        return 0;
+    }
     int err = bfs__wb_take_sync_err(xl, (struct bfs_fd *)fd);
     int rc = bfs_wind_any(fop, frame, FIRST_CHILD(xl), sync_cbk, (void *)(intptr_t)err, req);
     return rc < 0 && err ? err : rc;
