@@ -5,7 +5,7 @@
 # bench` measures: md-cache on the mount, upcall on the bricks), with
 # BRICKS bricks (default 3: distribute; 1: the one-brick volume to compare
 # with). The load-independent figure behind the dist3 small-file targets
-# (docs/PERFORMANCE.md; performance-notes.md 28-dist).
+# (docs/PERFORMANCE.md; performance-notes.md 30).
 #
 # smallfile runs create (FILES files of 4 KiB in 5 folders), stat, read and
 # delete, one phase at a time, the page cache dropped before each (as the

@@ -1230,7 +1230,7 @@ static void test_stale(struct dg_vol *v)
     (void)g;
 }
 
-/* ---- unlink in one request (performance-notes 28-dist) ---- */
+/* ---- unlink in one request (performance-notes 30) ---- */
 
 /* distribute's statedump says b's brick locks unlinks itself */
 static bool ul_known(struct dg_vol *v, int b)

@@ -3,7 +3,7 @@
  * features/locks to run an unlink under an entry lock, in one request
  * (features/locks/locks-unlink.c is the brick side; distribute uses it,
  * docs/design/distribute.md "Creating and removing names", and
- * performance-notes.md 28-dist). Header only.
+ * performance-notes.md 30). Header only.
  *
  *   request (unlink xdata):
  *     BFS_LK_X_UNLINK_ENTRYLK = domain (STR) -> the caller's owner (client,

@@ -230,6 +230,7 @@ static void unwind_marked(struct bfs_frame *frame, int fop, int rc, const void *
             MARK_CASE(lookup, LOOKUP)
             MARK_CASE(stat, STAT)
             MARK_CASE(fstat, FSTAT)
+            MARK_CASE(read, READ)
             MARK_CASE(create, CREATE)
             MARK_CASE(mknod, MKNOD)
             MARK_CASE(mkdir, MKDIR)

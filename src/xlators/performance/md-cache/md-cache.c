@@ -10,6 +10,9 @@
  *   atime                read, readdir: the inode's attributes are dropped
  *                        (the brick's file system may move its atime, as
  *                        FUSE's own attribute cache assumes), names kept;
+ *                        a read's reply then stores the attributes the
+ *                        brick took after reading (as GlusterFS's
+ *                        mdc_readv_cbk), under the rules of any change;
  *   inode change         attributes dropped, then the reply's post stored;
  *   new name / gone name create, mknod, mkdir, symlink / unlink, rmdir;
  *   anything else        (rename, link, fops added later) empties the cache.
@@ -238,6 +241,7 @@ static const struct bfs_dict *rep_xdata(int fop, const void *rep, const struct b
         X(lookup, LOOKUP, &r->attr)
         X(stat, STAT, &r->attr)
         X(fstat, FSTAT, &r->attr)
+        X(read, READ, &r->attr)
         X(create, CREATE, &r->attr)
         X(mknod, MKNOD, &r->attr)
         X(mkdir, MKDIR, &r->attr)
@@ -280,6 +284,8 @@ static void learn_ok(struct mdc_priv *p, const struct mdc_call *c, int fop, cons
         bfs__mdc_attr_set(p, pp, c->until);
     if (post && bfs_gfid_is_null(&post->gfid))
         post = NULL;
+    if (post && c->cls == MDC_ATIME && !bfs_gfid_eq(&post->gfid, &c->gfid))
+        post = NULL; /* not the file read: its attributes stay stale */
     if (post)
         bfs__mdc_attr_set(p, post, c->until);
     if (c->name && c->cls == MDC_GONE)
