@@ -118,6 +118,12 @@ static void req_free(struct wb_req *e)
     free(e);
 }
 
+static void req_put(struct wb_req *e)
+{
+    if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0)
+        req_free(e);
+}
+
 static struct wb_req *req_new(struct bfs_frame *frame, int fop, const void *req)
 {
     struct wb_req *e = calloc(1, sizeof(*e));
@@ -125,6 +131,7 @@ static struct wb_req *req_new(struct bfs_frame *frame, int fop, const void *req)
         return NULL;
     e->fop = fop;
     e->frame = frame;
+    e->refs = 1;
     if (!(e->req = malloc(bfs_fop_info[fop].req_size)) ||
         bfs_fop_info[fop].req_copy_into(e->req, req) < 0) {
         free(e->req);
@@ -302,7 +309,7 @@ static void complete(struct bfs_xl *xl, struct wb_req *e, int rc)
                 (unsigned long long)len, (unsigned long long)e->off,
                 bfs_gfid_fmt(&inode->gfid, g), strerror(-rc));
     }
-    req_free(e);
+    req_put(e);
     run_elsewhere(xl, wi, inode);
 }
 
@@ -317,12 +324,14 @@ static void bg_cbk(struct bfs_frame *frame, void *cookie, int rc, const struct b
 static void send_one(struct bfs_xl *xl, struct wb_req *e)
 {
     struct bfs_frame *f = bfs_frame_top_new(e->stack, xl);
+    __atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
     int rc = f ? bfs_wind_write(f, FIRST_CHILD(xl), bg_cbk, e, e->req) : -ENOMEM;
     if (rc < 0) {
         if (f)
             bfs_frame_top_free(f);
         complete(xl, e, rc);
     }
+    req_put(e); /* the payload may go now (see struct wb_req) */
 }
 
 /* ---- other calls ---- */

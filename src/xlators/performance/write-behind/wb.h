@@ -58,6 +58,10 @@ struct wb_req {
     int stage;                /* fops naming two inodes: the targets already waited on */
     int err;                  /* fsync, flush: the error to report instead of success */
     struct wb_req *act_next;  /* on an action list of wb_run */
+    /* 1, and 2 while send_one is in the child's wind: the reply can come
+     * (and complete the write) on another thread before protocol/client's
+     * gathered send has stopped reading the payload. The last one frees. */
+    int refs;
 };
 
 struct wb_inode {
