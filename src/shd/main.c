@@ -185,11 +185,41 @@ static int setup_logging(struct args *a, bool daemon)
     return rc;
 }
 
+#define SHD_RETRY_MIN 5 /* s: first crawl again after one that left entries it could heal */
+
+/* After a finished crawl that left entries (not in split-brain) behind —
+ * a lock another client held, a brick that went away mid-heal — the next
+ * crawl comes after retry seconds (5, 10, 20 ... up to the interval),
+ * instead of a whole interval later. *next is moved earlier only. */
+static void retry_left(struct shd *s, const struct args *a, int64_t *seen_end, int *retry,
+                       time_t *next)
+{
+    pthread_mutex_lock(&s->lock);
+    bool done = !s->stats.crawling && s->stats.last_end != *seen_end;
+    bool left = s->stats.remaining > s->stats.split_brain;
+    *seen_end = s->stats.last_end;
+    pthread_mutex_unlock(&s->lock);
+    if (!done)
+        return;
+    if (!left) {
+        *retry = SHD_RETRY_MIN;
+        return;
+    }
+    time_t soon = time(NULL) + *retry;
+    if (soon < *next)
+        *next = soon;
+    bfs_log(SHD_PROG, BFS_LOG_INFO, "entries left after the crawl: crawling again in %d s",
+            *retry);
+    *retry = *retry * 2 < a->interval ? *retry * 2 : a->interval;
+}
+
 /* The main thread of the daemon: signals, the interval, children coming up. */
 static void serve(struct shd *s, int sfd, const struct args *a)
 {
     uint32_t up[64] = {0};
     time_t next = time(NULL) + a->interval;
+    int64_t seen_end = 0;
+    int retry = SHD_RETRY_MIN;
     for (int k = 0; k < s->nsets && k < 64; k++)
         up[k] = shd_set_up(&s->sets[k]);
     shd_wake(s); /* the first crawl */
@@ -221,6 +251,7 @@ static void serve(struct shd *s, int sfd, const struct args *a)
             }
             up[k] = now;
         }
+        retry_left(s, a, &seen_end, &retry, &next);
         if (time(NULL) >= next) {
             next = time(NULL) + a->interval;
             shd_wake(s);
