@@ -11,9 +11,10 @@
 #
 # The graphs are the bench's 1brick ones (tests/lib/volfile.sh with
 # BFS_MD_CACHE=60: storage/posix -> index -> locks -> upcall -> io-stats ->
-# protocol/server; protocol/client -> io-stats -> md-cache) with one more
-# debug/io-stats on top of md-cache, so the top one sees every fop the kernel
-# sends. The brick's io-stats is read through a second mount whose graph is
+# protocol/server; protocol/client -> io-stats -> md-cache -> write-behind)
+# with one more debug/io-stats on top, so the top one sees every fop the
+# kernel sends (BUDGET_WRITE_BEHIND=0: without write-behind, as before
+# session 6; the bench's 1brick graph has it). The brick's io-stats is read through a second mount whose graph is
 # protocol/client alone, mounted only to reset and read it: while mounted it
 # is a second client, to which features/upcall sends invalidations. smallfile runs create (FILES files of 4 KiB in
 # FILES/100 folders), stat, read and delete, one phase at a time, page cache
@@ -43,15 +44,18 @@ PHASES=${BUDGET_PHASES:-create,stat,read,delete}
 DIRS=$(((FILES + 99) / 100))
 SFOPTS=${BUDGET_SMALLFILE_OPTS:-} # more smallfile options, e.g. -T
 
-BFS_MD_CACHE=60 write_volfiles b1 "$T/b1"
+WB=${BUDGET_WRITE_BEHIND:-1}
+top_under=b1-md-cache
+[ "$WB" = 1 ] && top_under=b1-write-behind
+BFS_WRITE_BEHIND=$([ "$WB" = 1 ] && echo 1) BFS_MD_CACHE=60 write_volfiles b1 "$T/b1"
 start_brick b1
 bpid=$(brick_pid b1)
 vf=$T/vol/top.vol
 {
     cat "$(client_volfile b1)"
-    printf '\nvolume top\n    type debug/io-stats\n    subvolumes b1-md-cache\nend-volume\n'
+    printf '\nvolume top\n    type debug/io-stats\n    subvolumes %s\nend-volume\n' "$top_under"
 } >"$vf"
-grep -q 'volume b1-md-cache' "$vf" || { echo "create-budget: no md-cache volume in $vf" >&2; exit 1; }
+grep -q "volume $top_under" "$vf" || { echo "create-budget: no $top_under volume in $vf" >&2; exit 1; }
 q=$T/vol/q.vol
 printf 'volume q\n    type protocol/client\n    option remote-host 127.0.0.1\n' >"$q"
 printf '    option remote-port %s\n    option remote-subvolume b1\nend-volume\n' "$(brick_port b1)" >>"$q"

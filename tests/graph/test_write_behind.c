@@ -43,6 +43,8 @@ static struct held *held_head;
 static bool holding;
 
 static int writes_done; /* writes storage answered through test/hold */
+static struct bfs_proc *proc;
+static int held_on_loop; /* held writes that reached test/hold on the loop thread */
 
 static void hold_pass_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc, const void *rep)
 {
@@ -60,6 +62,8 @@ static int hold_generic(struct bfs_frame *frame, struct bfs_xl *xl, int fop, con
         struct held *h = calloc(1, sizeof(*h)), **pp = &held_head;
         h->frame = frame;
         h->req = bfs_write_req_dup(req);
+        if (proc && proc->loop && bfs_loop_on_loop_thread(proc->loop))
+            held_on_loop++;
         while (*pp)
             pp = &(*pp)->next;
         *pp = h;
@@ -142,7 +146,6 @@ static void release_all(int rc)
 
 /* ---- the graph ---- */
 
-static struct bfs_proc *proc;
 static struct bfs_graph *graph;
 static struct bfs_xl *top;
 static struct bfs_stack *st;
@@ -203,6 +206,7 @@ static struct bfs_fd *make_file(const char *name, int flags)
 struct answer {
     pthread_mutex_t m;
     int calls, rc;
+    bool on_loop;      /* the last answer came on the event loop's thread */
     uint64_t size;     /* fstat, lookup: the size answered */
     char data[64];     /* read */
     struct bfs_frame *frame;
@@ -234,6 +238,7 @@ static void record(struct answer *a, int rc, uint64_t size, const void *data, si
     pthread_mutex_lock(&a->m);
     a->calls++;
     a->rc = rc;
+    a->on_loop = bfs_loop_on_loop_thread(proc->loop);
     a->size = size;
     if (data)
         memcpy(a->data, data, len < sizeof(a->data) - 1 ? len : sizeof(a->data) - 1);
@@ -563,6 +568,73 @@ static void test_teardown_waits(void)
            "the graph was freed only after the write reached storage");
 }
 
+/* Polls (up to 10 s) until a has been answered n times. */
+static int wait_answered(struct answer *a, int n)
+{
+    for (int i = 0; i < 10000 && answered(a) < n; i++)
+        usleep(1000);
+    return answered(a);
+}
+
+static void release_one_task(void *arg)
+{
+    (void)arg;
+    release_one(0);
+}
+
+/* A write's answer arrives on the event loop (as protocol/client's do).
+ * A flush that waited for it is answered right there: handing it to a
+ * worker would add a thread wake-up to every small file's close
+ * (performance note 34). A write still to send is handed to a worker, so
+ * the loop never pushes a payload into the sockets. */
+static void test_completion_threads(void)
+{
+    struct bfs_proc *old = proc;
+    proc = bfs_proc_new("test_write_behind", 2);
+    if (!proc || build(" option performance.write-behind-max-out 1\n") < 0) {
+        ok(0, "a process with workers and its graph");
+        bfs_proc_free(proc);
+        proc = old;
+        return;
+    }
+    struct bfs_fd *fd = make_file("threads", O_RDWR);
+    holding = true;
+    struct answer w, f;
+    awrite(&w, fd, 0, "small", 5);
+    is_int(w.rc, 5, "write answered at once");
+    answer_init(&f);
+    struct bfs_flush_req fl = {.fd = fd};
+    is_int(bfs_wind_flush(f.frame, top, flush_cbk, &f, &fl), 0, "flush wound");
+    is_int(answered(&f), 0, "flush waits for the write");
+    bfs_loop_post(proc->loop, release_one_task, NULL); /* the write's answer, on the loop */
+    is_int(wait_answered(&f, 1), 1, "flush answered once the write ended");
+    is_int(f.rc, 0, "flush succeeded");
+    ok(f.on_loop, "flush answered on the loop thread that completed the write (no worker)");
+    answer_done(&w);
+    answer_done(&f);
+
+    struct answer w1, w2;
+    held_on_loop = 0;
+    awrite(&w1, fd, 0, "first", 5);
+    awrite(&w2, fd, 100, "second", 6);
+    is_int(nheld(), 1, "max-out 1: the second write waits in write-behind");
+    bfs_loop_post(proc->loop, release_one_task, NULL);
+    for (int i = 0; i < 10000 && held_off(0) != 100; i++)
+        usleep(1000);
+    is_int((int)held_off(0), 100, "the first write's end sent the second");
+    is_int(held_on_loop, 0, "and it was sent from a worker, not the loop");
+    holding = false;
+    release_all(0);
+    is_int(sflush(fd), 0, "flush after both");
+    answer_done(&w1);
+    answer_done(&w2);
+    bfs_fd_unref(fd);
+    bfs_graph_free(graph);
+    graph = NULL;
+    bfs_proc_free(proc);
+    proc = old;
+}
+
 int main(void)
 {
     plan_lazy();
@@ -586,6 +658,7 @@ int main(void)
         test_off();
         bfs_graph_free(graph);
     }
+    test_completion_threads();
     bfs_stack_unref(st);
     bfs_proc_free(proc);
     return done_testing();
