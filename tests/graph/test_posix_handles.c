@@ -9,6 +9,7 @@
  * one are test_posix.c's. Needs root (trusted xattrs); skips otherwise.
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -157,6 +158,81 @@ static void test_deep(void)
     (void)first;
 }
 
+/* ---- a directory's path kept from its last walk (performance note 34) ---- */
+
+static ssize_t (*real_readlinkat)(int, const char *, char *, size_t);
+static int (*real_openat_beneath)(int, const char *, int);
+static int n_readlinkat, n_beneath;
+
+static ssize_t count_readlinkat(int d, const char *p, char *b, size_t n)
+{
+    n_readlinkat++;
+    return real_readlinkat(d, p, b, n);
+}
+
+static int count_beneath(int d, const char *p, int flags)
+{
+    n_beneath++;
+    return real_openat_beneath(d, p, flags);
+}
+
+/* One create in dir: 0 or -errno; counts its resolution's system calls. */
+static int counted_create(const struct bfs_gfid *dir, const char *name)
+{
+    n_readlinkat = n_beneath = 0;
+    struct bfs_fd *fd = NULL;
+    int rc = pg_create(pg_root_st, dir, name, &fd, NULL);
+    if (fd)
+        bfs_fd_unref(fd);
+    return rc;
+}
+
+static void test_dir_path(void)
+{
+    int (*override)(const char *, void *, void **) =
+        (int (*)(const char *, void *, void **))dlsym(pg_xl->dlhandle, "bfs_posix_sys_override");
+    void *o1 = NULL, *o2 = NULL;
+    if (!override || override("readlinkat", (void *)count_readlinkat, &o1) < 0 ||
+        override("openat_beneath", (void *)count_beneath, &o2) < 0) {
+        ok(0, "dir path: readlinkat and openat_beneath can be counted");
+        return;
+    }
+    real_readlinkat = (ssize_t(*)(int, const char *, char *, size_t))o1;
+    real_openat_beneath = (int (*)(int, const char *, int))o2;
+    struct bfs_iatt a, b, c;
+    pg_mkdir(pg_root_st, &bfs_gfid_root, "pa", 0755, &a);
+    pg_mkdir(pg_root_st, &a.gfid, "pb", 0755, &b);
+    pg_mkdir(pg_root_st, &b.gfid, "pc", 0755, &c);
+    is_int(counted_create(&c.gfid, "f1"), 0, "dir path: create 3 levels down");
+    is_int(counted_create(&c.gfid, "f2"), 0, "dir path: another create there");
+    ok(n_readlinkat == 1 && n_beneath == 1,
+       "... resolves its folder with one readlinkat and one openat2, not a walk "
+       "(%d readlinkat, %d openat2)", n_readlinkat, n_beneath);
+
+    is_int(pg_rename(&a.gfid, "pb", &a.gfid, "pb2", 0), 0, "rename the middle folder");
+    is_int(counted_create(&c.gfid, "f3"), 0, "create below the moved folder: found by the walk");
+    ok(n_readlinkat >= 3, "... which read the whole handle chain (%d)", n_readlinkat);
+    is_int(counted_create(&c.gfid, "f4"), 0, "the next create there");
+    ok(n_readlinkat == 1 && n_beneath == 1, "... takes the new path (%d, %d)", n_readlinkat,
+       n_beneath);
+
+    /* Behind brickfs's back: the answers are the walk's, as without the path. */
+    rename(pg_disk("pa/pb2"), pg_disk("pa/pb3"));
+    is_int(counted_create(&c.gfid, "f5"), -ESTALE, "folder moved behind our back: ESTALE");
+    rename(pg_disk("pa/pb3"), pg_disk("pa/pb2"));
+    is_int(counted_create(&c.gfid, "f5"), 0, "moved back: found again");
+    rename(pg_disk("pa/pb2"), pg_disk("pa/pb2.real"));
+    symlink("pb2.real", pg_disk("pa/pb2"));
+    is_int(counted_create(&c.gfid, "f6"), -ESTALE, "a symlink on the cached path: ESTALE, not followed");
+    struct stat st;
+    ok(stat(pg_disk("pa/pb2.real/pc/f6"), &st) < 0, "... nothing was made through it");
+    unlink(pg_disk("pa/pb2"));
+    rename(pg_disk("pa/pb2.real"), pg_disk("pa/pb2"));
+    is_int(counted_create(&c.gfid, "f6"), 0, "restored: create works");
+    override("readlinkat", NULL, NULL);
+    override("openat_beneath", NULL, NULL);
+}
+
 struct stress_arg {
     struct bfs_gfid dir;
     unsigned seed;
@@ -248,6 +324,7 @@ int main(void)
     if (pg_xl) {
         test_adopt();
         test_deep();
+        test_dir_path();
         test_recreate_same_gfid();
         test_stress();
         pg_deferred_done();

@@ -25,7 +25,16 @@
  * handle would. A directory's handle is a path (parent GFID and name) that
  * is walked from the brick root without following symlinks; an fd would
  * keep naming the directory after it was moved behind our back, even out of
- * the brick, so directories always take the walk.
+ * the brick, so directories get no fd. They get the path their last walk
+ * took instead (at most PX_DPATH_MAX - 1 bytes, malloc'd: with every entry
+ * a directory, cap x that in the worst case, a few hundred KB for the
+ * usual tens of folders) and the parent its handle named. The next
+ * resolution checks that the handle still names that parent and the
+ * path's last name, opens the path in one openat2 beneath the brick root
+ * without following symlinks or leaving the file system, and checks the
+ * GFID of what it found: a stale path (a rename) fails one of those, and
+ * the full walk runs and notes the new one (posix-handle.c, walk_dir;
+ * performance note 34).
  *
  * Correctness rules:
  *   - an entry is made only for an object whose handle is known good (just
@@ -68,6 +77,8 @@ struct pc_ent {
     dev_t dev;
     ino_t ino;
     bool dir;
+    char *path;                   /* directories: the path of the last walk, owned; or NULL */
+    struct bfs_gfid parent;       /* ... and the parent its handle named then */
     int fd;                       /* O_PATH, owned; -1: none */
     struct pc_ent *hnext;         /* hash chain */
     struct pc_list all;           /* every entry, most recent first */
@@ -154,6 +165,7 @@ static int pc_remove(struct px_cache *c, struct pc_ent **pp)
     *pp = e->hnext;
     list_unlink(e, OFF_ALL);
     c->n--;
+    free(e->path);
     free(e);
     return fd;
 }
@@ -246,13 +258,16 @@ int bfs__px_cache_get(struct px_cache *c, const struct bfs_gfid *g, struct px_ob
     return 0;
 }
 
-/* Records g -> st; with keep_fd, also a dup of fd (an O_PATH fd). */
+/* Records g -> st; with keep_fd, also a dup of fd (an O_PATH fd); with
+ * path (a directory's), that path. */
 static void pc_put(struct px_cache *c, const struct bfs_gfid *g, const struct stat *st, int fd,
-                   bool keep_fd)
+                   bool keep_fd, const struct bfs_gfid *pg, const char *path)
 {
     if (!c || bfs_gfid_is_null(g) || bfs_gfid_is_root(g))
         return;
     int close1 = -1, close2 = -1, dup = -1;
+    char *pcopy = path && S_ISDIR(st->st_mode) && strlen(path) < PX_DPATH_MAX ? strdup(path)
+                                                                               : NULL;
     if (keep_fd && fd >= 0 && c->fdcap > 0 && !S_ISDIR(st->st_mode))
         dup = fcntl(fd, F_DUPFD_CLOEXEC, 0); /* before locking: a system call */
     pthread_mutex_lock(&c->lock);
@@ -273,6 +288,12 @@ static void pc_put(struct px_cache *c, const struct bfs_gfid *g, const struct st
     }
     if (e) {
         pc_touch(c, e);
+        if (pcopy && e->dir) {
+            free(e->path);
+            e->path = pcopy;
+            e->parent = *pg;
+            pcopy = NULL;
+        }
         if (dup >= 0 && e->fd < 0) {
             e->fd = dup;
             dup = -1;
@@ -290,6 +311,7 @@ static void pc_put(struct px_cache *c, const struct bfs_gfid *g, const struct st
         }
     }
     pthread_mutex_unlock(&c->lock);
+    free(pcopy);
     if (close1 >= 0)
         close(close1);
     if (close2 >= 0)
@@ -300,12 +322,35 @@ static void pc_put(struct px_cache *c, const struct bfs_gfid *g, const struct st
 
 void bfs__px_cache_put(struct px_cache *c, const struct px_obj *o)
 {
-    pc_put(c, &o->gfid, &o->st, o->fd, true);
+    pc_put(c, &o->gfid, &o->st, o->fd, true, NULL, NULL);
 }
 
 void bfs__px_cache_note(struct px_cache *c, const struct bfs_gfid *g, const struct stat *st)
 {
-    pc_put(c, g, st, -1, false);
+    pc_put(c, g, st, -1, false, NULL, NULL);
+}
+
+void bfs__px_cache_note_dir(struct px_cache *c, const struct bfs_gfid *g, const struct stat *st,
+                            const struct bfs_gfid *pg, const char *path)
+{
+    pc_put(c, g, st, -1, false, pg, path);
+}
+
+int bfs__px_cache_dir_path(struct px_cache *c, const struct bfs_gfid *g, char *buf, size_t len,
+                           struct bfs_gfid *pg)
+{
+    if (!c)
+        return -ENOENT;
+    int rc = -ENOENT;
+    pthread_mutex_lock(&c->lock);
+    struct pc_ent *e = *pc_slot(c, g);
+    if (e && e->dir && e->path && strlen(e->path) < len) {
+        strcpy(buf, e->path);
+        *pg = e->parent;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
 }
 
 void bfs__px_cache_drop(struct px_cache *c, const struct bfs_gfid *g)

@@ -280,7 +280,8 @@ static int names_push(struct name_stack *s, const char *name)
 
 /* Reads the chain of directory handles from g up to the root: names[0] is
  * g's own name, names[n-1] the name of its ancestor at the root. Root. */
-static int read_chain(struct px_priv *p, const struct bfs_gfid *g, struct name_stack *names)
+static int read_chain(struct px_priv *p, const struct bfs_gfid *g, struct name_stack *names,
+                      struct bfs_gfid *first_parent)
 {
     struct bfs_gfid cur = *g;
     char hp[PX_HPATH_LEN], buf[PX_TARGET_LEN + 1];
@@ -300,6 +301,8 @@ static int read_chain(struct px_priv *p, const struct bfs_gfid *g, struct name_s
         int rc = names_push(names, name);
         if (rc < 0)
             return rc;
+        if (names->n == 1 && first_parent)
+            *first_parent = pg;
         cur = pg;
     }
     /* Never into our own folder, whatever a handle says. */
@@ -312,7 +315,7 @@ int bfs__px_dir_path(struct px_priv *p, const struct bfs_gfid *g, char **out)
 {
     struct name_stack names = {0};
     bfs__px_root_begin();
-    int rc = read_chain(p, g, &names);
+    int rc = read_chain(p, g, &names, NULL);
     bfs__px_root_end();
     size_t len = 1;
     for (size_t i = 0; rc == 0 && i < names.n; i++)
@@ -332,12 +335,68 @@ int bfs__px_dir_path(struct px_priv *p, const struct bfs_gfid *g, char **out)
     return rc;
 }
 
-/* Opens directory g by walking its handle chain from the brick root. Root. */
+/* Directory g at the path its last walk took (posix-cache.c), for one
+ * readlinkat and one openat2 where the walk costs a readlinkat and an
+ * openat per level. g's own handle must still name the parent and the
+ * name it named then (the handle decides, as in the walk); the path is
+ * opened beneath the brick root, following no symlink and staying on its
+ * file system; what it finds must carry g's GFID: a directory has one
+ * name, so that is g itself. Anything else (renamed, removed, a symlink or
+ * a mount on the way, a changed handle) fails here and the walk decides.
+ * 0 or -ENOENT. Root. */
+static int open_cached_path(struct px_priv *p, const struct bfs_gfid *g, struct px_obj *o)
+{
+    char path[PX_DPATH_MAX], hp[PX_HPATH_LEN], buf[PX_TARGET_LEN + 1];
+    struct bfs_gfid pg, hpg;
+    const char *name;
+    if (bfs__px_cache_dir_path(p->cache, g, path, sizeof(path), &pg) < 0)
+        return -ENOENT;
+    bfs__px_handle_path(g, hp);
+    ssize_t len = SYS.readlinkat(p->handles_fd, hp, buf, sizeof(buf) - 1);
+    if (len < 0)
+        return -ENOENT;
+    buf[len] = '\0';
+    const char *last = strrchr(path, '/');
+    last = last ? last + 1 : path;
+    if (parse_target(buf, &hpg, &name) < 0 || !bfs_gfid_eq(&hpg, &pg) || strcmp(name, last) != 0)
+        return -ENOENT;
+    struct px_obj cur = PX_OBJ_INIT;
+    cur.fd = SYS.openat_beneath(p->root_fd, path, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+    if (cur.fd < 0 || SYS.fstat(cur.fd, &cur.st) < 0 || bfs__px_gfid_get(cur.fd, &cur.gfid) < 0 ||
+        !bfs_gfid_eq(&cur.gfid, g)) {
+        bfs__px_obj_close(&cur);
+        return -ENOENT;
+    }
+    *o = cur;
+    return 0;
+}
+
+/* names (read_chain's) as a path relative to the brick root; NULL if it
+ * does not fit the cache's bound or memory is short. */
+static char *chain_path(const struct name_stack *names)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < names->n; i++)
+        len += strlen(names->v[i]) + 1;
+    char *s = len && len <= PX_DPATH_MAX ? malloc(len) : NULL;
+    if (!s)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = names->n; i-- > 0;)
+        o += (size_t)sprintf(s + o, "%s%s", names->v[i], i ? "/" : "");
+    return s;
+}
+
+/* Opens directory g by walking its handle chain from the brick root (or
+ * straight along the path the last walk took, if it still leads to g). Root. */
 static int walk_dir(struct px_priv *p, const struct bfs_gfid *g, struct px_obj *o)
 {
+    if (open_cached_path(p, g, o) == 0)
+        return 0;
     struct name_stack names = {0};
     struct px_obj cur = PX_OBJ_INIT;
-    int rc = read_chain(p, g, &names);
+    struct bfs_gfid pg = bfs_gfid_null;
+    int rc = read_chain(p, g, &names, &pg);
     if (rc == 0 && names.n == 0)
         rc = open_root(p, &cur);
     /* the first name is opened below the brick root's own fd */
@@ -349,11 +408,17 @@ static int walk_dir(struct px_priv *p, const struct bfs_gfid *g, struct px_obj *
         bfs__px_obj_close(&cur);
         cur.fd = fd;
     }
-    names_free(&names);
     if (rc == 0 && SYS.fstat(cur.fd, &cur.st) < 0)
         rc = -errno;
     if (rc == 0 && (bfs__px_gfid_get(cur.fd, &cur.gfid) < 0 || !bfs_gfid_eq(&cur.gfid, g)))
         rc = -ESTALE; /* the handle points at an entry that is not g (any more) */
+    if (rc == 0 && p->cache && names.n) {
+        char *path = chain_path(&names);
+        if (path)
+            bfs__px_cache_note_dir(p->cache, g, &cur.st, &pg, path);
+        free(path);
+    }
+    names_free(&names);
     if (rc < 0) {
         bfs__px_obj_close(&cur);
         return rc;

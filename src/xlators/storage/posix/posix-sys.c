@@ -10,7 +10,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,6 +35,17 @@ static int px_faccessat2(int dirfd, const char *path, int mode, int flags)
     return (int)syscall(SYS_faccessat2, dirfd, path, mode, flags);
 }
 
+/* openat2(2) beneath dirfd, never following a symlink nor leaving the
+ * file system: a path that meets one fails (ELOOP, EXDEV, ENOENT...). */
+static int px_openat_beneath(int dirfd, const char *path, int flags)
+{
+    struct open_how how = {
+        .flags = (uint64_t)flags,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+    };
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
 static int px_renameat2(int od, const char *on, int nd, const char *nn, unsigned flags)
 {
     return renameat2(od, on, nd, nn, flags);
@@ -46,6 +59,7 @@ static ssize_t px_copy_file_range(int in, off_t *oin, int out, off_t *oout, size
 
 static const struct px_sys px_sys_default = {
     .openat = px_openat,
+    .openat_beneath = px_openat_beneath,
     .close = close,
     .fstat = fstat,
     .fstatat = fstatat,

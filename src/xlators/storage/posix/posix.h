@@ -184,6 +184,7 @@ PX_FOPS(PX_DECLARE_FOP)
     X(unlinkat, int, (int, const char *, int))                                               \
     X(renameat2, int, (int, const char *, int, const char *, unsigned))                      \
     X(readlinkat, ssize_t, (int, const char *, char *, size_t))                              \
+    X(openat_beneath, int, (int, const char *, int))                                         \
     X(pread, ssize_t, (int, void *, size_t, off_t))                                          \
     X(pwrite, ssize_t, (int, const void *, size_t, off_t))                                   \
     X(ftruncate, int, (int, off_t))                                                          \
@@ -318,6 +319,7 @@ int bfs__px_handles_init(struct px_priv *p); /* .brickfs, root GFID and root han
 /* ---- what the brick remembers about recent GFIDs (posix-cache.c) ----
  * Every function accepts a NULL cache (disabled) and then does nothing. */
 struct px_cache;
+#define PX_DPATH_MAX 256 /* longest directory path the cache keeps, with its NUL */
 struct px_cache_stats {
     uint64_t entries, cap, fds, fdcap, hits, misses;
 };
@@ -338,6 +340,17 @@ void bfs__px_cache_drop(struct px_cache *c, const struct bfs_gfid *g);
 bool bfs__px_cache_knows(struct px_cache *c, const struct bfs_gfid *g, const struct stat *st);
 /* Whether g is known as a directory (a hint: the walk still checks). */
 bool bfs__px_cache_is_dir(struct px_cache *c, const struct bfs_gfid *g);
+/* Directory g (stat st), whose handle names parent pg, was just reached by
+ * walking its handle chain, along path (relative to the brick root):
+ * remember that. */
+void bfs__px_cache_note_dir(struct px_cache *c, const struct bfs_gfid *g, const struct stat *st,
+                            const struct bfs_gfid *pg, const char *path);
+/* The path the last walk of directory g took, copied into buf, and the
+ * parent its handle named then (a hint: the caller checks the handle still
+ * says so, opens the path beneath the root without symlinks and checks the
+ * GFID found). 0, or -ENOENT (unknown, or longer than len - 1). */
+int bfs__px_cache_dir_path(struct px_cache *c, const struct bfs_gfid *g, char *buf, size_t len,
+                           struct bfs_gfid *pg);
 void bfs__px_cache_stats(struct px_cache *c, struct px_cache_stats *s);
 
 /* iatt of an object as clients see it (GFID, inode number from the GFID,
