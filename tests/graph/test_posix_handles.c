@@ -158,7 +158,7 @@ static void test_deep(void)
     (void)first;
 }
 
-/* ---- a directory's path kept from its last walk (performance note 34) ---- */
+/* ---- a directory's path kept from its last walk (performance note 35) ---- */
 
 static ssize_t (*real_readlinkat)(int, const char *, char *, size_t);
 static int (*real_openat_beneath)(int, const char *, int);

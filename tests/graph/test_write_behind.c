@@ -585,7 +585,7 @@ static void release_one_task(void *arg)
 /* A write's answer arrives on the event loop (as protocol/client's do).
  * A flush that waited for it is answered right there: handing it to a
  * worker would add a thread wake-up to every small file's close
- * (performance note 34). A write still to send is handed to a worker, so
+ * (performance note 35). A write still to send is handed to a worker, so
  * the loop never pushes a payload into the sockets. */
 static void test_completion_threads(void)
 {

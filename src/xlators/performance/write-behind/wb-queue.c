@@ -273,7 +273,7 @@ static bool payload_waits(const struct wb_inode *wi)
  * threads sent their writes. Anything else (nothing left, or a flush,
  * fsync or stat that waited for the writes) runs here: a worker's wake-up
  * is the dearest step of a small file's close on a virtual machine
- * (performance note 34). Inline when there is no pool. Drops inode. */
+ * (performance note 35). Inline when there is no pool. Drops inode. */
 static void run_elsewhere(struct bfs_xl *xl, struct wb_inode *wi, struct bfs_inode *inode)
 {
     struct bfs_proc *proc = xl->graph ? xl->graph->proc : NULL;

@@ -34,7 +34,7 @@
  * without following symlinks or leaving the file system, and checks the
  * GFID of what it found: a stale path (a rename) fails one of those, and
  * the full walk runs and notes the new one (posix-handle.c, walk_dir;
- * performance note 34).
+ * performance note 35).
  *
  * Correctness rules:
  *   - an entry is made only for an object whose handle is known good (just
