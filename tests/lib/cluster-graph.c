@@ -105,6 +105,18 @@ struct bfs_graph *cg_graph_start(const char *text, struct bfs_proc *p)
     return g;
 }
 
+int cg_read_port(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int port = -1;
+    if (f) {
+        if (fscanf(f, "%d", &port) != 1)
+            port = -1;
+        fclose(f);
+    }
+    return port;
+}
+
 /* What replicate tells the program above it. */
 int cg_events_up, cg_events_down;
 

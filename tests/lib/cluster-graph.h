@@ -54,6 +54,9 @@ const char *cg_root(void);
 /* A graph from volfile text in process p (NULL: cg_init's), initialised
  * and active; NULL on error (the parser's complaint as a TAP comment). */
 struct bfs_graph *cg_graph_start(const char *text, struct bfs_proc *p);
+/* The port protocol/server wrote to its transport.port-file path; -1 when
+ * the file is missing or holds no number. */
+int cg_read_port(const char *path);
 /* Sends PARENT_DOWN to the top and frees g (NULL: nothing). */
 void cg_graph_stop(struct bfs_graph *g);
 
