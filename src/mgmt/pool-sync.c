@@ -167,7 +167,7 @@ static void cache_set(const char *name, struct bfs_volume *v)
 
 /* Only the volumes named changed: one read of one document each, rather
  * than every node listing every volume on every change (what grew with
- * nodes x volumes; docs/PERFORMANCE.md, "Pool scale (issue 8)"). */
+ * nodes x volumes; docs/performance-history.md, "Pool scale (issue 8)"). */
 static bool reconcile_some(struct bfs_mgmt *m, char (*names)[BFS_VOLNAME_MAX + 1], int n)
 {
     bool ok = true;

@@ -18,12 +18,13 @@
  * removed from one brick by hand; statfs summed; min-free-disk diverts new
  * files behind link files; stale link files are cleared; concurrent
  * creates, renames and removes from several threads end consistent; a
- * listing primes the location cache; layout versions and layout changes;
- * and the same volume across real protocol/client and protocol/server, where
- * link files need distribute's internal xattrs to cross the wire.
+ * listing primes the location cache; layout versions and layout changes.
  *
- * A file the rebalance is moving: test_distribute_migrate.c. Volumes and
- * calls shared with it: tests/lib/dht-graph.c.
+ * The same volume across real protocol/client and protocol/server:
+ * test_distribute_network.c. A file the rebalance is moving:
+ * test_distribute_migrate.c. Volumes, calls and checks shared with them:
+ * tests/lib/dht-graph.c. Calls and round trips per operation (printed, for
+ * docs/design/performance-notes.md): tests/tools/dht_calls.c.
  *
  * Needs root (trusted xattrs on the bricks); skips otherwise. Knobs for
  * longer runs: DHT_TEST_ITER (operations per concurrent thread, default
@@ -50,8 +51,6 @@
 #include "core/fops-util.h"
 #include "core/graph.h"
 
-#define LINKTO "trusted.brickfs.dht.linkto"
-
 static void brick_down(struct dg_vol *v, int i, bool down)
 {
     char name[16];
@@ -61,109 +60,11 @@ static void brick_down(struct dg_vol *v, int i, bool down)
 
 /* ---- fops ---- */
 
-static int lookup_(struct dg_vol *v, const struct bfs_gfid *par, const char *name,
-                   struct bfs_iatt *attr)
-{
-    struct bfs_lookup_req q = {.loc = cg_L(par, name)};
-    struct bfs_lookup_rep r;
-    int rc = bfs_sync_lookup(v->top, dg_st, &q, &r);
-    if (attr)
-        *attr = r.attr;
-    bfs_lookup_rep_clear_dup(&r);
-    return rc;
-}
-
-static int mkdir_(struct dg_vol *v, const struct bfs_gfid *par, const char *name,
-                  struct bfs_gfid *out)
-{
-    struct bfs_mkdir_req q = {.loc = cg_L(par, name), .mode = 0755};
-    struct bfs_mkdir_rep r;
-    int rc = bfs_sync_mkdir(v->top, dg_st, &q, &r);
-    if (out)
-        *out = r.attr.gfid;
-    bfs_mkdir_rep_clear_dup(&r);
-    return rc;
-}
-
-static int rmdir_(struct dg_vol *v, const struct bfs_gfid *par, const char *name)
-{
-    struct bfs_rmdir_req q = {.loc = cg_L(par, name)};
-    return bfs_sync_rmdir(v->top, dg_st, &q, NULL);
-}
-
-static int unlink_(struct dg_vol *v, const struct bfs_gfid *par, const char *name)
-{
-    struct bfs_unlink_req q = {.loc = cg_L(par, name)};
-    return bfs_sync_unlink(v->top, dg_st, &q, NULL);
-}
-
-static int rename_(struct dg_vol *v, const struct bfs_gfid *op, const char *on,
-                   const struct bfs_gfid *np, const char *nn)
-{
-    struct bfs_rename_req q = {.oldloc = cg_L(op, on), .newloc = cg_L(np, nn)};
-    return bfs_sync_rename(v->top, dg_st, &q, NULL);
-}
-
 static int link_(struct dg_vol *v, const struct bfs_gfid *g, const struct bfs_gfid *np,
                  const char *nn)
 {
     struct bfs_link_req q = {.oldloc = dg_LG(g), .newloc = cg_L(np, nn)};
     return bfs_sync_link(v->top, dg_st, &q, NULL);
-}
-
-/* lookup + open + read into buf (NUL-terminated); the file's GFID in *g. */
-static int get(struct dg_vol *v, const struct bfs_gfid *par, const char *name, char *buf,
-               size_t len, struct bfs_gfid *g)
-{
-    struct bfs_iatt a;
-    int rc = lookup_(v, par, name, &a);
-    if (rc < 0)
-        return rc;
-    if (g)
-        *g = a.gfid;
-    struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_RDONLY, 0);
-    struct bfs_open_req o = {.loc = cg_L(par, name), .fd = fd, .flags = O_RDONLY};
-    o.loc.gfid = a.gfid;
-    rc = bfs_sync_open(v->top, dg_st, &o, NULL);
-    if (rc >= 0) {
-        struct bfs_read_req q = {.fd = fd, .size = (uint32_t)len - 1};
-        struct bfs_read_rep r;
-        rc = bfs_sync_read(v->top, dg_st, &q, &r);
-        if (rc >= 0) {
-            memcpy(buf, r.data.data, r.data.len);
-            buf[r.data.len] = 0;
-        }
-        bfs_read_rep_clear_dup(&r);
-    }
-    bfs_fd_unref(fd);
-    return rc < 0 ? rc : 0;
-}
-
-/* Every name of directory g, read with readdir of `size` bytes at a time;
- * calls fn for each. Returns the number of entries or -errno. */
-static int list(struct dg_vol *v, const struct bfs_gfid *g, uint32_t size, bool plus,
-                void (*fn)(const struct bfs_dirent *e, void *arg), void *arg)
-{
-    struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_RDONLY | O_DIRECTORY, 1);
-    struct bfs_opendir_req o = {.loc = dg_LG(g), .fd = fd};
-    int rc = bfs_sync_opendir(v->top, dg_st, &o, NULL), total = 0;
-    uint64_t off = 0;
-    for (int calls = 0; rc >= 0 && calls < 100000; calls++) {
-        struct bfs_readdir_req q = {.fd = fd, .size = size, .offset = off, .plus = plus};
-        struct bfs_readdir_rep r;
-        rc = bfs_sync_readdir(v->top, dg_st, &q, &r);
-        for (uint32_t i = 0; rc >= 0 && i < r.entries.count; i++) {
-            fn(&r.entries.v[i], arg);
-            off = r.entries.v[i].d_off;
-            total++;
-        }
-        bool done = rc < 0 || r.eod || r.entries.count == 0;
-        bfs_readdir_rep_clear_dup(&r);
-        if (done)
-            break;
-    }
-    bfs_fd_unref(fd);
-    return rc < 0 ? rc : total;
 }
 
 /* ---- what is on the bricks ---- */
@@ -189,39 +90,6 @@ static bool lose_dir(struct dg_vol *v, int b, const char *rel)
            S_ISLNK(s.st_mode);
 }
 
-enum { ABSENT, DATA, LINKF, DIRECTORY };
-
-/* What brick b has at rel, and (link files) which brick it points to. */
-static int disk_kind(struct dg_vol *v, int b, const char *rel, int *to)
-{
-    struct stat s;
-    if (lstat(dg_on_disk(v, b, rel), &s) < 0)
-        return ABSENT;
-    if (S_ISDIR(s.st_mode))
-        return DIRECTORY;
-    char t[64] = "";
-    ssize_t n = lgetxattr(dg_on_disk(v, b, rel), LINKTO, t, sizeof(t) - 1);
-    if ((s.st_mode & 07777) == S_ISVTX && s.st_size == 0 && n > 0) {
-        t[n] = 0;
-        if (to)
-            *to = atoi(t + 1); /* "bK" */
-        return LINKF;
-    }
-    return DATA;
-}
-
-/* Counts of each kind of rel across the bricks. */
-static void census(struct dg_vol *v, const char *rel, int *data, int *links, int *dirs)
-{
-    *data = *links = *dirs = 0;
-    for (int b = 0; b < v->n; b++) {
-        int k = disk_kind(v, b, rel, NULL);
-        *data += k == DATA;
-        *links += k == LINKF;
-        *dirs += k == DIRECTORY;
-    }
-}
-
 /* Regular non-link files directly in brick b's folder rel. */
 static int disk_files(struct dg_vol *v, int b, const char *rel)
 {
@@ -233,47 +101,22 @@ static int disk_files(struct dg_vol *v, int b, const char *rel)
         if (e->d_name[0] == '.')
             continue;
         snprintf(p, sizeof(p), "%s/%s", rel, e->d_name);
-        n += disk_kind(v, b, p, NULL) == DATA;
+        n += dg_disk_kind(v, b, p, NULL) == DG_DATA;
     }
     if (d)
         closedir(d);
     return n;
 }
 
-
 /* ---- spread and listing ---- */
-
-struct tally {
-    int *count; /* per index */
-    int n;
-    int bad;    /* names outside the expected set */
-    int noattr; /* plus entries without attributes or with a d_ino not from the GFID */
-    bool plus;
-    const char *prefix; /* names are PREFIX<index> */
-};
-
-static void tally_fn(const struct bfs_dirent *e, void *arg)
-{
-    struct tally *t = arg;
-    size_t pl = strlen(t->prefix);
-    char *end;
-    long i = strncmp(e->name, t->prefix, pl) == 0 ? strtol(e->name + pl, &end, 10) : -1;
-    if (i < 0 || i >= t->n || end == e->name + pl || *end) {
-        t->bad++;
-        return;
-    }
-    t->count[i]++;
-    if (t->plus && (!e->has_attr || bfs_gfid_is_null(&e->attr.gfid) ||
-                    e->d_ino != bfs_gfid_to_ino(&e->attr.gfid)))
-        t->noattr++;
-}
 
 /* Lists dir g and checks each of the n expected names appears once. */
 static bool listed_once(struct dg_vol *v, const struct bfs_gfid *g, const char *prefix, int n,
                         uint32_t size, bool plus, const char *what)
 {
-    struct tally t = {.count = calloc((size_t)n, sizeof(int)), .n = n, .plus = plus, .prefix = prefix};
-    int total = list(v, g, size, plus, tally_fn, &t);
+    struct dg_tally t = {.count = calloc((size_t)n, sizeof(int)), .n = n, .plus = plus,
+                         .prefix = prefix};
+    int total = dg_list(v, g, size, plus, dg_tally_fn, &t);
     int missing = 0, dups = 0;
     for (int i = 0; i < n; i++) {
         missing += t.count[i] == 0;
@@ -313,7 +156,7 @@ static void test_spread(int n)
         return;
     }
     struct bfs_gfid dg, sg, sub[30];
-    is_int(mkdir_(&v, &bfs_gfid_root, "spread", &dg), 0, "%d bricks: mkdir spread", n);
+    is_int(dg_mkdir(&v, &bfs_gfid_root, "spread", &dg), 0, "%d bricks: mkdir spread", n);
     int fails = 0;
     for (int i = 0; i < 3000; i++) {
         snprintf(name, sizeof(name), "f-%04d", i);
@@ -329,7 +172,7 @@ static void test_spread(int n)
     listed_once(&v, &dg, "f-", 3000, 4096, true, "spread");
 
     /* stable continuation: stop halfway, go on from the offset on another fd */
-    struct tally t = {.count = calloc(3000, sizeof(int)), .n = 3000, .prefix = "f-"};
+    struct dg_tally t = {.count = calloc(3000, sizeof(int)), .n = 3000, .prefix = "f-"};
     struct bfs_fd *fd = bfs_fd_new(v.g, NULL, O_RDONLY | O_DIRECTORY, 1);
     struct bfs_opendir_req o = {.loc = dg_LG(&dg), .fd = fd};
     uint64_t off = 0;
@@ -341,7 +184,7 @@ static void test_spread(int n)
         if (bfs_sync_readdir(v.top, dg_st, &q, &r) < 0 || r.entries.count == 0)
             break;
         for (uint32_t i = 0; i < r.entries.count; i++, got++) {
-            tally_fn(&r.entries.v[i], &t);
+            dg_tally_fn(&r.entries.v[i], &t);
             off = r.entries.v[i].d_off;
         }
         bfs_readdir_rep_clear_dup(&r);
@@ -358,7 +201,7 @@ static void test_spread(int n)
             break;
         }
         for (uint32_t i = 0; i < r.entries.count; i++, got++) {
-            tally_fn(&r.entries.v[i], &t);
+            dg_tally_fn(&r.entries.v[i], &t);
             off = r.entries.v[i].d_off;
         }
         bool eod = r.eod;
@@ -375,11 +218,11 @@ static void test_spread(int n)
     free(t.count);
 
     /* the same 100 names in 30 directories */
-    is_int(mkdir_(&v, &bfs_gfid_root, "same", &sg), 0, "mkdir same");
+    is_int(dg_mkdir(&v, &bfs_gfid_root, "same", &sg), 0, "mkdir same");
     fails = 0;
     for (int d = 0; d < 30; d++) {
         snprintf(name, sizeof(name), "d%02d", d);
-        fails += mkdir_(&v, &sg, name, &sub[d]) < 0;
+        fails += dg_mkdir(&v, &sg, name, &sub[d]) < 0;
         for (int i = 0; i < 100; i++) {
             snprintf(name, sizeof(name), "same-%03d", i);
             fails += dg_put(&v, &sub[d], name, NULL, NULL) < 0;
@@ -396,8 +239,8 @@ static void test_spread(int n)
     listed_once(&v, &sg, "d", 30, 128, true, "30 directories, listed from one brick only");
     int good = 0;
     for (int d = 0; d < 30; d++) {
-        struct tally u = {.count = calloc(100, sizeof(int)), .n = 100, .prefix = "same-"};
-        int k = list(&v, &sub[d], 300, d % 2 == 0, tally_fn, &u), once1 = 0;
+        struct dg_tally u = {.count = calloc(100, sizeof(int)), .n = 100, .prefix = "same-"};
+        int k = dg_list(&v, &sub[d], 300, d % 2 == 0, dg_tally_fn, &u), once1 = 0;
         for (int i = 0; i < 100; i++)
             once1 += u.count[i] == 1;
         good += k == 100 && once1 == 100 && !u.bad;
@@ -414,40 +257,40 @@ static void test_dirs(struct dg_vol *v)
     struct bfs_gfid dg, ag, g;
     struct bfs_iatt a;
     int data, links, dirs;
-    is_int(mkdir_(v, &bfs_gfid_root, "dirs", &dg), 0, "mkdir dirs");
-    is_int(mkdir_(v, &dg, "a", &ag), 0, "mkdir dirs/a");
+    is_int(dg_mkdir(v, &bfs_gfid_root, "dirs", &dg), 0, "mkdir dirs");
+    is_int(dg_mkdir(v, &dg, "a", &ag), 0, "mkdir dirs/a");
     int same = 0;
     for (int b = 0; b < v->n; b++)
         same += disk_gfid(v, b, "dirs/a", &g) && bfs_gfid_eq(&g, &ag);
     is_int(same, v->n, "dirs/a on every brick with the GFID of the reply");
-    is_int(mkdir_(v, &dg, "a", NULL), -EEXIST, "mkdir of an existing name: EEXIST");
+    is_int(dg_mkdir(v, &dg, "a", NULL), -EEXIST, "mkdir of an existing name: EEXIST");
     is_int(dg_put(v, &ag, "file", "x", NULL), 0, "a file in dirs/a");
-    is_int(rmdir_(v, &dg, "a"), -ENOTEMPTY, "rmdir of a non-empty directory: ENOTEMPTY");
-    census(v, "dirs/a", &data, &links, &dirs);
+    is_int(dg_rmdir(v, &dg, "a"), -ENOTEMPTY, "rmdir of a non-empty directory: ENOTEMPTY");
+    dg_census(v, "dirs/a", &data, &links, &dirs);
     same = 0;
     for (int b = 0; b < v->n; b++)
         same += disk_gfid(v, b, "dirs/a", &g) && bfs_gfid_eq(&g, &ag);
     ok(dirs == v->n && same == v->n, "and it is still on every brick, same GFID (restored "
        "where it had been removed)");
-    is_int(lookup_(v, &ag, "file", NULL), 0, "its file is still there");
-    is_int(unlink_(v, &ag, "file"), 0, "unlink the file");
-    is_int(rmdir_(v, &dg, "a"), 0, "rmdir dirs/a");
-    census(v, "dirs/a", &data, &links, &dirs);
+    is_int(dg_lookup(v, &ag, "file", NULL), 0, "its file is still there");
+    is_int(dg_unlink(v, &ag, "file"), 0, "unlink the file");
+    is_int(dg_rmdir(v, &dg, "a"), 0, "rmdir dirs/a");
+    dg_census(v, "dirs/a", &data, &links, &dirs);
     is_int(dirs + data + links, 0, "gone from every brick");
-    is_int(lookup_(v, &dg, "a", NULL), -ENOENT, "lookup: ENOENT");
-    is_int(rmdir_(v, &dg, "a"), -ENOENT, "rmdir again: ENOENT");
+    is_int(dg_lookup(v, &dg, "a", NULL), -ENOENT, "lookup: ENOENT");
+    is_int(dg_rmdir(v, &dg, "a"), -ENOENT, "rmdir again: ENOENT");
     struct bfs_gfid bg, cg;
-    is_int(mkdir_(v, &dg, "b", &bg) | mkdir_(v, &bg, "c", &cg), 0, "mkdir dirs/b/c");
-    ok(lookup_(v, &bg, "c", &a) == 0 && bfs_gfid_eq(&a.gfid, &cg) && S_ISDIR(a.mode),
+    is_int(dg_mkdir(v, &dg, "b", &bg) | dg_mkdir(v, &bg, "c", &cg), 0, "mkdir dirs/b/c");
+    ok(dg_lookup(v, &bg, "c", &a) == 0 && bfs_gfid_eq(&a.gfid, &cg) && S_ISDIR(a.mode),
        "lookup dirs/b/c");
-    is_int(rmdir_(v, &dg, "b"), -ENOTEMPTY, "rmdir dirs/b: ENOTEMPTY (c in it)");
-    census(v, "dirs/b/c", &data, &links, &dirs);
+    is_int(dg_rmdir(v, &dg, "b"), -ENOTEMPTY, "rmdir dirs/b: ENOTEMPTY (c in it)");
+    dg_census(v, "dirs/b/c", &data, &links, &dirs);
     is_int(dirs, v->n, "dirs/b/c intact on every brick");
-    is_int(rmdir_(v, &bg, "c") | rmdir_(v, &dg, "b"), 0, "rmdir c, then b");
-    census(v, "dirs/b", &data, &links, &dirs);
+    is_int(dg_rmdir(v, &bg, "c") | dg_rmdir(v, &dg, "b"), 0, "rmdir c, then b");
+    dg_census(v, "dirs/b", &data, &links, &dirs);
     is_int(dirs, 0, "dirs/b gone everywhere");
     is_int(dg_put(v, &dg, "plain", "", NULL), 0, "a file");
-    is_int(rmdir_(v, &dg, "plain"), -ENOTDIR, "rmdir of a file: ENOTDIR");
+    is_int(dg_rmdir(v, &dg, "plain"), -ENOTDIR, "rmdir of a file: ENOTDIR");
 
     /* inode fops on a directory: stat merged, fd fops over every brick */
     struct bfs_stat_req sq = {.loc = dg_LG(&dg)};
@@ -474,7 +317,7 @@ static void test_dirs(struct dg_vol *v)
     struct bfs_getxattr_req gq = {.loc = dg_LG(&dg), .name = "user.none"};
     is_int(bfs_sync_getxattr(v->top, dg_st, &gq, NULL), -ENODATA, "getxattr on it: ENODATA");
     struct bfs_iatt pa;
-    ok(lookup_(v, &dg, "plain", &pa) == 0, "lookup the file");
+    ok(dg_lookup(v, &dg, "plain", &pa) == 0, "lookup the file");
     struct bfs_truncate_req tq = {.loc = dg_LG(&pa.gfid), .offset = 4096};
     struct bfs_stat_req fs = {.loc = dg_LG(&pa.gfid)};
     struct bfs_stat_rep fr;
@@ -482,39 +325,10 @@ static void test_dirs(struct dg_vol *v)
        bfs_sync_stat(v->top, dg_st, &fs, &fr) == 0 && fr.attr.size == 4096,
        "truncate and stat of a file by GFID go to its brick");
     bfs_stat_rep_clear_dup(&fr);
-    is_int(unlink_(v, &bfs_gfid_root, "dirs"), -EISDIR, "unlink of a directory: EISDIR");
+    is_int(dg_unlink(v, &bfs_gfid_root, "dirs"), -EISDIR, "unlink of a directory: EISDIR");
 }
 
 /* ---- rename ---- */
-
-/* On the bricks, rel is: data on brick `data` (or -1: no data anywhere) and
- * a link file on brick `link` pointing to `data` (or -1: no link file). */
-static bool placed(struct dg_vol *v, const char *rel, int data, int link)
-{
-    bool good = true;
-    for (int b = 0; b < v->n; b++) {
-        int to = -1, k = disk_kind(v, b, rel, &to);
-        int want = b == data ? DATA : b == link ? LINKF : ABSENT;
-        good = good && k == want && (k != LINKF || to == data);
-    }
-    return good;
-}
-
-static bool no_tmp_names(struct dg_vol *v, const char *rel)
-{
-    for (int b = 0; b < v->n; b++) {
-        DIR *d = opendir(dg_on_disk(v, b, rel));
-        struct dirent *e;
-        while (d && (e = readdir(d)))
-            if (strncmp(e->d_name, ".dht-rename-", 12) == 0) {
-                closedir(d);
-                return false;
-            }
-        if (d)
-            closedir(d);
-    }
-    return true;
-}
 
 /* mkdir asks every brick at once under the entry lock (performance-notes,
  * note 22): with the hashed brick's answer held back (error-gen delays its
@@ -532,7 +346,7 @@ struct mkdir_bg {
 static void *mkdir_bg_run(void *arg)
 {
     struct mkdir_bg *m = arg;
-    atomic_store(&m->rc, mkdir_(m->v, &m->par, m->name, NULL));
+    atomic_store(&m->rc, dg_mkdir(m->v, &m->par, m->name, NULL));
     atomic_store(&m->done, 1);
     return NULL;
 }
@@ -541,7 +355,7 @@ static void test_mkdir_parallel(struct dg_vol *v)
 {
     struct bfs_gfid pg;
     char name[64], rel[128], bn[16];
-    is_int(mkdir_(v, &bfs_gfid_root, "par", &pg), 0, "par: mkdir");
+    is_int(dg_mkdir(v, &bfs_gfid_root, "par", &pg), 0, "par: mkdir");
     snprintf(name, sizeof(name), "d");
     int h = dg_hashed(v, &pg, name);
     snprintf(bn, sizeof(bn), "b%d", h);
@@ -556,7 +370,7 @@ static void test_mkdir_parallel(struct dg_vol *v)
     pthread_create(&th, NULL, mkdir_bg_run, &m);
     int seen = 0, data, links, dirs;
     while (!atomic_load(&m.done) && seen < v->n - 1) {
-        census(v, rel, &data, &links, &dirs);
+        dg_census(v, rel, &data, &links, &dirs);
         seen = dirs > seen ? dirs : seen;
         usleep(1000);
     }
@@ -564,24 +378,24 @@ static void test_mkdir_parallel(struct dg_vol *v)
     is_int(seen, v->n - 1, "par: while the hashed brick's answer is held back, the others "
            "have the directory (asked at once)");
     is_int(atomic_load(&m.rc), -EACCES, "par: the hashed brick's refusal is the answer");
-    census(v, rel, &data, &links, &dirs);
+    dg_census(v, rel, &data, &links, &dirs);
     is_int(dirs + data + links, 0, "par: the others' copies are removed again");
     dg_reconf(eg, "failure", "0");
     dg_reconf(eg, "delay-ms", "0");
     dg_reconf(eg, "enable", "all");
     dg_reconf(eg, "error-no", "ENOTCONN");
     struct bfs_gfid g, dgf;
-    is_int(mkdir_(v, &pg, name, &dgf), 0, "par: mkdir again, the brick accepting");
+    is_int(dg_mkdir(v, &pg, name, &dgf), 0, "par: mkdir again, the brick accepting");
     int same = 0;
     for (int b = 0; b < v->n; b++)
         same += disk_gfid(v, b, rel, &g) && bfs_gfid_eq(&g, &dgf);
     is_int(same, v->n, "par: on every brick, one GFID");
     brick_down(v, h, true);
     snprintf(name, sizeof(name), "%s", dg_name_on(v, &pg, "dn", h, rel, sizeof(rel)));
-    is_int(mkdir_(v, &pg, name, NULL), -ENOTCONN, "par: mkdir on a down hashed brick: ENOTCONN");
+    is_int(dg_mkdir(v, &pg, name, NULL), -ENOTCONN, "par: mkdir on a down hashed brick: ENOTCONN");
     brick_down(v, h, false);
     snprintf(rel, sizeof(rel), "par/%s", name);
-    census(v, rel, &data, &links, &dirs);
+    dg_census(v, rel, &data, &links, &dirs);
     is_int(dirs, 0, "par: and nothing made on the others");
 }
 
@@ -593,60 +407,60 @@ static void test_rename_files(struct dg_vol *v, const struct bfs_gfid *rg)
     dg_name_on(v, rg, "d", 1, d, sizeof(d));
     is_int(dg_put(v, rg, s, "hello", &gs), 0, "file %s on brick 0", s);
 
-    is_int(rename_(v, rg, s, rg, d), 0, "rename %s (brick 0) -> %s (hashes to brick 1)", s, d);
-    ok(get(v, rg, d, buf, sizeof(buf), &g) == 0 && strcmp(buf, "hello") == 0 &&
+    is_int(dg_rename(v, rg, s, rg, d), 0, "rename %s (brick 0) -> %s (hashes to brick 1)", s, d);
+    ok(dg_get(v, rg, d, buf, sizeof(buf), &g) == 0 && strcmp(buf, "hello") == 0 &&
        bfs_gfid_eq(&g, &gs), "the new name has the content and the GFID");
-    is_int(lookup_(v, rg, s, NULL), -ENOENT, "the old name is gone");
+    is_int(dg_lookup(v, rg, s, NULL), -ENOENT, "the old name is gone");
     snprintf(rel, sizeof(rel), "rn/%s", d);
-    ok(placed(v, rel, 0, 1), "data stays on brick 0, a link file on brick 1 points to it");
+    ok(dg_placed(v, rel, 0, 1), "data stays on brick 0, a link file on brick 1 points to it");
     snprintf(rel, sizeof(rel), "rn/%s", s);
-    ok(placed(v, rel, -1, -1), "nothing left under the old name on any brick");
+    ok(dg_placed(v, rel, -1, -1), "nothing left under the old name on any brick");
 
     dg_name_on(v, rg, "e", 0, e, sizeof(e));
-    is_int(rename_(v, rg, d, rg, e), 0, "rename %s -> %s (hashes to brick 0, where the data is)",
+    is_int(dg_rename(v, rg, d, rg, e), 0, "rename %s -> %s (hashes to brick 0, where the data is)",
            d, e);
     snprintf(rel, sizeof(rel), "rn/%s", e);
-    ok(placed(v, rel, 0, -1), "data on brick 0, no link file needed");
+    ok(dg_placed(v, rel, 0, -1), "data on brick 0, no link file needed");
     snprintf(rel, sizeof(rel), "rn/%s", d);
-    ok(placed(v, rel, -1, -1), "the link file of the old name went");
+    ok(dg_placed(v, rel, -1, -1), "the link file of the old name went");
 
     dg_name_on(v, rg, "x", 2, x, sizeof(x));
     is_int(dg_put(v, rg, x, "old", &gx), 0, "file %s on brick 2", x);
-    is_int(rename_(v, rg, e, rg, x), 0, "rename %s over the existing %s", e, x);
-    ok(get(v, rg, x, buf, sizeof(buf), &g) == 0 && strcmp(buf, "hello") == 0 &&
+    is_int(dg_rename(v, rg, e, rg, x), 0, "rename %s over the existing %s", e, x);
+    ok(dg_get(v, rg, x, buf, sizeof(buf), &g) == 0 && strcmp(buf, "hello") == 0 &&
        bfs_gfid_eq(&g, &gs), "%s now has the renamed file's content and GFID", x);
     snprintf(rel, sizeof(rel), "rn/%s", x);
-    ok(placed(v, rel, 0, 2), "the replaced file's data is gone; a link file replaced it");
+    ok(dg_placed(v, rel, 0, 2), "the replaced file's data is gone; a link file replaced it");
 
     dg_name_on(v, rg, "y", 2, y, sizeof(y));
-    is_int(rename_(v, rg, x, rg, y), 0, "rename %s -> %s (both hash to brick 2: the link file "
+    is_int(dg_rename(v, rg, x, rg, y), 0, "rename %s -> %s (both hash to brick 2: the link file "
            "itself is renamed)", x, y);
     snprintf(rel, sizeof(rel), "rn/%s", y);
-    ok(placed(v, rel, 0, 2), "data on brick 0, link file on brick 2");
+    ok(dg_placed(v, rel, 0, 2), "data on brick 0, link file on brick 2");
     snprintf(rel, sizeof(rel), "rn/%s", x);
-    ok(placed(v, rel, -1, -1), "nothing under %s", x);
+    ok(dg_placed(v, rel, -1, -1), "nothing under %s", x);
 
     dg_name_on(v, rg, "p", 2, p, sizeof(p));
     dg_name_on(v, rg, "q", 1, q, sizeof(q));
-    is_int(dg_put(v, rg, p, "ppp", &gp) | rename_(v, rg, p, rg, q), 0,
+    is_int(dg_put(v, rg, p, "ppp", &gp) | dg_rename(v, rg, p, rg, q), 0,
            "file %s: data on brick 2, link file on brick 1", q);
     snprintf(rel, sizeof(rel), "rn/%s", q);
-    ok(placed(v, rel, 2, 1), "(as planned)");
-    is_int(rename_(v, rg, y, rg, q), 0, "rename %s (data 0, link 2) over %s (data 2, link 1)", y,
+    ok(dg_placed(v, rel, 2, 1), "(as planned)");
+    is_int(dg_rename(v, rg, y, rg, q), 0, "rename %s (data 0, link 2) over %s (data 2, link 1)", y,
            q);
-    ok(get(v, rg, q, buf, sizeof(buf), &g) == 0 && strcmp(buf, "hello") == 0 &&
+    ok(dg_get(v, rg, q, buf, sizeof(buf), &g) == 0 && strcmp(buf, "hello") == 0 &&
        bfs_gfid_eq(&g, &gs), "%s is the renamed file", q);
-    ok(placed(v, rel, 0, 1), "data on brick 0, brick 1's link file now points there, the "
+    ok(dg_placed(v, rel, 0, 1), "data on brick 0, brick 1's link file now points there, the "
        "replaced data on brick 2 is gone");
     snprintf(rel, sizeof(rel), "rn/%s", y);
-    ok(placed(v, rel, -1, -1), "%s's link file went", y);
-    ok(no_tmp_names(v, "rn"), "no temporary link file left behind");
+    ok(dg_placed(v, rel, -1, -1), "%s's link file went", y);
+    ok(dg_no_tmp_names(v, "rn"), "no temporary link file left behind");
 
-    is_int(rename_(v, rg, q, rg, q), 0, "rename onto itself: nothing to do");
-    is_int(link_(v, &gs, rg, "alias") | rename_(v, rg, q, rg, "alias"), 0,
+    is_int(dg_rename(v, rg, q, rg, q), 0, "rename onto itself: nothing to do");
+    is_int(link_(v, &gs, rg, "alias") | dg_rename(v, rg, q, rg, "alias"), 0,
            "rename onto another name of the same file: nothing to do (POSIX)");
-    ok(lookup_(v, rg, q, NULL) == 0 && lookup_(v, rg, "alias", NULL) == 0, "both names stay");
-    is_int(unlink_(v, rg, "alias"), 0, "unlink the alias");
+    ok(dg_lookup(v, rg, q, NULL) == 0 && dg_lookup(v, rg, "alias", NULL) == 0, "both names stay");
+    is_int(dg_unlink(v, rg, "alias"), 0, "unlink the alias");
 }
 
 static void test_rename_dirs(struct dg_vol *v, const struct bfs_gfid *rg)
@@ -657,39 +471,39 @@ static void test_rename_dirs(struct dg_vol *v, const struct bfs_gfid *rg)
     int data, links, dirs;
     dg_name_on(v, rg, "da", 0, a, sizeof(a));
     dg_name_on(v, rg, "db", 2, b, sizeof(b));
-    is_int(mkdir_(v, rg, a, &ga) | dg_put(v, &ga, "inner", "in", NULL), 0,
+    is_int(dg_mkdir(v, rg, a, &ga) | dg_put(v, &ga, "inner", "in", NULL), 0,
            "directory %s with a file", a);
-    is_int(rename_(v, rg, a, rg, b), 0, "rename directory %s -> %s", a, b);
-    ok(lookup_(v, rg, b, &at) == 0 && bfs_gfid_eq(&at.gfid, &ga), "%s has the GFID", b);
+    is_int(dg_rename(v, rg, a, rg, b), 0, "rename directory %s -> %s", a, b);
+    ok(dg_lookup(v, rg, b, &at) == 0 && bfs_gfid_eq(&at.gfid, &ga), "%s has the GFID", b);
     snprintf(rel, sizeof(rel), "rn/%s", b);
-    census(v, rel, &data, &links, &dirs);
+    dg_census(v, rel, &data, &links, &dirs);
     int same = 0;
     for (int k = 0; k < v->n; k++)
         same += disk_gfid(v, k, rel, &g) && bfs_gfid_eq(&g, &ga);
     ok(dirs == v->n && same == v->n, "renamed on every brick");
     snprintf(rel, sizeof(rel), "rn/%s", a);
-    census(v, rel, &data, &links, &dirs);
+    dg_census(v, rel, &data, &links, &dirs);
     is_int(dirs, 0, "the old name is gone from every brick");
-    ok(get(v, &ga, "inner", buf, sizeof(buf), NULL) == 0 && strcmp(buf, "in") == 0,
+    ok(dg_get(v, &ga, "inner", buf, sizeof(buf), NULL) == 0 && strcmp(buf, "in") == 0,
        "the file inside is still readable");
 
-    is_int(mkdir_(v, rg, "empty", &ge), 0, "an empty directory");
-    is_int(rename_(v, rg, b, rg, "empty"), 0, "rename a directory over an empty one");
-    ok(lookup_(v, rg, "empty", &at) == 0 && bfs_gfid_eq(&at.gfid, &ga), "it replaced it");
-    census(v, "rn/empty", &data, &links, &dirs);
+    is_int(dg_mkdir(v, rg, "empty", &ge), 0, "an empty directory");
+    is_int(dg_rename(v, rg, b, rg, "empty"), 0, "rename a directory over an empty one");
+    ok(dg_lookup(v, rg, "empty", &at) == 0 && bfs_gfid_eq(&at.gfid, &ga), "it replaced it");
+    dg_census(v, "rn/empty", &data, &links, &dirs);
     is_int(dirs, v->n, "on every brick");
-    is_int(mkdir_(v, rg, "full", &gf) | dg_put(v, &gf, "x", "", NULL), 0, "a non-empty directory");
-    is_int(rename_(v, rg, "empty", rg, "full"), -ENOTEMPTY, "rename over it: ENOTEMPTY");
-    ok(lookup_(v, rg, "empty", NULL) == 0 && lookup_(v, &gf, "x", NULL) == 0, "both intact");
-    census(v, "rn/full", &data, &links, &dirs);
+    is_int(dg_mkdir(v, rg, "full", &gf) | dg_put(v, &gf, "x", "", NULL), 0, "a non-empty directory");
+    is_int(dg_rename(v, rg, "empty", rg, "full"), -ENOTEMPTY, "rename over it: ENOTEMPTY");
+    ok(dg_lookup(v, rg, "empty", NULL) == 0 && dg_lookup(v, &gf, "x", NULL) == 0, "both intact");
+    dg_census(v, "rn/full", &data, &links, &dirs);
     is_int(dirs, v->n, "the non-empty one is still on every brick");
     is_int(dg_put(v, rg, "afile", "", NULL), 0, "a file");
-    is_int(rename_(v, rg, "afile", rg, "full"), -EISDIR, "rename a file over a directory: EISDIR");
-    is_int(rename_(v, rg, "empty", rg, "afile"), -ENOTDIR,
+    is_int(dg_rename(v, rg, "afile", rg, "full"), -EISDIR, "rename a file over a directory: EISDIR");
+    is_int(dg_rename(v, rg, "empty", rg, "afile"), -ENOTDIR,
            "rename a directory over a file: ENOTDIR");
-    is_int(rename_(v, rg, "empty", &ga, "inside"), -EINVAL,
+    is_int(dg_rename(v, rg, "empty", &ga, "inside"), -EINVAL,
            "rename a directory into itself: EINVAL");
-    census(v, "rn/empty", &data, &links, &dirs);
+    dg_census(v, "rn/empty", &data, &links, &dirs);
     is_int(dirs, v->n, "and nothing changed");
 }
 
@@ -707,8 +521,8 @@ struct rename_bg {
 static void *rename_bg_run(void *arg) /* or unlink of from, without to */
 {
     struct rename_bg *m = arg;
-    atomic_store(&m->rc, m->to ? rename_(m->v, &m->par, m->from, &m->par, m->to)
-                               : unlink_(m->v, &m->par, m->from));
+    atomic_store(&m->rc, m->to ? dg_rename(m->v, &m->par, m->from, &m->par, m->to)
+                               : dg_unlink(m->v, &m->par, m->from));
     atomic_store(&m->done, 1);
     return NULL;
 }
@@ -739,29 +553,16 @@ static bool lock_waiter(struct dg_vol *v, int b)
     return any;
 }
 
-/* Calls seen by brick b's error-gen so far. */
-static long eg_calls(struct dg_vol *v, int b)
-{
-    char bn[16];
-    snprintf(bn, sizeof(bn), "b%d", b);
-    struct bfs_xl *x = bfs_graph_find(v->g, bn);
-    char *d = x->mod->dump(x);
-    const char *c = d ? strstr(d, "\"calls\":") : NULL;
-    long n = c ? strtol(c + 8, NULL, 10) : -1;
-    free(d);
-    return n;
-}
-
 static void test_rename_locks(struct dg_vol *v)
 {
     struct bfs_gfid pg;
     char src[64], dst[64];
-    is_int(mkdir_(v, &bfs_gfid_root, "rl", &pg), 0, "rl: mkdir");
+    is_int(dg_mkdir(v, &bfs_gfid_root, "rl", &pg), 0, "rl: mkdir");
     dg_name_on(v, &pg, "s", 0, src, sizeof(src));
     dg_name_on(v, &pg, "d", 1, dst, sizeof(dst));
     is_int(dg_put(v, &pg, src, "abc", NULL), 0, "rl: a file on b0");
-    is_int(rename_(v, &pg, src, &pg, dst), 0, "rl: rename across bricks (both locks free)");
-    is_int(rename_(v, &pg, dst, &pg, src), 0, "rl: and back");
+    is_int(dg_rename(v, &pg, src, &pg, dst), 0, "rl: rename across bricks (both locks free)");
+    is_int(dg_rename(v, &pg, dst, &pg, src), 0, "rl: and back");
     struct bfs_stack *other = bfs_stack_new();
     other->lk_owner = 0x5eed;
     is_int(elk(v, 1, other, &pg, dst, BFS_ENTRYLK_LOCK), 0, "rl: another owner holds the "
@@ -780,7 +581,7 @@ static void test_rename_locks(struct dg_vol *v)
     pthread_join(th, NULL);
     is_int(atomic_load(&m.rc), 0, "rl: the rename completes");
     struct bfs_iatt a;
-    ok(lookup_(v, &pg, dst, &a) == 0 && a.size == 3 && lookup_(v, &pg, src, NULL) == -ENOENT,
+    ok(dg_lookup(v, &pg, dst, &a) == 0 && a.size == 3 && dg_lookup(v, &pg, src, NULL) == -ENOENT,
        "rl: the file is under its new name only");
     ok(elk(v, 0, third, &pg, src, BFS_ENTRYLK_LOCK_NB) == 0 &&
        elk(v, 1, third, &pg, dst, BFS_ENTRYLK_LOCK_NB) == 0, "rl: no lock left behind");
@@ -792,9 +593,9 @@ static void test_rename_locks(struct dg_vol *v)
     dg_reconf(e0, "enable", "entrylk");
     dg_reconf(e0, "error-no", "EIO");
     dg_reconf(e0, "failure", "100");
-    long before = eg_calls(v, 1);
-    is_int(rename_(v, &pg, dst, &pg, src), -EIO, "rl: b0 refuses its lock: EIO");
-    is_int(eg_calls(v, 1) - before, 2, "rl: b1 got the other lock at the same time, and gave "
+    long before = dg_eg_calls(v, 1);
+    is_int(dg_rename(v, &pg, dst, &pg, src), -EIO, "rl: b0 refuses its lock: EIO");
+    is_int(dg_eg_calls(v, 1) - before, 2, "rl: b1 got the other lock at the same time, and gave "
            "it back (2 calls)");
     dg_reconf(e0, "failure", "0");
     dg_reconf(e0, "enable", "all");
@@ -809,84 +610,14 @@ static void test_rename_locks(struct dg_vol *v)
  * each brick's error-gen saw per operation, for names hashing to b0 (H);
  * a rename's new name hashes to b1. Printed, not asserted (a background
  * statfs every 5 s may add one call per brick). */
-#define CALLS_N 40
-static void calls_diag(struct dg_vol *v)
-{
-    struct bfs_gfid pg;
-    char nm[CALLS_N][64], dn[CALLS_N][64];
-    if (mkdir_(v, &bfs_gfid_root, "calls", &pg) < 0)
-        return;
-    for (int i = 0; i < CALLS_N; i++) {
-        char p[16];
-        snprintf(p, sizeof(p), "c%d", i);
-        dg_name_on(v, &pg, p, 0, nm[i], sizeof(nm[i]));
-        snprintf(p, sizeof(p), "r%d", i);
-        dg_name_on(v, &pg, p, 1, dn[i], sizeof(dn[i]));
-    }
-    static const char *what[] = {"lookup of a missing name", "create + write", "rename to b1",
-                                 "unlink (data on b0, link file on b1)", "mkdir", "rmdir"};
-    for (int k = 0; k < 6; k++) {
-        long c0[3];
-        for (int b = 0; b < 3; b++)
-            c0[b] = eg_calls(v, b);
-        for (int i = 0; i < CALLS_N; i++) {
-            switch (k) {
-            case 0: lookup_(v, &pg, nm[i], NULL); break;
-            case 1: dg_put(v, &pg, nm[i], "x", NULL); break;
-            case 2: rename_(v, &pg, nm[i], &pg, dn[i]); break;
-            case 3: unlink_(v, &pg, dn[i]); break;
-            case 4: mkdir_(v, &pg, nm[i], NULL); break;
-            default: rmdir_(v, &pg, nm[i]); break;
-            }
-        }
-        printf("# calls per op, %s: b0 %.2f, b1 %.2f, b2 %.2f\n", what[k],
-               (double)(eg_calls(v, 0) - c0[0]) / CALLS_N,
-               (double)(eg_calls(v, 1) - c0[1]) / CALLS_N,
-               (double)(eg_calls(v, 2) - c0[2]) / CALLS_N);
-    }
-    /* serial round trips: every brick answers 50 ms late, so an operation
-     * takes about 50 ms per round trip it waits for. First an unlink on b0
-     * the long way, which teaches distribute that b0 locks unlinks itself */
-    char warm[64];
-    dg_name_on(v, &pg, "w", 0, warm, sizeof(warm));
-    dg_put(v, &pg, warm, "x", NULL);
-    unlink_(v, &pg, warm);
-    for (int b = 0; b < 3; b++) {
-        char bn[16];
-        snprintf(bn, sizeof(bn), "b%d", b);
-        dg_reconf(bfs_graph_find(v->g, bn), "delay-ms", "50");
-    }
-    static const char *rt[] = {"create", "unlink (data on b0)", "create", "mkdir",
-                               "rename to b1", "unlink (link file on b1)"};
-    for (int k = 0; k < 6; k++) {
-        uint64_t t0 = bfs_now_ms();
-        for (int i = 0; i < 3; i++) {
-            switch (k) {
-            case 0: case 2: dg_put(v, &pg, nm[i], NULL, NULL); break;
-            case 1: unlink_(v, &pg, nm[i]); break;
-            case 3: mkdir_(v, &pg, dn[i], NULL); break;
-            case 4: rename_(v, &pg, nm[i], &pg, dn[i + 3]); break;
-            default: unlink_(v, &pg, dn[i + 3]); break;
-            }
-        }
-        printf("# round trips (50 ms each) per %s: %.1f\n", rt[k],
-               (double)(bfs_now_ms() - t0) / 3 / 50);
-    }
-    for (int b = 0; b < 3; b++) {
-        char bn[16];
-        snprintf(bn, sizeof(bn), "b%d", b);
-        dg_reconf(bfs_graph_find(v->g, bn), "delay-ms", "0");
-    }
-}
-
 static void test_rename(struct dg_vol *v)
 {
     struct bfs_gfid rg;
-    is_int(mkdir_(v, &bfs_gfid_root, "rn", &rg), 0, "mkdir rn");
+    is_int(dg_mkdir(v, &bfs_gfid_root, "rn", &rg), 0, "mkdir rn");
     test_rename_files(v, &rg);
     test_rename_dirs(v, &rg);
-    struct tally t = {.count = calloc(1, sizeof(int)), .n = 1, .prefix = "none-"};
-    int k = list(v, &rg, 256, true, tally_fn, &t);
+    struct dg_tally t = {.count = calloc(1, sizeof(int)), .n = 1, .prefix = "none-"};
+    int k = dg_list(v, &rg, 256, true, dg_tally_fn, &t);
     /* left: q, afile, empty, full */
     ok(k == 4 && t.bad == 4, "rn lists exactly its 4 names (no link files): %d", k);
     free(t.count);
@@ -900,40 +631,40 @@ static void test_hardlink(struct dg_vol *v)
     struct bfs_iatt a;
     char f[32], n1[32], n2[32], k0[32], rel[96], rel2[96], buf[64];
     struct stat s1, s2;
-    is_int(mkdir_(v, &bfs_gfid_root, "hl", &hg), 0, "mkdir hl");
+    is_int(dg_mkdir(v, &bfs_gfid_root, "hl", &hg), 0, "mkdir hl");
     dg_name_on(v, &hg, "f", 0, f, sizeof(f));
     dg_name_on(v, &hg, "n", 1, n1, sizeof(n1));
     dg_name_on(v, &hg, "m", 1, n2, sizeof(n2));
     dg_name_on(v, &hg, "k", 0, k0, sizeof(k0));
     is_int(dg_put(v, &hg, f, "shared", &gf), 0, "file %s on brick 0", f);
     is_int(link_(v, &gf, &hg, n1), 0, "link %s (hashes to brick 1)", n1);
-    ok(get(v, &hg, n1, buf, sizeof(buf), &g) == 0 && strcmp(buf, "shared") == 0 &&
+    ok(dg_get(v, &hg, n1, buf, sizeof(buf), &g) == 0 && strcmp(buf, "shared") == 0 &&
        bfs_gfid_eq(&g, &gf), "same content, same GFID");
-    ok(lookup_(v, &hg, f, &a) == 0 && a.nlink == 2, "two names");
+    ok(dg_lookup(v, &hg, f, &a) == 0 && a.nlink == 2, "two names");
     snprintf(rel, sizeof(rel), "hl/%s", n1);
-    ok(placed(v, rel, 0, 1), "a hard link on brick 0, a link file on brick 1");
+    ok(dg_placed(v, rel, 0, 1), "a hard link on brick 0, a link file on brick 1");
     is_int(link_(v, &gf, &hg, n2), 0, "another link %s (also brick 1)", n2);
     snprintf(rel2, sizeof(rel2), "hl/%s", n2);
-    ok(placed(v, rel2, 0, 1) && lstat(dg_on_disk(v, 1, rel), &s1) == 0 &&
+    ok(dg_placed(v, rel2, 0, 1) && lstat(dg_on_disk(v, 1, rel), &s1) == 0 &&
        lstat(dg_on_disk(v, 1, rel2), &s2) == 0 && s1.st_ino == s2.st_ino,
        "its link file on brick 1 shares the first one's inode (one GFID, one object)");
     is_int(link_(v, &gf, &hg, k0), 0, "a link %s hashing where the data is", k0);
     snprintf(rel, sizeof(rel), "hl/%s", k0);
-    ok(placed(v, rel, 0, -1), "a plain hard link, no link file");
+    ok(dg_placed(v, rel, 0, -1), "a plain hard link, no link file");
     is_int(link_(v, &gf, &hg, n1), -EEXIST, "link onto an existing name: EEXIST");
-    is_int(unlink_(v, &hg, f), 0, "unlink the first name");
-    ok(get(v, &hg, n1, buf, sizeof(buf), NULL) == 0 && strcmp(buf, "shared") == 0,
+    is_int(dg_unlink(v, &hg, f), 0, "unlink the first name");
+    ok(dg_get(v, &hg, n1, buf, sizeof(buf), NULL) == 0 && strcmp(buf, "shared") == 0,
        "the others still read it");
-    is_int(unlink_(v, &hg, n1) | unlink_(v, &hg, n2) | unlink_(v, &hg, k0), 0, "unlink the rest");
+    is_int(dg_unlink(v, &hg, n1) | dg_unlink(v, &hg, n2) | dg_unlink(v, &hg, k0), 0, "unlink the rest");
     int left = 0;
     for (int b = 0; b < v->n; b++)
         left += disk_files(v, b, "hl");
     snprintf(rel, sizeof(rel), "hl/%s", n1);
     snprintf(rel2, sizeof(rel2), "hl/%s", n2);
-    ok(left == 0 && placed(v, rel, -1, -1) && placed(v, rel2, -1, -1),
+    ok(left == 0 && dg_placed(v, rel, -1, -1) && dg_placed(v, rel2, -1, -1),
        "no data and no link files left");
     struct bfs_gfid dg;
-    is_int(mkdir_(v, &hg, "sub", &dg), 0, "a directory");
+    is_int(dg_mkdir(v, &hg, "sub", &dg), 0, "a directory");
     is_int(link_(v, &dg, &hg, "dirlink"), -EPERM, "hard link of a directory: EPERM");
 }
 
@@ -944,7 +675,7 @@ static void test_down(struct dg_vol *v)
     struct bfs_gfid dg, g;
     char name[32], rel[96], buf[64], m[32];
     const int down = 1;
-    is_int(mkdir_(v, &bfs_gfid_root, "dn", &dg), 0, "mkdir dn");
+    is_int(dg_mkdir(v, &bfs_gfid_root, "dn", &dg), 0, "mkdir dn");
     int fails = 0;
     for (int i = 0; i < 30; i++) {
         snprintf(name, sizeof(name), "f-%d", i);
@@ -955,14 +686,14 @@ static void test_down(struct dg_vol *v)
     struct bfs_gfid ddg;
     struct bfs_iatt da;
     dg_name_on(v, &dg, "dir", down, dd, sizeof(dd));
-    is_int(mkdir_(v, &dg, dd, &ddg), 0, "a directory %s hashing to brick %d", dd, down);
+    is_int(dg_mkdir(v, &dg, dd, &ddg), 0, "a directory %s hashing to brick %d", dd, down);
     brick_down(v, down, true);
-    ok(lookup_(v, &dg, dd, &da) == 0 && S_ISDIR(da.mode) && bfs_gfid_eq(&da.gfid, &ddg),
+    ok(dg_lookup(v, &dg, dd, &da) == 0 && S_ISDIR(da.mode) && bfs_gfid_eq(&da.gfid, &ddg),
        "with its hashed brick down, the directory is still found on the others");
     int readable = 0, notconn = 0, wrong = 0, on_down = 0;
     for (int i = 0; i < 30; i++) {
         snprintf(name, sizeof(name), "f-%d", i);
-        int rc = get(v, &dg, name, buf, sizeof(buf), NULL);
+        int rc = dg_get(v, &dg, name, buf, sizeof(buf), NULL);
         if (dg_hashed(v, &dg, name) == down) {
             on_down++;
             notconn += rc == -ENOTCONN;
@@ -983,7 +714,7 @@ static void test_down(struct dg_vol *v)
             wanted_down++;
             refused += rc == -ENOTCONN;
             for (int b = 0; b < v->n; b++)
-                orphans += disk_kind(v, b, rel, NULL) != ABSENT;
+                orphans += dg_disk_kind(v, b, rel, NULL) != DG_ABSENT;
         } else {
             made += rc == 0;
         }
@@ -994,21 +725,21 @@ static void test_down(struct dg_vol *v)
     is_int(made, 30 - wanted_down, "creates hashing elsewhere work");
     int data, links, dirs;
     dg_name_on(v, &dg, "sub", down, m, sizeof(m));
-    is_int(mkdir_(v, &dg, m, NULL), -ENOTCONN, "mkdir hashing to the down brick: ENOTCONN");
+    is_int(dg_mkdir(v, &dg, m, NULL), -ENOTCONN, "mkdir hashing to the down brick: ENOTCONN");
     snprintf(rel, sizeof(rel), "dn/%s", m);
-    census(v, rel, &data, &links, &dirs);
+    dg_census(v, rel, &data, &links, &dirs);
     is_int(dirs, 0, "and made nothing anywhere");
     dg_name_on(v, &dg, "sub", (down + 1) % v->n, m, sizeof(m));
-    is_int(mkdir_(v, &dg, m, &g), 0, "mkdir hashing elsewhere works");
+    is_int(dg_mkdir(v, &dg, m, &g), 0, "mkdir hashing elsewhere works");
     snprintf(rel, sizeof(rel), "dn/%s", m);
-    census(v, rel, &data, &links, &dirs);
-    ok(dirs == v->n - 1 && disk_kind(v, down, rel, NULL) == ABSENT,
+    dg_census(v, rel, &data, &links, &dirs);
+    ok(dirs == v->n - 1 && dg_disk_kind(v, down, rel, NULL) == DG_ABSENT,
        "on every brick but the down one");
-    is_int(rmdir_(v, &dg, m), -ENOTCONN, "rmdir while a brick is down: ENOTCONN");
-    is_int(rename_(v, &dg, m, &dg, "renamed"), -ENOTCONN,
+    is_int(dg_rmdir(v, &dg, m), -ENOTCONN, "rmdir while a brick is down: ENOTCONN");
+    is_int(dg_rename(v, &dg, m, &dg, "renamed"), -ENOTCONN,
            "directory rename while a brick is down: ENOTCONN");
-    struct tally t = {.count = calloc(1, sizeof(int)), .n = 1, .prefix = "none-"};
-    int k = list(v, &dg, 512, true, tally_fn, &t);
+    struct dg_tally t = {.count = calloc(1, sizeof(int)), .n = 1, .prefix = "none-"};
+    int k = dg_list(v, &dg, 512, true, dg_tally_fn, &t);
     /* f-*: 30 - on_down, new-*: made, plus the directory */
     is_int(k, 30 - on_down + made + 2, "readdir lists everything on the bricks that are up");
     free(t.count);
@@ -1019,14 +750,14 @@ static void test_down(struct dg_vol *v)
     readable = 0;
     for (int i = 0; i < 30; i++) {
         snprintf(name, sizeof(name), "f-%d", i);
-        readable += get(v, &dg, name, buf, sizeof(buf), NULL) == 0 && strcmp(buf, name) == 0;
+        readable += dg_get(v, &dg, name, buf, sizeof(buf), NULL) == 0 && strcmp(buf, name) == 0;
     }
     is_int(readable, 30, "brick back: all 30 files read again");
-    is_int(lookup_(v, &dg, m, NULL), 0, "lookup of the directory made while it was down");
-    census(v, rel, &data, &links, &dirs);
+    is_int(dg_lookup(v, &dg, m, NULL), 0, "lookup of the directory made while it was down");
+    dg_census(v, rel, &data, &links, &dirs);
     ok(dirs == v->n && disk_gfid(v, down, rel, &g), "healed onto the returned brick");
-    is_int(rmdir_(v, &dg, m) | rmdir_(v, &dg, dd), 0, "rmdir now works");
-    census(v, rel, &data, &links, &dirs);
+    is_int(dg_rmdir(v, &dg, m) | dg_rmdir(v, &dg, dd), 0, "rmdir now works");
+    dg_census(v, rel, &data, &links, &dirs);
     is_int(dirs, 0, "gone everywhere");
 }
 
@@ -1038,7 +769,7 @@ static void test_heal(struct dg_vol *v)
     struct bfs_iatt a;
     struct stat s;
     int h = dg_hashed(v, &bfs_gfid_root, "heal"), x = (h + 1) % v->n, y = (h + 2) % v->n;
-    is_int(mkdir_(v, &bfs_gfid_root, "heal", &hg), 0, "mkdir heal");
+    is_int(dg_mkdir(v, &bfs_gfid_root, "heal", &hg), 0, "mkdir heal");
     struct bfs_setattr_req sq = {.loc = dg_LG(&hg),
                                  .valid = BFS_SET_MODE | BFS_SET_UID | BFS_SET_GID};
     sq.attr.mode = S_IFDIR | 0750;
@@ -1057,7 +788,7 @@ static void test_heal(struct dg_vol *v)
     bfs_dict_unref(xa);
 
     ok(lose_dir(v, x, "heal"), "remove it from brick %d by hand", x);
-    ok(lookup_(v, &bfs_gfid_root, "heal", &a) == 0 && bfs_gfid_eq(&a.gfid, &hg),
+    ok(dg_lookup(v, &bfs_gfid_root, "heal", &a) == 0 && bfs_gfid_eq(&a.gfid, &hg),
        "lookup finds it");
     char val[16] = "";
     ok(lstat(dg_on_disk(v, x, "heal"), &s) == 0 && S_ISDIR(s.st_mode) &&
@@ -1069,34 +800,34 @@ static void test_heal(struct dg_vol *v)
        memcmp(val, "blue", 4) == 0, "and its user xattr");
     ok(chmod(dg_on_disk(v, y, "heal"), 0700) == 0 && chown(dg_on_disk(v, y, "heal"), 1, 1) == 0,
        "chmod/chown it on brick %d by hand", y);
-    is_int(lookup_(v, &bfs_gfid_root, "heal", NULL), 0, "lookup");
+    is_int(dg_lookup(v, &bfs_gfid_root, "heal", NULL), 0, "lookup");
     ok(lstat(dg_on_disk(v, y, "heal"), &s) == 0 && (s.st_mode & 07777) == 0750 &&
        s.st_uid == 1234 && s.st_gid == 5678, "mode and owner healed on brick %d", y);
     ok(lose_dir(v, h, "heal"), "remove it from its hashed brick %d by hand", h);
-    is_int(lookup_(v, &bfs_gfid_root, "heal", NULL), -ENOENT,
+    is_int(dg_lookup(v, &bfs_gfid_root, "heal", NULL), -ENOENT,
            "a default lookup trusts the hashed brick: ENOENT");
     is_int(dg_reconf(v->top, "cluster.lookup-unhashed", "on"), 0, "cluster.lookup-unhashed on");
-    ok(lookup_(v, &bfs_gfid_root, "heal", &a) == 0 && bfs_gfid_eq(&a.gfid, &hg),
+    ok(dg_lookup(v, &bfs_gfid_root, "heal", &a) == 0 && bfs_gfid_eq(&a.gfid, &hg),
        "finds it on the others");
     is_int(dg_reconf(v->top, "cluster.lookup-unhashed", "off"), 0, "off again");
-    is_int(lookup_(v, &bfs_gfid_root, "heal", NULL), 0, "the hashed brick was healed too");
+    is_int(dg_lookup(v, &bfs_gfid_root, "heal", NULL), 0, "the hashed brick was healed too");
     ok(disk_gfid(v, h, "heal", &g) && bfs_gfid_eq(&g, &hg), "same GFID on brick %d", h);
-    is_int(rmdir_(v, &bfs_gfid_root, "heal"), 0, "rmdir heal");
+    is_int(dg_rmdir(v, &bfs_gfid_root, "heal"), 0, "rmdir heal");
 
     /* namespace changes of a directory that needs healing: their internal
      * lookups must not try to heal under the lock they hold */
     int data, links, dirs;
-    is_int(mkdir_(v, &bfs_gfid_root, "h2", &hg), 0, "mkdir h2");
+    is_int(dg_mkdir(v, &bfs_gfid_root, "h2", &hg), 0, "mkdir h2");
     x = (dg_hashed(v, &bfs_gfid_root, "h2") + 1) % v->n;
     ok(lose_dir(v, x, "h2"), "brick %d loses it", x);
-    is_int(unlink_(v, &bfs_gfid_root, "h2"), -EISDIR, "unlink of it: EISDIR (no deadlock)");
-    is_int(rename_(v, &bfs_gfid_root, "h2", &bfs_gfid_root, "h3"), 0, "rename it");
-    ok(lookup_(v, &bfs_gfid_root, "h3", &a) == 0 && bfs_gfid_eq(&a.gfid, &hg), "lookup h3");
-    census(v, "h3", &data, &links, &dirs);
+    is_int(dg_unlink(v, &bfs_gfid_root, "h2"), -EISDIR, "unlink of it: EISDIR (no deadlock)");
+    is_int(dg_rename(v, &bfs_gfid_root, "h2", &bfs_gfid_root, "h3"), 0, "rename it");
+    ok(dg_lookup(v, &bfs_gfid_root, "h3", &a) == 0 && bfs_gfid_eq(&a.gfid, &hg), "lookup h3");
+    dg_census(v, "h3", &data, &links, &dirs);
     is_int(dirs, v->n, "healed onto brick %d under its new name", x);
-    census(v, "h2", &data, &links, &dirs);
+    dg_census(v, "h2", &data, &links, &dirs);
     is_int(dirs, 0, "the old name is nowhere");
-    is_int(rmdir_(v, &bfs_gfid_root, "h3"), 0, "rmdir h3");
+    is_int(dg_rmdir(v, &bfs_gfid_root, "h3"), 0, "rmdir h3");
 }
 
 /* ---- statfs ---- */
@@ -1134,7 +865,7 @@ static void test_minfree(void)
     struct bfs_gfid dg;
     struct bfs_statfs_req q = {.loc = dg_LG(&bfs_gfid_root)};
     is_int(bfs_sync_statfs(v.top, dg_st, &q, NULL), 0, "statfs (distribute notes free space)");
-    is_int(mkdir_(&v, &bfs_gfid_root, "mf", &dg), 0, "mkdir mf");
+    is_int(dg_mkdir(&v, &bfs_gfid_root, "mf", &dg), 0, "mkdir mf");
     int diverted = 0, full = 0, readable = 0;
     for (int i = 0; i < 30; i++) {
         snprintf(name, sizeof(name), "m-%d", i);
@@ -1144,9 +875,9 @@ static void test_minfree(void)
         if (h != 2) {
             full++;
             int to = -1;
-            diverted += disk_kind(&v, h, rel, &to) == LINKF && to == 2;
+            diverted += dg_disk_kind(&v, h, rel, &to) == DG_LINKF && to == 2;
         }
-        readable += get(&v, &dg, name, buf, sizeof(buf), NULL) == 0 && strcmp(buf, name) == 0;
+        readable += dg_get(&v, &dg, name, buf, sizeof(buf), NULL) == 0 && strcmp(buf, name) == 0;
     }
     ok(full > 0 && diverted == full, "files hashing to the full bricks went to the empty one, "
        "behind link files (%d of %d)", diverted, full);
@@ -1155,10 +886,10 @@ static void test_minfree(void)
     int left = 0;
     for (int i = 0; i < 30; i++) {
         snprintf(name, sizeof(name), "m-%d", i);
-        unlink_(&v, &dg, name);
+        dg_unlink(&v, &dg, name);
         snprintf(rel, sizeof(rel), "mf/%s", name);
         for (int b = 0; b < 2; b++)
-            left += disk_kind(&v, b, rel, NULL) != ABSENT;
+            left += dg_disk_kind(&v, b, rel, NULL) != DG_ABSENT;
     }
     is_int(left, 0, "unlink removes data and link files");
     dg_vol_stop(&v);
@@ -1178,7 +909,7 @@ static void stale_link(struct dg_vol *v, int b, const struct bfs_gfid *par, cons
         close(fd);
     chmod(dg_on_disk(v, b, rel), S_ISVTX);
     snprintf(t, sizeof(t), "b%d", to);
-    lsetxattr(dg_on_disk(v, b, rel), LINKTO, t, strlen(t), 0);
+    lsetxattr(dg_on_disk(v, b, rel), DG_LINKTO, t, strlen(t), 0);
     struct bfs_lookup_req q = {.loc = cg_L(par, name)};
     snprintf(t, sizeof(t), "b%d", b);
     bfs_sync_lookup(bfs_graph_find(v->g, t), dg_st, &q, NULL);
@@ -1189,31 +920,31 @@ static void test_stale(struct dg_vol *v)
     struct bfs_gfid sg, ug, g;
     struct bfs_iatt a;
     char rel[96], buf[64], ghost[32], g2[32], in[32];
-    is_int(mkdir_(v, &bfs_gfid_root, "st", &sg), 0, "mkdir st");
+    is_int(dg_mkdir(v, &bfs_gfid_root, "st", &sg), 0, "mkdir st");
     dg_name_on(v, &sg, "ghost", 0, ghost, sizeof(ghost));
     snprintf(rel, sizeof(rel), "st/%s", ghost);
     stale_link(v, 0, &sg, ghost, rel, 1);
-    is_int(lookup_(v, &sg, ghost, NULL), -ENOENT, "a stale link file (its data is nowhere): ENOENT");
-    struct tally t = {.count = calloc(1, sizeof(int)), .n = 1, .prefix = "none-"};
-    is_int(list(v, &sg, 512, false, tally_fn, &t), 0, "and not listed");
+    is_int(dg_lookup(v, &sg, ghost, NULL), -ENOENT, "a stale link file (its data is nowhere): ENOENT");
+    struct dg_tally t = {.count = calloc(1, sizeof(int)), .n = 1, .prefix = "none-"};
+    is_int(dg_list(v, &sg, 512, false, dg_tally_fn, &t), 0, "and not listed");
     free(t.count);
     ok(dg_put(v, &sg, ghost, "real", NULL) == 0 &&
-       get(v, &sg, ghost, buf, sizeof(buf), NULL) == 0 && strcmp(buf, "real") == 0,
+       dg_get(v, &sg, ghost, buf, sizeof(buf), NULL) == 0 && strcmp(buf, "real") == 0,
        "create over it makes a real file");
-    ok(placed(v, rel, 0, -1), "which replaced the stale link file");
+    ok(dg_placed(v, rel, 0, -1), "which replaced the stale link file");
     dg_name_on(v, &sg, "ghost", 1, g2, sizeof(g2));
     snprintf(rel, sizeof(rel), "st/%s", g2);
     stale_link(v, 1, &sg, g2, rel, 2);
-    is_int(unlink_(v, &sg, g2), -ENOENT, "unlink of a stale link file: ENOENT");
-    ok(placed(v, rel, -1, -1), "and it is cleared");
+    is_int(dg_unlink(v, &sg, g2), -ENOENT, "unlink of a stale link file: ENOENT");
+    ok(dg_placed(v, rel, -1, -1), "and it is cleared");
 
-    is_int(mkdir_(v, &sg, "sub", &ug), 0, "mkdir st/sub");
+    is_int(dg_mkdir(v, &sg, "sub", &ug), 0, "mkdir st/sub");
     dg_name_on(v, &ug, "in", 2, in, sizeof(in));
     snprintf(rel, sizeof(rel), "st/sub/%s", in);
     stale_link(v, 2, &ug, in, rel, 0);
-    is_int(rmdir_(v, &sg, "sub"), 0, "rmdir of a directory holding only a stale link file");
+    is_int(dg_rmdir(v, &sg, "sub"), 0, "rmdir of a directory holding only a stale link file");
     int data, links, dirs;
-    census(v, "st/sub", &data, &links, &dirs);
+    dg_census(v, "st/sub", &data, &links, &dirs);
     is_int(dirs, 0, "gone from every brick");
 
     struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_RDWR, 0);
@@ -1221,10 +952,10 @@ static void test_stale(struct dg_vol *v)
                                 .mode = S_ISVTX};
     is_int(bfs_sync_create(v->top, dg_st, &cq, NULL), 0, "a user's own empty ---------T file");
     bfs_fd_unref(fd);
-    ok(lookup_(v, &sg, "sticky", &a) == 0 && a.mode == (S_IFREG | S_ISVTX), "lookup finds it");
+    ok(dg_lookup(v, &sg, "sticky", &a) == 0 && a.mode == (S_IFREG | S_ISVTX), "lookup finds it");
     g = a.gfid;
-    struct tally u = {.count = calloc(1, sizeof(int)), .n = 1, .prefix = "none-"};
-    int k = list(v, &sg, 512, true, tally_fn, &u);
+    struct dg_tally u = {.count = calloc(1, sizeof(int)), .n = 1, .prefix = "none-"};
+    int k = dg_list(v, &sg, 512, true, dg_tally_fn, &u);
     ok(k == 2 && u.bad == 2, "listed (it has no linkto: not a link file), with %s (%d)", ghost, k);
     free(u.count);
     (void)g;
@@ -1252,7 +983,7 @@ static void test_unlink_locked(struct dg_vol *v)
 {
     struct bfs_gfid pg;
     char n[4][64], src[64], dst[64], rel[128];
-    is_int(mkdir_(v, &bfs_gfid_root, "ul", &pg), 0, "ul: mkdir");
+    is_int(dg_mkdir(v, &bfs_gfid_root, "ul", &pg), 0, "ul: mkdir");
     for (int i = 0; i < 4; i++) {
         char p[8];
         snprintf(p, sizeof(p), "u%d", i);
@@ -1263,30 +994,30 @@ static void test_unlink_locked(struct dg_vol *v)
     v->top->mod->notify(v->top, BFS_EV_CHILD_DOWN, b0, NULL); /* forget what b0 said */
     v->top->mod->notify(v->top, BFS_EV_CHILD_UP, b0, NULL);
     ok(!ul_known(v, 0), "ul: after b0 came back, its locked unlinks are not assumed");
-    long c0 = eg_calls(v, 0);
-    is_int(unlink_(v, &pg, n[0]), 0, "ul: unlink of a file on its hashed brick b0");
-    is_int(eg_calls(v, 0) - c0, 4, "ul: the long way (lock, lookup, unlink asking for the lock, "
+    long c0 = dg_eg_calls(v, 0);
+    is_int(dg_unlink(v, &pg, n[0]), 0, "ul: unlink of a file on its hashed brick b0");
+    is_int(dg_eg_calls(v, 0) - c0, 4, "ul: the long way (lock, lookup, unlink asking for the lock, "
            "unlock: 4 calls)");
     ok(ul_known(v, 0), "ul: b0 acknowledged the lock it was asked for");
-    c0 = eg_calls(v, 0);
-    long c1 = eg_calls(v, 1) + eg_calls(v, 2);
-    is_int(unlink_(v, &pg, n[1]), 0, "ul: the next unlink there");
-    is_int(eg_calls(v, 0) - c0, 1, "ul: one call to b0");
-    is_int(eg_calls(v, 1) + eg_calls(v, 2) - c1, 0, "ul: none elsewhere");
+    c0 = dg_eg_calls(v, 0);
+    long c1 = dg_eg_calls(v, 1) + dg_eg_calls(v, 2);
+    is_int(dg_unlink(v, &pg, n[1]), 0, "ul: the next unlink there");
+    is_int(dg_eg_calls(v, 0) - c0, 1, "ul: one call to b0");
+    is_int(dg_eg_calls(v, 1) + dg_eg_calls(v, 2) - c1, 0, "ul: none elsewhere");
     snprintf(rel, sizeof(rel), "ul/%s", n[1]);
-    ok(placed(v, rel, -1, -1) && lookup_(v, &pg, n[1], NULL) == -ENOENT, "ul: it is gone");
-    is_int(unlink_(v, &pg, n[1]), -ENOENT, "ul: unlink of a missing name: ENOENT");
+    ok(dg_placed(v, rel, -1, -1) && dg_lookup(v, &pg, n[1], NULL) == -ENOENT, "ul: it is gone");
+    is_int(dg_unlink(v, &pg, n[1]), -ENOENT, "ul: unlink of a missing name: ENOENT");
 
     /* a link file on b0 (the data renamed from b1): refused by the brick,
      * then removed the long way with its data */
     dg_name_on(v, &pg, "s", 1, src, sizeof(src));
     dg_name_on(v, &pg, "t", 0, dst, sizeof(dst));
     dg_put(v, &pg, src, "moved", NULL);
-    is_int(rename_(v, &pg, src, &pg, dst), 0, "ul: a file on b1 renamed to a name of b0");
+    is_int(dg_rename(v, &pg, src, &pg, dst), 0, "ul: a file on b1 renamed to a name of b0");
     snprintf(rel, sizeof(rel), "ul/%s", dst);
-    ok(placed(v, rel, 1, 0), "ul: data on b1, link file on b0");
-    is_int(unlink_(v, &pg, dst), 0, "ul: unlink through the link file");
-    ok(placed(v, rel, -1, -1), "ul: data and link file gone");
+    ok(dg_placed(v, rel, 1, 0), "ul: data on b1, link file on b0");
+    is_int(dg_unlink(v, &pg, dst), 0, "ul: unlink through the link file");
+    ok(dg_placed(v, rel, -1, -1), "ul: data and link file gone");
 
     /* the lock: another owner holds the name's lock on b0 (a rename or a
      * rebalance move in progress) and replaces the file by a link file to
@@ -1311,100 +1042,27 @@ static void test_unlink_locked(struct dg_vol *v)
     struct bfs_lookup_req lq = {.loc = cg_L(&pg, n[2])};
     bfs_sync_lookup(bfs_graph_find(v->g, "b1"), dg_st, &lq, NULL);
     stale_link(v, 0, &pg, n[2], rel, 1);
-    ok(placed(v, rel, 1, 0), "ul: (and a link file to it on b0)");
+    ok(dg_placed(v, rel, 1, 0), "ul: (and a link file to it on b0)");
     is_int(elk(v, 0, other, &pg, n[2], BFS_ENTRYLK_UNLOCK), 0, "ul: the holder lets go");
     pthread_join(th, NULL);
     is_int(atomic_load(&m.rc), 0, "ul: the unlink completes");
-    ok(placed(v, rel, -1, -1), "ul: what the name had become is gone from every brick (the "
+    ok(dg_placed(v, rel, -1, -1), "ul: what the name had become is gone from every brick (the "
        "link file was not removed alone)");
     ok(elk(v, 0, other, &pg, n[2], BFS_ENTRYLK_LOCK_NB) == 0, "ul: no lock left behind");
     elk(v, 0, other, &pg, n[2], BFS_ENTRYLK_UNLOCK);
     bfs_stack_unref(other);
-    is_int(unlink_(v, &pg, n[3]), 0, "ul: and the next one");
+    is_int(dg_unlink(v, &pg, n[3]), 0, "ul: and the next one");
 }
 
 /* ---- concurrent namespace changes ---- */
 
-#define CC_NAMES 12
-
-struct cc_arg {
-    struct dg_vol *v;
-    struct bfs_gfid dir;
-    unsigned seed;
-};
-
-static void *cc_worker(void *p)
-{
-    struct cc_arg *a = p;
-    char n1[16], n2[16];
-    int iters = getenv("DHT_TEST_ITER") ? atoi(getenv("DHT_TEST_ITER")) : 250;
-    for (int i = 0; i < iters; i++) {
-        int op = rand_r(&a->seed) % 4;
-        snprintf(n1, sizeof(n1), "c-%d", rand_r(&a->seed) % CC_NAMES);
-        snprintf(n2, sizeof(n2), "c-%d", rand_r(&a->seed) % CC_NAMES);
-        if (op == 0)
-            dg_put(a->v, &a->dir, n1, n1, NULL);
-        else if (op == 1)
-            unlink_(a->v, &a->dir, n1);
-        else
-            rename_(a->v, &a->dir, n1, &a->dir, n2);
-    }
-    return NULL;
-}
-
-/* Threads alternate between volumes a and b (two clients of the same
- * bricks, or one twice), then the bricks are checked through a. */
-static void run_cc(struct dg_vol *a, struct dg_vol *b, const char *dname)
-{
-    struct bfs_gfid cg;
-    struct cc_arg args[4];
-    pthread_t th[4];
-    is_int(mkdir_(a, &bfs_gfid_root, dname, &cg), 0, "mkdir %s", dname);
-    for (int i = 0; i < 4; i++) {
-        unsigned seed = getenv("DHT_TEST_SEED") ? (unsigned)atoi(getenv("DHT_TEST_SEED")) : 1000u;
-        args[i] = (struct cc_arg){.v = i % 2 ? b : a, .dir = cg, .seed = seed + (unsigned)i};
-        pthread_create(&th[i], NULL, cc_worker, &args[i]);
-    }
-    for (int i = 0; i < 4; i++)
-        pthread_join(th[i], NULL);
-    int consistent = 0, exist = 0;
-    char name[16], rel[64];
-    for (int i = 0; i < CC_NAMES; i++) {
-        snprintf(name, sizeof(name), "c-%d", i);
-        snprintf(rel, sizeof(rel), "%s/%s", dname, name);
-        int h = dg_hashed(a, &cg, name), where = -1, ndata = 0;
-        for (int k = 0; k < a->n; k++)
-            if (disk_kind(a, k, rel, NULL) == DATA) {
-                where = k;
-                ndata++;
-            }
-        int rc = lookup_(a, &cg, name, NULL);
-        bool good;
-        if (rc == -ENOENT)
-            good = placed(a, rel, -1, -1);
-        else
-            good = rc == 0 && ndata == 1 && placed(a, rel, where, where == h ? -1 : h);
-        if (!good)
-            printf("#   %s: lookup %d, %d data files\n", name, rc, ndata);
-        consistent += good;
-        exist += rc == 0;
-    }
-    is_int(consistent, CC_NAMES, "4 threads%s x %d creates/renames/unlinks on 12 names: every "
-           "name is either nowhere or one file with exactly its link file (%d exist)",
-           a == b ? "" : " on two clients",
-           getenv("DHT_TEST_ITER") ? atoi(getenv("DHT_TEST_ITER")) : 250, exist);
-    ok(no_tmp_names(a, dname), "no temporary names left");
-    struct tally t = {.count = calloc(CC_NAMES, sizeof(int)), .n = CC_NAMES, .prefix = "c-"};
-    int k = list(a, &cg, 256, true, tally_fn, &t), once = 0;
-    for (int i = 0; i < CC_NAMES; i++)
-        once += t.count[i] == 1;
-    ok(k == exist && once == exist && !t.bad, "readdir lists exactly the names that exist");
-    free(t.count);
-}
-
 static void test_concurrent(struct dg_vol *v)
 {
-    run_cc(v, v, "cc");
+    struct dg_cc r;
+    bool good = dg_run_cc(v, v, "cc", &r); /* before the message reads r */
+    ok(good, "4 threads x %d creates/renames/unlinks on %d names: every name "
+       "is either nowhere or one file with exactly its link file (%d exist), no temporary names "
+       "left, readdir lists exactly the names that exist", r.iters, DG_CC_NAMES, r.exist);
 }
 
 /* ---- a listing primes the location cache ---- */
@@ -1430,7 +1088,7 @@ static void test_list_primes(struct dg_vol *v)
     char name[32];
     int made = 0;
     memset(g, 0, sizeof(g));
-    is_int(mkdir_(v, &bfs_gfid_root, "prime", &dg), 0, "prime: mkdir");
+    is_int(dg_mkdir(v, &bfs_gfid_root, "prime", &dg), 0, "prime: mkdir");
     for (int i = 0; i < PRIME_N; i++) {
         snprintf(name, sizeof(name), "p-%d", i);
         made += dg_put(v, &dg, name, "x", NULL) == 0;
@@ -1452,7 +1110,7 @@ static void test_list_primes(struct dg_vol *v)
     struct bfs_loc lg = dg_LG(&dg);
     struct bfs_lookup_req lq = {.loc = lg};
     is_int(bfs_sync_lookup(w.top, dg_st, &lq, NULL), -EIO, "prime: the bricks refuse lookups");
-    is_int(list(&w, &dg, 4096, true, prime_fn, g), PRIME_N, "prime: readdirplus lists them");
+    is_int(dg_list(&w, &dg, 4096, true, prime_fn, g), PRIME_N, "prime: readdirplus lists them");
     int good = 0;
     for (int i = 0; i < PRIME_N; i++) {
         struct bfs_getxattr_req q = {.loc = dg_LG(&g[i]), .name = "user.none"};
@@ -1508,7 +1166,7 @@ static void test_version(struct dg_vol *v)
     for (int b = 0; b < v->n; b++)
         got += brick_version(v, b) == 2;
     is_int(got, v->n, "the bricks now say 2");
-    is_int(mkdir_(v, &bfs_gfid_root, "ver", &vg), 0, "mkdir ver");
+    is_int(dg_mkdir(v, &bfs_gfid_root, "ver", &vg), 0, "mkdir ver");
     int h = dg_hashed(v, &vg, dg_name_on(v, &vg, "misplaced", 0, name, sizeof(name)));
     struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_RDWR, 0);
     struct bfs_create_req cq = {.loc = cg_L(&vg, name), .fd = fd, .flags = O_RDWR | O_CREAT,
@@ -1516,7 +1174,7 @@ static void test_version(struct dg_vol *v)
     is_int(bfs_sync_create(bfs_graph_find(v->g, "b2"), dg_st, &cq, NULL), 0,
            "a file placed on brick 2 behind distribute's back (it hashes to %d)", h);
     bfs_fd_unref(fd);
-    is_int(lookup_(v, &vg, name, NULL), -ENOENT, "not found where the layout says: ENOENT");
+    is_int(dg_lookup(v, &vg, name, NULL), -ENOENT, "not found where the layout says: ENOENT");
     is_int(dg_reconf(v->top, "layout-version", "1"), 0, "this client goes back to version 1");
     root_lookup(v);
     char *dump = v->top->mod->dump(v->top);
@@ -1526,7 +1184,7 @@ static void test_version(struct dg_vol *v)
     for (int b = 0; b < v->n; b++)
         got += brick_version(v, b) == 2;
     is_int(got, v->n, "and leaves the bricks' newer version alone");
-    is_int(lookup_(v, &vg, name, NULL), 0, "a stale client searches every brick on a miss");
+    is_int(dg_lookup(v, &vg, name, NULL), 0, "a stale client searches every brick on a miss");
     is_int(dg_reconf(v->top, "layout-version", "2"), 0, "version 2 again");
     root_lookup(v);
     is_int(dg_reconf(v->top, "cluster.min-free-disk", "5%"), 0, "an unrelated reconfigure");
@@ -1536,7 +1194,7 @@ static void test_version(struct dg_vol *v)
     free(dump);
     struct bfs_unlink_req uq = {.loc = cg_L(&vg, name)};
     bfs_sync_unlink(bfs_graph_find(v->g, "b2"), dg_st, &uq, NULL);
-    is_int(rmdir_(v, &bfs_gfid_root, "ver"), 0, "rmdir ver");
+    is_int(dg_rmdir(v, &bfs_gfid_root, "ver"), 0, "rmdir ver");
 }
 
 static void test_relayout(void)
@@ -1548,7 +1206,7 @@ static void test_relayout(void)
         ok(0, "volume starts");
         return;
     }
-    is_int(mkdir_(&v, &bfs_gfid_root, "rl", &dg), 0, "mkdir rl");
+    is_int(dg_mkdir(&v, &bfs_gfid_root, "rl", &dg), 0, "mkdir rl");
     int fails = 0, moved = 0;
     for (int i = 0; i < 60; i++) {
         snprintf(name, sizeof(name), "r-%d", i);
@@ -1565,7 +1223,7 @@ static void test_relayout(void)
     int found = 0;
     for (int i = 0; i < 60; i++) {
         snprintf(name, sizeof(name), "r-%d", i);
-        found += get(&v, &dg, name, buf, sizeof(buf), NULL) == 0 && strcmp(buf, name) == 0;
+        found += dg_get(&v, &dg, name, buf, sizeof(buf), NULL) == 0 && strcmp(buf, name) == 0;
     }
     ok(moved > 0 && found == 60, "all 60 found, the %d whose hashed brick changed through the "
        "previous layout", moved);
@@ -1574,232 +1232,25 @@ static void test_relayout(void)
         snprintf(name, sizeof(name), "n-%d", i);
         dg_put(&v, &dg, name, name, NULL);
         snprintf(rel, sizeof(rel), "rl/%s", name);
-        on2 += disk_kind(&v, 2, rel, NULL) != ABSENT;
+        on2 += dg_disk_kind(&v, 2, rel, NULL) != DG_ABSENT;
     }
     is_int(on2, 0, "new files follow the new layout: none on brick 2");
-    struct tally tl = {.count = calloc(60, sizeof(int)), .n = 60, .prefix = "r-"};
-    int k = list(&v, &dg, 512, true, tally_fn, &tl);
+    struct dg_tally tl = {.count = calloc(60, sizeof(int)), .n = 60, .prefix = "r-"};
+    int k = dg_list(&v, &dg, 512, true, dg_tally_fn, &tl);
     is_int(k, 80, "readdir lists the 80 names");
     free(tl.count);
     is_int(reconf3(v.top, "0*65536,9*0", "", "3"), -EINVAL, "a bad table is refused");
     snprintf(name, sizeof(name), "r-%d", 0);
-    is_int(lookup_(&v, &dg, name, NULL), 0, "and the layout in force stays");
+    is_int(dg_lookup(&v, &dg, name, NULL), 0, "and the layout in force stays");
     is_int(reconf3(v.top, "canonical:2", "", "3"), 0, "the same layout without a previous one");
     found = 0;
     for (int i = 0; i < 60; i++) {
         snprintf(name, sizeof(name), "r-%d", i);
-        found += lookup_(&v, &dg, name, NULL) == 0;
+        found += dg_lookup(&v, &dg, name, NULL) == 0;
     }
     is_int(found, 60 - moved, "then only the files where the new layout puts them are found");
     dht_table_free(t2);
     dg_vol_stop(&v);
-}
-
-/* ---- across protocol/client and protocol/server ---- */
-
-struct watch {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int ups;
-};
-
-static void on_event(struct bfs_graph *g, enum bfs_event ev, void *data)
-{
-    struct watch *w = g->owner;
-    (void)data;
-    pthread_mutex_lock(&w->lock);
-    w->ups += ev == BFS_EV_CHILD_UP;
-    pthread_cond_broadcast(&w->cond);
-    pthread_mutex_unlock(&w->lock);
-}
-
-static bool wait_up(struct watch *w, long ms)
-{
-    uint64_t t0 = bfs_now_ms();
-    pthread_mutex_lock(&w->lock);
-    while (w->ups == 0 && (long)(bfs_now_ms() - t0) < ms) {
-        pthread_mutex_unlock(&w->lock);
-        usleep(10000);
-        pthread_mutex_lock(&w->lock);
-    }
-    bool up = w->ups > 0;
-    pthread_mutex_unlock(&w->lock);
-    return up;
-}
-
-static int brick_server(const char *dir, const char *portfile, struct bfs_graph **out)
-{
-    char text[1024];
-    snprintf(text, sizeof(text),
-             "volume brick-posix\n type storage/posix\n option directory %s\nend-volume\n"
-             "volume brick\n type features/locks\n subvolumes brick-posix\nend-volume\n"
-             "volume brick-server\n type protocol/server\n"
-             " option transport.listen-address 127.0.0.1\n option transport.listen-port 0\n"
-             " option transport.port-file %s\n subvolumes brick\nend-volume\n",
-             dir, portfile);
-    *out = cg_graph_start(text, NULL);
-    FILE *f = *out ? fopen(portfile, "r") : NULL;
-    int port = -1;
-    if (f) {
-        if (fscanf(f, "%d", &port) != 1)
-            port = -1;
-        fclose(f);
-    }
-    return port;
-}
-
-static int xattr_call(struct bfs_xl *xl, struct bfs_stack *who, const struct bfs_gfid *g,
-                      const char *key, bool set, bool internal)
-{
-    struct bfs_dict *xd = bfs_dict_new(), *xa = bfs_dict_new();
-    if (internal)
-        bfs_dict_set_int(xd, "brickfs-internal", 1);
-    bfs_dict_set_bin(xa, key, "c9", 2);
-    int rc;
-    if (set) {
-        struct bfs_setxattr_req q = {.loc = dg_LG(g), .xattrs = xa, .xdata = xd};
-        rc = bfs_sync_setxattr(xl, who, &q, NULL);
-    } else {
-        struct bfs_getxattr_req q = {.loc = dg_LG(g), .name = key, .xdata = xd};
-        rc = bfs_sync_getxattr(xl, who, &q, NULL);
-    }
-    bfs_dict_unref(xd);
-    bfs_dict_unref(xa);
-    return rc;
-}
-
-static void test_network_keys(struct dg_vol *v, const struct bfs_gfid *g)
-{
-    struct bfs_xl *c0 = bfs_graph_find(v->g, "c0");
-    struct bfs_stack *user = bfs_stack_new();
-    user->uid = user->gid = 1000;
-    is_int(xattr_call(c0, dg_st, g, "trusted.brickfs.dht.probe", true, true), 0,
-           "over the wire, root may set a trusted.brickfs.dht.* key with brickfs-internal");
-    is_int(xattr_call(c0, dg_st, g, "trusted.brickfs.dht.probe", false, true), 2, "and read it");
-    is_int(xattr_call(c0, dg_st, g, "trusted.brickfs.dht.probe", false, false), -ENODATA,
-           "without brickfs-internal it stays invisible");
-    is_int(xattr_call(c0, user, g, "trusted.brickfs.dht.probe", true, true), -EPERM,
-           "a non-root caller's brickfs-internal is stripped: EPERM");
-    is_int(xattr_call(c0, dg_st, g, "trusted.brickfs.gfid", false, true), -ENODATA,
-           "other trusted.brickfs keys stay out of reach: the GFID reads ENODATA");
-    is_int(xattr_call(c0, dg_st, g, "trusted.brickfs.afr.x", true, true), -EPERM,
-           "and cannot be set");
-    is_int(xattr_call(v->top, dg_st, g, "trusted.brickfs.dht.linkto", true, false), -EPERM,
-           "distribute refuses its own keys from callers above it");
-    bfs_stack_unref(user);
-}
-
-/* A second client graph over the same two bricks; threads of both change
- * the same names at once. */
-static void test_two_clients(struct dg_vol *v, const char *text)
-{
-    struct watch w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
-    char err[512] = "";
-    struct bfs_graph *g2 = NULL;
-    if (bfs_graph_from_text(text, strlen(text), "<client2>", cg_proc(), &g2, err,
-                            sizeof(err)) < 0 ||
-        (g2->owner = &w, g2->on_event = on_event, bfs_graph_init(g2) < 0)) {
-        ok(0, "a second client: %s", err);
-        if (g2)
-            bfs_graph_free(g2);
-        return;
-    }
-    bfs_graph_activate(g2);
-    ok(wait_up(&w, 5000), "a second client is up");
-    struct dg_vol v2 = *v;
-    v2.g = g2;
-    v2.top = g2->top;
-    struct bfs_gfid g;
-    char buf[64];
-    is_int(dg_put(v, &bfs_gfid_root, "cold", "from client 1", &g), 0, "client 1 writes a file");
-    struct bfs_stat_req sq = {.loc = dg_LG(&g)};
-    struct bfs_fd *fd = bfs_fd_new(g2, NULL, O_RDONLY, 0);
-    struct bfs_open_req oq = {.loc = dg_LG(&g), .fd = fd, .flags = O_RDONLY};
-    struct bfs_read_req rq = {.fd = fd, .size = sizeof(buf)};
-    struct bfs_read_rep rr = {0};
-    int rc = bfs_sync_stat(v2.top, dg_st, &sq, NULL);
-    if (rc == 0)
-        rc = bfs_sync_open(v2.top, dg_st, &oq, NULL);
-    if (rc == 0)
-        rc = bfs_sync_read(v2.top, dg_st, &rq, &rr);
-    ok(rc == 13 && memcmp(rr.data.data, "from client 1", 13) == 0,
-       "client 2 stats, opens and reads it by GFID alone (nothing cached: found by fan-out)");
-    bfs_read_rep_clear_dup(&rr);
-    bfs_fd_unref(fd);
-    unlink_(v, &bfs_gfid_root, "cold");
-    run_cc(v, &v2, "ncc");
-    bfs_graph_free(g2);
-}
-
-static void test_network(void)
-{
-    struct dg_vol v;
-    struct bfs_graph *sg[2] = {NULL, NULL};
-    char pf[2][160], text[1024], buf[64], s[32], d[32], rel[96];
-    int port[2];
-    memset(&v, 0, sizeof(v));
-    v.n = 2;
-    for (int i = 0; i < 2; i++) {
-        snprintf(v.dir[i], sizeof(v.dir[i]), "%s/net-b%d", cg_root(), i);
-        snprintf(pf[i], sizeof(pf[i]), "%s/net-port%d", cg_root(), i);
-        mkdir(v.dir[i], 0755);
-        port[i] = brick_server(v.dir[i], pf[i], &sg[i]);
-    }
-    ok(port[0] > 0 && port[1] > 0, "two brick processes' graphs listen (%d, %d)", port[0],
-       port[1]);
-    snprintf(text, sizeof(text),
-             "volume c0\n type protocol/client\n option remote-host 127.0.0.1\n"
-             " option remote-port %d\n option remote-subvolume brick\nend-volume\n"
-             "volume c1\n type protocol/client\n option remote-host 127.0.0.1\n"
-             " option remote-port %d\n option remote-subvolume brick\nend-volume\n"
-             "volume dht\n type cluster/distribute\n subvolumes c0 c1\nend-volume\n",
-             port[0], port[1]);
-    struct watch w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
-    char err[512] = "";
-    struct bfs_graph *cg = NULL;
-    if (port[0] > 0 && port[1] > 0 &&
-        bfs_graph_from_text(text, strlen(text), "<client>", cg_proc(), &cg, err,
-                            sizeof(err)) == 0) {
-        cg->owner = &w;
-        cg->on_event = on_event;
-        if (bfs_graph_init(cg) < 0) {
-            bfs_graph_free(cg);
-            cg = NULL;
-        } else {
-            bfs_graph_activate(cg);
-        }
-    }
-    ok(cg && wait_up(&w, 5000), "a client graph: distribute over two protocol/clients, up");
-    if (cg && w.ups) {
-        v.g = cg;
-        v.top = cg->top;
-        v.table = dht_table_canonical(2);
-        struct bfs_gfid ng, gs, g;
-        int data, links, dirs;
-        is_int(mkdir_(&v, &bfs_gfid_root, "net", &ng), 0, "mkdir net");
-        census(&v, "net", &data, &links, &dirs);
-        is_int(dirs, 2, "on both bricks");
-        dg_name_on(&v, &ng, "s", 0, s, sizeof(s));
-        dg_name_on(&v, &ng, "d", 1, d, sizeof(d));
-        is_int(dg_put(&v, &ng, s, "over the wire", &gs), 0, "a file on brick 0");
-        is_int(rename_(&v, &ng, s, &ng, d), 0, "rename it to a name hashing to brick 1");
-        snprintf(rel, sizeof(rel), "net/%s", d);
-        ok(placed(&v, rel, 0, 1), "brick 1 has a link file with its linkto set over the wire");
-        ok(get(&v, &ng, d, buf, sizeof(buf), &g) == 0 && strcmp(buf, "over the wire") == 0 &&
-           bfs_gfid_eq(&g, &gs), "read through the link file");
-        test_network_keys(&v, &gs);
-        test_two_clients(&v, text);
-        is_int(unlink_(&v, &ng, d), 0, "unlink");
-        ok(placed(&v, rel, -1, -1), "data and link file gone");
-        is_int(rmdir_(&v, &bfs_gfid_root, "net"), 0, "rmdir net");
-        dht_table_free(v.table);
-        v.table = NULL;
-    }
-    if (cg)
-        bfs_graph_free(cg);
-    for (int i = 0; i < 2; i++)
-        if (sg[i])
-            bfs_graph_free(sg[i]);
 }
 
 int main(void)
@@ -1817,7 +1268,6 @@ int main(void)
         test_mkdir_parallel(&v);
         test_rename(&v);
         test_rename_locks(&v);
-        calls_diag(&v);
         test_hardlink(&v);
         test_down(&v);
         test_heal(&v);
@@ -1833,7 +1283,6 @@ int main(void)
     }
     test_minfree();
     test_relayout();
-    test_network();
     dg_fini();
     return done_testing();
 }

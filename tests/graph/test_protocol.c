@@ -32,6 +32,7 @@
 #include "core/event.h"
 #include "core/fops-util.h"
 #include "core/graph.h"
+#include "../lib/cluster-graph.h"
 #include "../lib/tap.h"
 
 static struct bfs_proc *proc;
@@ -151,14 +152,7 @@ static struct bfs_graph *start_client(int port, const char *subvol, int ping, st
 
 static int read_port(void)
 {
-    FILE *f = fopen(portfile, "r");
-    int port = -1;
-    if (f) {
-        if (fscanf(f, "%d", &port) != 1)
-            port = -1;
-        fclose(f);
-    }
-    return port;
+    return cg_read_port(portfile);
 }
 
 /* ---- fop helpers (all blocking, on the client graph's top) ---- */

@@ -37,20 +37,6 @@
 
 /* ---- scenarios ---- */
 
-/* cg_put, then (all bricks up) until the copies' counters are clean: close()
- * does not wait for the post-op that ends the file's eager lock
- * (replicate-fd.c, afr_flush), so a brick taken down right after a put
- * would keep the put's dirty mark until a heal. Scenarios about something
- * else start from clean copies. */
-static int put_settled(struct cg_vol *v, const struct bfs_gfid *par, const char *name,
-                       const char *s, struct bfs_iatt *attr)
-{
-    int rc = cg_put(v, par, name, s, attr);
-    if (rc == 0 && bfs_gfid_is_root(par))
-        (void)cg_clean_soon(v, name);
-    return rc;
-}
-
 static void test_basic_replica3(void)
 {
     struct cg_vol v;
@@ -85,7 +71,7 @@ static void test_pending_and_data_heal(void)
     struct bfs_fd *fd;
     if (cg_rep_open(&v, 3, false, NULL) < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "f", "old old old", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "f", "old old old", &a);
     cg_down(&v, 1, false); /* failing silently: the writes find out */
     is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open with c1 failing");
     is_int(cg_write(&v, fd, 0, "NEW", 3), 3, "write with c1 failing succeeds (quorum 2 of 3)");
@@ -119,7 +105,7 @@ static void test_entry_heal(void)
     struct bfs_iatt a, d, x;
     if (cg_rep_open(&v, 3, false, NULL) < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "gone", "bye", NULL);
+    cg_put_settled(&v, &bfs_gfid_root, "gone", "bye", NULL);
     cg_mkdir(&v, &bfs_gfid_root, "tree", &d);
     cg_put(&v, &d.gfid, "leaf", "leaf", NULL);
     cg_down(&v, 2, true);
@@ -154,7 +140,7 @@ static void test_metadata_heal(void)
     struct bfs_iatt a;
     if (cg_rep_open(&v, 3, false, NULL) < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "m", "meta", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "m", "meta", &a);
     cg_down(&v, 0, true);
     struct bfs_setattr_req sr = {.valid = BFS_SET_MODE};
     sr.loc.gfid = a.gfid;
@@ -187,7 +173,7 @@ static void test_quorum(void)
     char buf[32];
     if (cg_rep_open(&v, 3, false, " option cluster.quorum-type auto\n") < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "q", "quorum", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "q", "quorum", &a);
     is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open");
     cg_down(&v, 1, true);
     cg_down(&v, 2, true);
@@ -205,7 +191,7 @@ static void test_quorum(void)
     if (cg_rep_open(&v, 3, false, " option cluster.quorum-type fixed\n"
                                " option cluster.quorum-count 3\n") < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "q", "quorum", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "q", "quorum", &a);
     cg_down(&v, 2, true);
     is_int(cg_put(&v, &bfs_gfid_root, "q3", "x", NULL), -EROFS, "fixed 3, 2 up: EROFS");
     cg_vol_close(&v);
@@ -225,7 +211,7 @@ static void test_quorum_lost_write(void)
     char buf[64];
     if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n") < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "u", "before", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "u", "before", &a);
     cg_down(&v, 0, true);
     is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open");
     is_int(cg_write(&v, fd, 6, "+ok", 3), 3, "2 of 3 up: a write is acknowledged");
@@ -300,7 +286,7 @@ static void test_readdirplus_attrs(void)
     struct bfs_fd *fd;
     if (cg_rep_open(&v, 3, false, " option cluster.data-self-heal off\n") < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "f", "hello", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "f", "hello", &a);
     is_int(plus_size_from(&v, 2), 5, "c2 never went away: its attributes go up");
     cg_down(&v, 2, true);
     is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open");
@@ -315,7 +301,7 @@ static void test_readdirplus_attrs(void)
     cg_vol_close(&v);
     if (cg_rep_open(&v, 3, true, NULL) < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "f", "hello", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "f", "hello", &a);
     is_int(plus_size_from(&v, 2), -1, "served by the arbiter: no file attributes (it has no data)");
     is_int(plus_size_from(&v, 1), 5, "by a data copy: kept");
     cg_vol_close(&v);
@@ -326,7 +312,7 @@ static void test_readdirplus_attrs(void)
 static void provoke_split(struct cg_vol *v, const char *name, struct bfs_iatt *a)
 {
     struct bfs_fd *fd;
-    put_settled(v, &bfs_gfid_root, name, "0123456789", a);
+    cg_put_settled(v, &bfs_gfid_root, name, "0123456789", a);
     cg_down(v, 0, false);
     cg_open(v, &a->gfid, O_RDWR, &fd);
     cg_write(v, fd, 0, "BBBBBBBBBBBBBBBBBBBB", 20); /* c1: 20 bytes */
@@ -447,11 +433,9 @@ static void test_read_failover(void)
     char buf[32];
     if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n") < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "r", "readme", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "r", "readme", &a);
     cg_open(&v, &a.gfid, O_RDONLY, &fd);
-    cg_reconf(&v, 0, "error-no", "EIO");
-    cg_reconf(&v, 0, "enable", "read");
-    cg_reconf(&v, 0, "failure", "100");
+    cg_fault(&v, 0, "EIO", "read");
     is_int(cg_read(&v, fd, buf, sizeof(buf)), 6, "first-up child fails reads: another copy answers");
     ok(memcmp(buf, "readme", 6) == 0, "with the right data");
     cg_reconf(&v, 0, "failure", "0");
@@ -487,14 +471,8 @@ static void test_reads_avoid_stale(void)
     if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n"
                                " option cluster.data-self-heal off\n") < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "s", "stale", &a);
-    cg_reconf(&v, 0, "error-no", "ENOSPC");
-    cg_reconf(&v, 0, "enable", "write");
-    cg_reconf(&v, 0, "failure", "100");
-    is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open");
-    is_int(cg_write(&v, fd, 0, "FRESH", 5), 5, "a write that fails on c0 only (ENOSPC)");
-    cg_flush_close(&v, fd);
-    cg_reconf(&v, 0, "failure", "0");
+    cg_put_settled(&v, &bfs_gfid_root, "s", "stale", &a);
+    is_int(cg_write_fails_on(&v, 0, &a.gfid, "FRESH"), 5, "a write that fails on c0 only (ENOSPC)");
     ok(cg_counter(&v, 1, "s", "c0", 0) > 0, "c0 is blamed");
     ok(cg_content_is(&v, 0, "s", "stale"), "c0 kept the old data");
     is_int(cg_lookup(&v, &bfs_gfid_root, "s", NULL), 0, "lookup (data heal off)");
@@ -512,7 +490,7 @@ static void test_background_heal(void)
     struct bfs_fd *fd;
     if (cg_rep_open(&v, 3, false, " option cluster.background-self-heal-count 8\n") < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "bg", "before", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "bg", "before", &a);
     cg_down(&v, 2, false);
     cg_open(&v, &a.gfid, O_RDWR, &fd);
     cg_write(&v, fd, 0, "AFTER!", 6);
@@ -576,7 +554,7 @@ static void test_quorum_reads(void)
     char buf[16] = "";
     if (cg_rep_open(&v, 2, false, NULL) < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "q", "old", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "q", "old", &a);
     cg_down(&v, 1, true);
     cg_open(&v, &a.gfid, O_RDWR, &fd);
     is_int(cg_write(&v, fd, 0, "new", 3), 3, "c0 alone takes a write (it has quorum)");
@@ -652,7 +630,7 @@ static void test_hung_brick(void)
     struct bfs_iatt a;
     if (cg_rep_open(&v, 3, false, NULL) < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "t", "0123456789", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "t", "0123456789", &a);
     struct trunc_loop t = {.v = &v, .g = a.gfid};
     pthread_t th;
     pthread_create(&th, NULL, trunc_main, &t);
@@ -702,7 +680,7 @@ static void test_concurrent_writes(void)
     struct bfs_fd *fd;
     if (cg_rep_open(&v, 3, false, NULL) < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "cw", "", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "cw", "", &a);
     cg_open(&v, &a.gfid, O_RDWR, &fd);
     struct writer w[4];
     pthread_t th[4];
@@ -763,7 +741,7 @@ static void test_misc_fops(void)
     ok(bfs_sync_statfs(v.top, v.st, &sreq, &srep) == 0 && srep.buf.bsize > 0, "statfs");
     bfs_statfs_rep_clear_dup(&srep);
 
-    put_settled(&v, &bfs_gfid_root, "t", "to be truncated", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "t", "to be truncated", &a);
     is_int(cg_open(&v, &a.gfid, O_RDWR | O_TRUNC, &fd), 0, "open with O_TRUNC");
     struct bfs_fsync_req fs = {.fd = fd};
     is_int(bfs_sync_fsync(v.top, v.st, &fs, NULL), 0, "fsync");
@@ -780,9 +758,7 @@ static void test_misc_fops(void)
     ok(cg_clean_soon(&v, "t"), "counters clean");
 
     /* an entry lock from above that one copy refuses is undone on the others */
-    cg_reconf(&v, 1, "error-no", "EAGAIN");
-    cg_reconf(&v, 1, "enable", "entrylk");
-    cg_reconf(&v, 1, "failure", "100");
+    cg_fault(&v, 1, "EAGAIN", "entrylk");
     struct bfs_entrylk_req el = {.domain = "above", .basename = "n",
                                  .cmd = BFS_ENTRYLK_LOCK_NB, .type = BFS_ENTRYLK_WRLCK};
     el.loc.gfid = bfs_gfid_root;
@@ -812,7 +788,7 @@ static void test_fix_open(void)
     struct bfs_fd *fd;
     if (cg_rep_open(&v, 3, false, NULL) < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "fo", "aaaa", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "fo", "aaaa", &a);
     cg_down(&v, 1, true);
     is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open while c1 is down");
     cg_up(&v, 1, true);
@@ -852,7 +828,7 @@ static void test_posix_xattr_req(void)
     struct bfs_iatt a;
     if (cg_rep_open(&v, 2, false, NULL) < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "x", "x", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "x", "x", &a);
     setxattr(cg_on(&v, 0, "x"), "user.u", "1", 1, 0);
     setxattr(cg_on(&v, 0, "x"), "trusted.t", "2", 1, 0);
     setxattr(cg_on(&v, 0, "x"), "trusted.brickfs.afr.c1", "123456781234567812345678", 24, 0);
@@ -899,7 +875,7 @@ static void test_lost_before_postop(void)
     struct bfs_fd *fd;
     if (cg_rep_open(&v, 3, false, NULL) < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "lp", "0123", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "lp", "0123", &a);
     is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open");
     is_int(cg_write(&v, fd, 0, "WXYZ", 4), 4, "write acknowledged by every copy");
     cg_down(&v, 1, false); /* dies holding the window's dirty mark */
@@ -926,10 +902,9 @@ static void test_recent_lookup(void)
     char buf[16] = "";
     if (cg_rep_open(&v, 3, false, NULL) < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "rl", "recent", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "rl", "recent", &a);
     uint64_t l0[3];
-    for (int i = 0; i < 3; i++)
-        l0[i] = cg_fop_calls(&v, i, "lookup");
+    cg_fop_counts(&v, "lookup", l0);
     is_int(cg_lookup(&v, &bfs_gfid_root, "rl", &a), 0, "lookup, inode held by nobody");
     is_int(cg_open(&v, &a.gfid, O_RDONLY, &fd), 0, "open");
     is_int(cg_read(&v, fd, buf, sizeof(buf)), 6, "read");
@@ -943,11 +918,6 @@ static void test_recent_lookup(void)
 
 int main(void)
 {
-    plan_lazy();
-    if (!cg_can_run())
-        return 0;
-    alarm(300);
-    ok(cg_init("afr") == 0, "process resources");
     static const struct cg_test tests[] = {
         {"basic", test_basic_replica3}, {"data", test_pending_and_data_heal},
         {"entry", test_entry_heal},     {"meta", test_metadata_heal},
@@ -963,7 +933,8 @@ int main(void)
         {"lostpostop", test_lost_before_postop},
         {"recent", test_recent_lookup},
     };
-    cg_run(tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST"); /* AFR_TEST=name: one */
-    cg_fini();
+    plan_lazy();
+    if (!cg_main("afr", tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST"))
+        return 0;
     return done_testing();
 }

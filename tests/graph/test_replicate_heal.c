@@ -317,17 +317,13 @@ static void test_lock_order(void)
 
 int main(void)
 {
-    plan_lazy();
-    if (!cg_can_run())
-        return 0;
-    alarm(300);
-    ok(cg_init("afrheal") == 0, "process resources");
     static const struct cg_test tests[] = {
         {"merge", test_entry_merge},     {"rename", test_rename_symlink_heal},
         {"healbusy", test_heal_lock_busy}, {"sumheal", test_checksum_heal},
         {"lkorder", test_lock_order},
     };
-    cg_run(tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST"); /* AFR_TEST=name: one */
-    cg_fini();
+    plan_lazy();
+    if (!cg_main("afrheal", tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST"))
+        return 0;
     return done_testing();
 }

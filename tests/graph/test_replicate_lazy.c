@@ -23,20 +23,6 @@
 #include "../lib/cluster-graph.h"
 #include "../lib/tap.h"
 
-static void opens(struct cg_vol *v, uint64_t out[3])
-{
-    for (int i = 0; i < 3; i++)
-        out[i] = cg_fop_calls(v, i, "open");
-}
-
-/* A file whose copies are clean and whose context is known (looked up). */
-static void known_file(struct cg_vol *v, const char *name, const char *s, struct bfs_iatt *a)
-{
-    is_int(cg_put(v, &bfs_gfid_root, name, s, a), 0, "put %s", name);
-    ok(cg_clean_soon(v, name), "%s: counters clean", name);
-    is_int(cg_lookup(v, &bfs_gfid_root, name, a), 0, "lookup %s", name);
-}
-
 static int read_is(struct cg_vol *v, struct bfs_fd *fd, const char *want)
 {
     char buf[32] = "";
@@ -52,25 +38,25 @@ static void test_one_copy(void)
     uint64_t o0[3], o1[3];
     if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n") < 0)
         return;
-    known_file(&v, "one", "only one", &a);
-    opens(&v, o0);
+    ok(cg_put_known(&v, "one", "only one", &a), "put one: clean copies, looked up");
+    cg_fop_counts(&v, "open", o0);
     is_int(cg_open(&v, &a.gfid, O_RDONLY, &fd), 0, "open O_RDONLY");
     ok(read_is(&v, fd, "only one"), "read");
     cg_flush_close(&v, fd);
-    opens(&v, o1);
+    cg_fop_counts(&v, "open", o1);
     is_int((int)(o1[0] - o0[0]), 1, "c0 (the reading copy) opened it");
     is_int((int)(o1[1] - o0[1] + o1[2] - o0[2]), 0, "c1 and c2 did not");
 
     is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open O_RDWR");
     cg_flush_close(&v, fd);
-    opens(&v, o0);
+    cg_fop_counts(&v, "open", o0);
     for (int i = 0; i < 3; i++)
         is_int((int)(o0[i] - o1[i]), 1, "O_RDWR: c%d opened it", i);
 
     cg_top_set(&v, "cluster.lazy-open", "off");
     is_int(cg_open(&v, &a.gfid, O_RDONLY, &fd), 0, "open O_RDONLY, lazy-open off");
     cg_flush_close(&v, fd);
-    opens(&v, o1);
+    cg_fop_counts(&v, "open", o1);
     for (int i = 0; i < 3; i++)
         is_int((int)(o1[i] - o0[i]), 1, "lazy-open off: c%d opened it", i);
     cg_vol_close(&v);
@@ -86,20 +72,18 @@ static void test_failover(void)
     uint64_t o0[3], o1[3];
     if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n") < 0)
         return;
-    known_file(&v, "f", "failover", &a);
-    opens(&v, o0);
+    ok(cg_put_known(&v, "f", "failover", &a), "put f: clean copies, looked up");
+    cg_fop_counts(&v, "open", o0);
     is_int(cg_open(&v, &a.gfid, O_RDONLY, &fd), 0, "open O_RDONLY (on c0 only)");
-    cg_reconf(&v, 0, "error-no", "EIO");
-    cg_reconf(&v, 0, "enable", "read");
-    cg_reconf(&v, 0, "failure", "100");
+    cg_fault(&v, 0, "EIO", "read");
     ok(read_is(&v, fd, "failover"), "c0 fails the read: the bytes come from another copy");
     cg_reconf(&v, 0, "failure", "0");
-    opens(&v, o1);
+    cg_fop_counts(&v, "open", o1);
     is_int((int)(o1[1] - o0[1]), 1, "the fd was opened on c1");
     is_int((int)(o1[2] - o0[2]), 1, "and on c2");
     cg_flush_close(&v, fd);
 
-    known_file(&v, "d", "down", &a);
+    ok(cg_put_known(&v, "d", "down", &a), "put d: clean copies, looked up");
     is_int(cg_open(&v, &a.gfid, O_RDONLY, &fd), 0, "open O_RDONLY (on c0 only)");
     cg_down(&v, 0, true);
     ok(read_is(&v, fd, "down"), "c0 down: the read is answered by another copy");
@@ -114,19 +98,13 @@ static void test_stale_after_open(void)
 {
     struct cg_vol v;
     struct bfs_iatt a;
-    struct bfs_fd *rfd, *wfd;
+    struct bfs_fd *rfd;
     if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n"
                                   " option cluster.data-self-heal off\n") < 0)
         return;
-    known_file(&v, "s", "stale", &a);
+    ok(cg_put_known(&v, "s", "stale", &a), "put s: clean copies, looked up");
     is_int(cg_open(&v, &a.gfid, O_RDONLY, &rfd), 0, "open O_RDONLY (on c0 only)");
-    cg_reconf(&v, 0, "error-no", "ENOSPC");
-    cg_reconf(&v, 0, "enable", "write");
-    cg_reconf(&v, 0, "failure", "100");
-    is_int(cg_open(&v, &a.gfid, O_RDWR, &wfd), 0, "open O_RDWR");
-    is_int(cg_write(&v, wfd, 0, "FRESH", 5), 5, "a write that fails on c0 only");
-    cg_flush_close(&v, wfd);
-    cg_reconf(&v, 0, "failure", "0");
+    is_int(cg_write_fails_on(&v, 0, &a.gfid, "FRESH"), 5, "a write that fails on c0 only");
     ok(cg_content_is(&v, 0, "s", "stale"), "c0 kept the old bytes");
     ok(read_is(&v, rfd, "FRESH"), "the read through the lazy fd has the acknowledged write");
     cg_flush_close(&v, rfd);
@@ -154,13 +132,12 @@ static void test_lock_everywhere(void)
     uint64_t l0[3], o0[3], o1[3];
     if (cg_rep_open(&v, 3, false, NULL) < 0)
         return;
-    known_file(&v, "lk", "locked", &a);
-    opens(&v, o0);
+    ok(cg_put_known(&v, "lk", "locked", &a), "put lk: clean copies, looked up");
+    cg_fop_counts(&v, "open", o0);
     is_int(cg_open(&v, &a.gfid, O_RDONLY, &rfd), 0, "open O_RDONLY (one copy)");
-    for (int i = 0; i < 3; i++)
-        l0[i] = cg_fop_calls(&v, i, "lk");
+    cg_fop_counts(&v, "lk", l0);
     is_int(lk(&v, rfd, F_RDLCK, 1), 0, "read lock through it");
-    opens(&v, o1);
+    cg_fop_counts(&v, "open", o1);
     for (int i = 0; i < 3; i++) {
         is_int((int)(o1[i] - o0[i]), 1, "c%d: the fd is open there", i);
         is_int((int)(cg_fop_calls(&v, i, "lk") - l0[i]), 1, "c%d: the lock reached it", i);
@@ -173,10 +150,9 @@ static void test_lock_everywhere(void)
     cg_flush_close(&v, wfd);
 
     struct bfs_fd *ffd;
-    known_file(&v, "fs", "synced", &a);
+    ok(cg_put_known(&v, "fs", "synced", &a), "put fs: clean copies, looked up");
     is_int(cg_open(&v, &a.gfid, O_RDONLY, &ffd), 0, "open O_RDONLY (one copy)");
-    for (int i = 0; i < 3; i++)
-        l0[i] = cg_fop_calls(&v, i, "fsync");
+    cg_fop_counts(&v, "fsync", l0);
     struct bfs_fsync_req fq = {.fd = ffd};
     is_int(bfs_sync_fsync(v.top, v.st, &fq, NULL), 0, "fsync through it");
     for (int i = 0; i < 3; i++)
@@ -216,11 +192,9 @@ static void test_concurrent_failover(void)
     struct bfs_fd *fd;
     if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n") < 0)
         return;
-    known_file(&v, "cf", "both", &a);
+    ok(cg_put_known(&v, "cf", "both", &a), "put cf: clean copies, looked up");
     is_int(cg_open(&v, &a.gfid, O_RDONLY, &fd), 0, "open O_RDONLY (on c0 only)");
-    cg_reconf(&v, 0, "error-no", "EIO");
-    cg_reconf(&v, 0, "enable", "read");
-    cg_reconf(&v, 0, "failure", "100");
+    cg_fault(&v, 0, "EIO", "read");
     for (int i = 1; i < 3; i++) {
         cg_reconf(&v, i, "enable", "open");
         cg_reconf(&v, i, "delay-ms", "300");
@@ -241,11 +215,6 @@ static void test_concurrent_failover(void)
 
 int main(void)
 {
-    plan_lazy();
-    if (!cg_can_run())
-        return 0;
-    alarm(300);
-    ok(cg_init("afrlazy") == 0, "process resources");
     static const struct cg_test tests[] = {
         {"one", test_one_copy},
         {"failover", test_failover},
@@ -253,7 +222,8 @@ int main(void)
         {"lock", test_lock_everywhere},
         {"concurrent", test_concurrent_failover},
     };
-    cg_run(tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST");
-    cg_fini();
+    plan_lazy();
+    if (!cg_main("afrlazy", tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST"))
+        return 0;
     return done_testing();
 }

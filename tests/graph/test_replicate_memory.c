@@ -39,12 +39,6 @@ static void push_out(struct cg_vol *v)
     }
 }
 
-static void lookups(struct cg_vol *v, uint64_t out[3])
-{
-    for (int i = 0; i < 3; i++)
-        out[i] = cg_fop_calls(v, i, "lookup");
-}
-
 /* Open by GFID and read, as the mount does after a LOOKUP answered above
  * replicate; returns the lookups each brick saw meanwhile (the refresh),
  * the same for all three or -1. */
@@ -53,13 +47,13 @@ static int open_read(struct cg_vol *v, const struct bfs_gfid *g, const char *wan
     struct bfs_fd *fd;
     char buf[32] = "";
     uint64_t l0[3], l1[3];
-    lookups(v, l0);
+    cg_fop_counts(v, "lookup", l0);
     is_int(cg_open(v, g, O_RDONLY, &fd), 0, "open by GFID");
     int n = cg_read(v, fd, buf, sizeof(buf));
     is_int(n, (int)strlen(want), "read");
     ok(n > 0 && memcmp(buf, want, (size_t)n) == 0, "the bytes are '%s'", want);
     cg_flush_close(v, fd);
-    lookups(v, l1);
+    cg_fop_counts(v, "lookup", l1);
     int d = (int)(l1[0] - l0[0]);
     for (int i = 1; i < 3; i++)
         if ((int)(l1[i] - l0[i]) != d)
@@ -69,9 +63,7 @@ static int open_read(struct cg_vol *v, const struct bfs_gfid *g, const char *wan
 
 static void put_forgotten(struct cg_vol *v, const char *name, const char *s, struct bfs_iatt *a)
 {
-    is_int(cg_put(v, &bfs_gfid_root, name, s, a), 0, "put %s", name);
-    ok(cg_clean_soon(v, name), "%s: counters clean", name);
-    is_int(cg_lookup(v, &bfs_gfid_root, name, a), 0, "lookup %s", name);
+    ok(cg_put_known(v, name, s, a), "put %s: clean copies, looked up", name);
     push_out(v);
 }
 
@@ -97,18 +89,11 @@ static void test_narrowed(void)
 {
     struct cg_vol v;
     struct bfs_iatt a;
-    struct bfs_fd *fd;
     if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n"
                                   " option cluster.data-self-heal off\n") < 0)
         return;
     put_forgotten(&v, "n", "stale", &a);
-    cg_reconf(&v, 0, "error-no", "ENOSPC");
-    cg_reconf(&v, 0, "enable", "write");
-    cg_reconf(&v, 0, "failure", "100");
-    is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open for writing");
-    is_int(cg_write(&v, fd, 0, "FRESH", 5), 5, "a write that fails on c0 only");
-    cg_flush_close(&v, fd);
-    cg_reconf(&v, 0, "failure", "0");
+    is_int(cg_write_fails_on(&v, 0, &a.gfid, "FRESH"), 5, "a write that fails on c0 only");
     ok(cg_content_is(&v, 0, "n", "stale"), "c0 kept the old bytes");
     push_out(&v); /* the file's inode is forgotten with c0 out of its readable set */
     is_int(open_read(&v, &a.gfid, "FRESH"), 0, "no refresh, and not from c0");
@@ -205,18 +190,14 @@ static void test_no_blind_prefetch(void)
 
 int main(void)
 {
-    plan_lazy();
-    if (!cg_can_run())
-        return 0;
-    alarm(300);
-    ok(cg_init("afrmem") == 0, "process resources");
     static const struct cg_test tests[] = {
         {"kept", test_kept},
         {"narrowed", test_narrowed},
         {"dropped", test_dropped},
         {"prefetch", test_no_blind_prefetch},
     };
-    cg_run(tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST");
-    cg_fini();
+    plan_lazy();
+    if (!cg_main("afrmem", tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST"))
+        return 0;
     return done_testing();
 }

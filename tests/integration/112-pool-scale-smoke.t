@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 #
 # 112-pool-scale-smoke.t — a small run of scripts/pool-scale.sh (12
-# brickfsd on loopback, 8 volumes; docs/PERFORMANCE.md, "Pool scale
+# brickfsd on loopback, 8 volumes; docs/performance-history.md, "Pool scale
 # (issue 8)"), checking what the big runs rely on and what must not grow
 # back:
 #   - every command of the run works, from node 1, on a pool of 12;

@@ -60,21 +60,31 @@ EXPECT 0 wb queued
 for i in 0 1 2; do TEST cmp "$T/src" "$B/r$i/f"; done
 
 # ---- quorum lost: close() reports what write() could not ----
-# write_close PATH: "W C" — the errno names (or OK) of one write() of 64
-# KiB at offset 0 of the existing file and of the close() after it
+# write_close PATH [GO RES]: "W C" — the errno names (or OK) of one
+# write() of 64 KiB at offset 0 of the existing file and of the close()
+# after it; with GO and RES, the close waits until file GO exists and the
+# line goes to file RES.
 write_close()
 {
-    python3 - "$1" <<'PY'
-import errno, os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY)
+    python3 - "$@" <<'PY'
+import errno, os, sys, time
 def name(f):
     try:
         f()
         return "OK"
     except OSError as e:
         return errno.errorcode.get(e.errno, str(e.errno))
+fd = os.open(sys.argv[1], os.O_WRONLY)
 w = name(lambda: os.pwrite(fd, b"z" * 65536, 0))
-print(w, name(lambda: os.close(fd)))
+if len(sys.argv) > 3:
+    while not os.path.exists(sys.argv[2]):
+        time.sleep(0.05)
+line = w + " " + name(lambda: os.close(fd))
+if len(sys.argv) > 3:
+    with open(sys.argv[3], "w") as f:
+        f.write(line + "\n")
+else:
+    print(line)
 PY
 }
 down() { kill_brickfsd && kill_mgmt_brick "$1" "$2"; }
@@ -91,21 +101,7 @@ TEST cmp "$T/src" "$B/r0/f"                                   # nothing half wri
 go=$T/go
 res=$T/res
 failed0=$(wb failed)
-python3 - "$M/f" "$go" "$res" <<'PY' &
-import errno, os, sys, time
-def name(f):
-    try:
-        f()
-        return "OK"
-    except OSError as e:
-        return errno.errorcode.get(e.errno, str(e.errno))
-fd = os.open(sys.argv[1], os.O_WRONLY)
-w = name(lambda: os.pwrite(fd, b"y" * 65536, 0))
-while not os.path.exists(sys.argv[2]):
-    time.sleep(0.05)
-with open(sys.argv[3], "w") as f:
-    f.write(w + " " + name(lambda: os.close(fd)) + "\n")
-PY
+write_close "$M/f" "$go" "$res" &
 writer=$!
 failed_more() { [ "$(wb failed)" -gt "$failed0" ] && echo 1; }
 EXPECT_WITHIN 10 1 failed_more

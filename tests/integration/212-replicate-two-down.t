@@ -13,7 +13,8 @@
 #      brick 1 took alone when brick 2 died under it was not acknowledged:
 #      brick 1 marks its copy and that file is not read (ENOTCONN, the
 #      workload waits) until brick 2 is back; heal then undoes it (the
-#      kernel cuts an append at a page boundary: the first part alone,
+#      kernel cuts a write at a page boundary — FUSE splitting it, or a
+#      brick killed inside its pwrite: the first part alone,
 #      kept, showed up as a half-done append — docs/design/replicate.md);
 #   3. brick 2 started again by hand (the same command line): 2 of 3, the
 #      work goes on;

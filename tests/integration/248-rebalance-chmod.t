@@ -63,23 +63,12 @@ while True:
 run_case()
 {
     local v=$1 mode=$2 M=$T/m-$1 B=$T/bricks/$1 f src
-    TEST dht_volume "$v" 2
-    TEST mount_vol "$v" "$M"
-    f=$(moving_name "$B/b0" . 3)
-    TEST [ -n "$f" ]
-    TEST eval "head -c 2097152 /dev/urandom >'$M/$f'"
+    rebal_moving_file "$v" 2097152
+    f=$RB_F src=$RB_SRC
     TEST chmod 0644 "$M/$f"
-    src=$(ls -d "$B"/b[01]/"$f" 2>/dev/null | head -1)
-    TEST [ -f "$src" ]
     bfs_spawn "writer-$v" python3 -c "$writer" "$M/$f" "$mode" "$T/stop-$v" "$T/last-$v"
     bfs_spawn "chmodder-$v" python3 -c "$chmodder" "$src" "$M/$f" "$T/chmod-report-$v"
-
-    mkdir -p "$B/b2"
-    TEST cli volume add-brick "$v" "127.0.0.1:$B/b2" force
-    TEST bfs_wait_until 30 eval "[ \"\$(graph_info '$M' volfile_revision)\" = \"\$(vol_field $v revision)\" ]"
-    TEST cli volume set "$v" cluster.rebal-max-mbps 1
-    TEST cli volume rebalance "$v" start
-    EXPECT_WITHIN 240 completed rebal_state "$v"
+    rebal_add_third "$v" 1
     touch "$T/stop-$v"
     TEST bfs_wait_gone "$(bfs_pid_of "writer-$v")" 30
     TEST bfs_wait_gone "$(bfs_pid_of "chmodder-$v")" 30
@@ -106,23 +95,14 @@ run_case()
 crashed_case()
 {
     local v=$1 M=$T/m-$1 B=$T/bricks/$1 f src sum
-    TEST dht_volume "$v" 2
-    TEST mount_vol "$v" "$M"
-    f=$(moving_name "$B/b0" . 3)
-    TEST [ -n "$f" ]
-    TEST eval "head -c 65536 /dev/urandom >'$M/$f'"
+    rebal_moving_file "$v" 65536
+    f=$RB_F src=$RB_SRC
     TEST chmod 0644 "$M/$f"
     sum=$(md5sum <"$M/$f")
-    src=$(ls -d "$B"/b[01]/"$f" 2>/dev/null | head -1)
-    TEST [ -f "$src" ]
     TEST python3 -c 'import os, sys; os.setxattr(sys.argv[1], "trusted.brickfs.dht.migrating", sys.argv[2].encode()); os.chmod(sys.argv[1], 0o3644)' "$src" "644 $v-client-1"
     TEST chmod 0600 "$M/$f"
     EXPECT 3600 stat -c %a "$src"                # the brick kept the frozen bits
-    mkdir -p "$B/b2"
-    TEST cli volume add-brick "$v" "127.0.0.1:$B/b2" force
-    TEST bfs_wait_until 30 eval "[ \"\$(graph_info '$M' volfile_revision)\" = \"\$(vol_field $v revision)\" ]"
-    TEST cli volume rebalance "$v" start
-    EXPECT_WITHIN 240 completed rebal_state "$v"
+    rebal_add_third "$v"
     EXPECT 0 rebal_field "$v" files_failed
     EXPECT 2 dht_data_brick "$v" "$f"
     EXPECT 600 stat -c %a "$B/b2/$f"             # the chmod made after the crash

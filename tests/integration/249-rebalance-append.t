@@ -105,26 +105,16 @@ print("OK")
 '
 
 v=v M=$T/m-v B=$T/bricks/v
-TEST dht_volume "$v" 2
-TEST mount_vol "$v" "$M"
-f=$(moving_name "$B/b0" . 3)
-TEST [ -n "$f" ]
-TEST eval "head -c 2097152 /dev/urandom >'$M/$f'"
+rebal_moving_file "$v" 2097152
+f=$RB_F src=$RB_SRC
 md5=$(md5sum <"$M/$f" | cut -d' ' -f1)
-src=$(ls -d "$B"/b[01]/"$f" 2>/dev/null | head -1)
-TEST [ -f "$src" ]
 bfs_spawn watcher python3 -c "$watcher" "$src" "$T/copied"
 bfs_spawn late python3 -c "$late" "$M/$f" "$T/go" "$T/late-done"
 bfs_spawn appender-a python3 -c "$appender" "$M/$f" A "$T/stop" "$T/last-a"
 bfs_spawn appender-b python3 -c "$appender" "$M/$f" B "$T/stop" "$T/last-b"
 TEST bfs_wait_until 30 test -e "$T/late-done.opened"
 
-mkdir -p "$B/b2"
-TEST cli volume add-brick "$v" "127.0.0.1:$B/b2" force
-TEST bfs_wait_until 30 eval "[ \"\$(graph_info '$M' volfile_revision)\" = \"\$(vol_field $v revision)\" ]"
-TEST cli volume set "$v" cluster.rebal-max-mbps 1
-TEST cli volume rebalance "$v" start
-EXPECT_WITHIN 240 completed rebal_state "$v"
+rebal_add_third "$v" 1
 EXPECT 0 rebal_field "$v" files_failed
 EXPECT 2 dht_data_brick "$v" "$f"               # it moved to the new brick
 TEST bfs_wait_gone "$(bfs_pid_of watcher)" 30

@@ -50,6 +50,20 @@ void cg_run(const struct cg_test *tests, size_t n, const char *only_env)
             tests[i].fn();
 }
 
+bool cg_main(const char *name, const struct cg_test *tests, size_t n, const char *only_env)
+{
+    if (!cg_can_run())
+        return false;
+    alarm(300);
+    if (cg_init(name) < 0) {
+        printf("Bail out! %s: process resources\n", name);
+        exit(1);
+    }
+    cg_run(tests, n, only_env);
+    cg_fini();
+    return true;
+}
+
 int cg_init(const char *name)
 {
     return cg_init_threads(name, 2);
@@ -103,6 +117,18 @@ struct bfs_graph *cg_graph_start(const char *text, struct bfs_proc *p)
     }
     bfs_graph_activate(g);
     return g;
+}
+
+int cg_read_port(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int port = -1;
+    if (f) {
+        if (fscanf(f, "%d", &port) != 1)
+            port = -1;
+        fclose(f);
+    }
+    return port;
 }
 
 /* What replicate tells the program above it. */
@@ -232,6 +258,13 @@ void cg_down(struct cg_vol *v, int i, bool tell)
     locks->mod->notify(locks, BFS_EV_CLIENT_GONE, cg_child(v, i), BFS_CLIENT_LOCAL);
     if (tell)
         bfs_xl_notify_parents(cg_child(v, i), BFS_EV_CHILD_DOWN, NULL);
+}
+
+void cg_fault(struct cg_vol *v, int i, const char *err, const char *fops)
+{
+    cg_reconf(v, i, "error-no", err);
+    cg_reconf(v, i, "enable", fops);
+    cg_reconf(v, i, "failure", "100");
 }
 
 void cg_up(struct cg_vol *v, int i, bool tell)
@@ -375,6 +408,39 @@ int cg_put(struct cg_vol *v, const struct bfs_gfid *par, const char *name, const
     rc = cg_write(v, fd, 0, s, strlen(s));
     int frc = cg_flush_close(v, fd);
     return rc < 0 ? rc : frc;
+}
+
+int cg_put_settled(struct cg_vol *v, const struct bfs_gfid *par, const char *name, const char *s,
+                   struct bfs_iatt *attr)
+{
+    int rc = cg_put(v, par, name, s, attr);
+    if (rc == 0 && bfs_gfid_is_root(par))
+        (void)cg_clean_soon(v, name);
+    return rc;
+}
+
+bool cg_put_known(struct cg_vol *v, const char *name, const char *s, struct bfs_iatt *attr)
+{
+    int rc = cg_put(v, &bfs_gfid_root, name, s, attr);
+    bool clean = rc == 0 && cg_clean_soon(v, name);
+    int lrc = rc == 0 ? cg_lookup(v, &bfs_gfid_root, name, attr) : rc;
+    if (rc < 0 || !clean || lrc < 0)
+        printf("#   %s: put %d, counters %s, lookup %d\n", name, rc,
+               clean ? "clean" : "not clean", lrc);
+    return rc == 0 && clean && lrc == 0;
+}
+
+int cg_write_fails_on(struct cg_vol *v, int i, const struct bfs_gfid *g, const char *s)
+{
+    struct bfs_fd *fd;
+    cg_fault(v, i, "ENOSPC", "write");
+    int rc = cg_open(v, g, O_RDWR, &fd);
+    if (rc == 0) {
+        rc = cg_write(v, fd, 0, s, strlen(s));
+        cg_flush_close(v, fd);
+    }
+    cg_reconf(v, i, "failure", "0");
+    return rc;
 }
 
 /* ---- the bricks underneath ---- */
@@ -626,6 +692,12 @@ static uint64_t brick_dump_num(struct cg_vol *v, int i, const char *pat)
     uint64_t n = p ? strtoull(p + strlen(pat), NULL, 10) : 0;
     free(d);
     return n;
+}
+
+void cg_fop_counts(struct cg_vol *v, const char *fop, uint64_t *out)
+{
+    for (int i = 0; i < v->n; i++)
+        out[i] = cg_fop_calls(v, i, fop);
 }
 
 /* A counter of brick i's io-stats dump ("bytes_written", "bytes_read"). */

@@ -40,6 +40,11 @@ struct cg_test {
     void (*fn)(void);
 };
 void cg_run(const struct cg_test *tests, size_t n, const char *only_env);
+/* A scenario program's main: false when not root (the plan that skips is
+ * printed: return 0); else a 300 s alarm, cg_init(name) (a failure bails
+ * the program out: TAP "Bail out!", exit 1), cg_run, cg_fini; true (then
+ * done_testing()). */
+bool cg_main(const char *name, const struct cg_test *tests, size_t n, const char *only_env);
 
 /* Once per program: the process (2 threads) and a scratch root
  * /tmp/bfs-NAME-XXXXXX; logs at error level. 0 or -errno. */
@@ -54,6 +59,9 @@ const char *cg_root(void);
 /* A graph from volfile text in process p (NULL: cg_init's), initialised
  * and active; NULL on error (the parser's complaint as a TAP comment). */
 struct bfs_graph *cg_graph_start(const char *text, struct bfs_proc *p);
+/* The port protocol/server wrote to its transport.port-file path; -1 when
+ * the file is missing or holds no number. */
+int cg_read_port(const char *path);
 /* Sends PARENT_DOWN to the top and frees g (NULL: nothing). */
 void cg_graph_stop(struct bfs_graph *g);
 
@@ -78,6 +86,9 @@ void cg_reconf(struct cg_vol *v, int i, const char *key, const char *val); /* of
  * when a connection closes. `tell`: the cluster hears CHILD_DOWN. */
 void cg_down(struct cg_vol *v, int i, bool tell);
 void cg_up(struct cg_vol *v, int i, bool tell);
+/* Child i fails every call of fops (error-gen's "enable": "read", "write",
+ * "all", ...) with err ("EIO"); cg_reconf(v, i, "failure", "0") ends it. */
+void cg_fault(struct cg_vol *v, int i, const char *err, const char *fops);
 void cg_top_set(struct cg_vol *v, const char *key, const char *val);       /* reconfigure */
 
 /* ---- calls through the cluster translator ---- */
@@ -100,6 +111,21 @@ int cg_rmdir(struct cg_vol *v, const struct bfs_gfid *par, const char *name);
 /* Writes whole content to a new file and closes it. */
 int cg_put(struct cg_vol *v, const struct bfs_gfid *par, const char *name, const char *s,
            struct bfs_iatt *attr);
+/* cg_put, then (when par is the root) until the copies' counters are
+ * clean: close() does not wait for the post-op that ends the file's eager
+ * lock (replicate-fd.c, afr_flush), so a brick taken down right after a
+ * put would keep the put's dirty mark until a heal. Scenarios about
+ * something else start from clean copies. */
+int cg_put_settled(struct cg_vol *v, const struct bfs_gfid *par, const char *name, const char *s,
+                   struct bfs_iatt *attr);
+/* A file in the root whose copies are clean and whose context replicate
+ * knows (put, counters clean, looked up; attr: the lookup's). True when
+ * all three held; what did not as a TAP comment. */
+bool cg_put_known(struct cg_vol *v, const char *name, const char *s, struct bfs_iatt *attr);
+/* Writes s at offset 0 of file g through a new O_RDWR fd while child i
+ * fails writes with ENOSPC (the others take it), then closes the fd and
+ * ends the fault. The write's answer (bytes) or the open's error. */
+int cg_write_fails_on(struct cg_vol *v, int i, const struct bfs_gfid *g, const char *s);
 /* A lookup that must answer within ms; one that does not bails the whole
  * test out (TAP "Bail out!"), since a hang would stop it anyway. */
 int cg_lookup_within(struct cg_vol *v, const struct bfs_gfid *par, const char *name, int ms,
@@ -133,6 +159,8 @@ uint64_t cg_calls_of(struct cg_vol *v, int i);
 uint64_t cg_brick_stat(struct cg_vol *v, int i, const char *key);
 /* Calls of fop that reached brick i (its io-stats s<i>: "lookup", "xattrop"). */
 uint64_t cg_fop_calls(struct cg_vol *v, int i, const char *fop);
+/* cg_fop_calls of every brick: out[i] for i < v->n. */
+void cg_fop_counts(struct cg_vol *v, const char *fop, uint64_t *out);
 /* Brick files rel on i and j have the same bytes (any size). */
 bool cg_same_bytes(struct cg_vol *v, int i, int j, const char *rel);
 /* storage/posix's handle of g in brick folder dir (.brickfs/AB/CD/<gfid>),

@@ -110,6 +110,38 @@ moving_name()
         awk -v last="$(($3 - 1))" '$2 == last { print $1; exit }'
 }
 
+# rebal_moving_file VOL SIZE: volume VOL of two bricks ($T/bricks/VOL/b0,
+# b1: dht.sh's dht_volume) mounted at $T/m-VOL, with a file of SIZE random
+# bytes whose name hashes to a third brick (moving_name), so that
+# rebal_add_third moves it: its name in RB_F, its path on the brick that
+# holds it in RB_SRC. Asserts each step (TEST).
+rebal_moving_file()
+{
+    local v=$1 M=$T/m-$1 B=$T/bricks/$1
+    TEST dht_volume "$v" 2
+    TEST mount_vol "$v" "$M"
+    RB_F=$(moving_name "$B/b0" . 3)
+    TEST [ -n "$RB_F" ]
+    TEST eval "head -c $2 /dev/urandom >'$M/$RB_F'"
+    RB_SRC=$(ls -d "$B"/b[01]/"$RB_F" 2>/dev/null | head -1)
+    TEST [ -f "$RB_SRC" ]
+}
+
+# rebal_add_third VOL [MBPS]: adds brick $T/bricks/VOL/b2 to VOL, waits
+# until the mount $T/m-VOL runs the new graph, rebalances (throttled to
+# MBPS MB/s when given) and waits until the rebalance completed (TEST,
+# EXPECT_WITHIN 240 s).
+rebal_add_third()
+{
+    local v=$1 M=$T/m-$1 B=$T/bricks/$1
+    mkdir -p "$B/b2"
+    TEST cli volume add-brick "$v" "127.0.0.1:$B/b2" force
+    TEST bfs_wait_until 30 eval "[ \"\$(graph_info '$M' volfile_revision)\" = \"\$(vol_field $v revision)\" ]"
+    [ -z "${2:-}" ] || TEST cli volume set "$v" cluster.rebal-max-mbps "$2"
+    TEST cli volume rebalance "$v" start
+    EXPECT_WITHIN 240 completed rebal_state "$v"
+}
+
 # hold_writer FILE STOP REPORT: one fd kept open on FILE; a 4 KiB record
 # written (and read back through the same fd) every 10 ms until STOP
 # exists; then the whole file checked through a new open. REPORT gets

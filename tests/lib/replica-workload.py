@@ -35,9 +35,11 @@ followed, as programs do, by a write of the rest, which then fails with
 the fault's errno: the kernel cuts a write into several requests (at the
 first page boundary when it starts mid-page), and the first can be
 acknowledged when a later one fails. For the same reason a write that
-failed outright may show its first requests applied (the data up to a page
-boundary) and nothing else: a brick that died with a request in flight may
-have applied it before its answer was lost, and replicate then keeps that
+failed outright (or whose failure came back from fsync, write-behind
+having answered the write) may show its first requests applied (the data
+up to a page boundary) and nothing else: a brick that died with a request
+in flight may have applied it, or its first pages (the kernel stops a
+write between pages on SIGKILL), before its answer was lost, and replicate then keeps that
 copy, the only one without the unacknowledged mark (docs/design/
 replicate.md: nobody can tell it from a copy that missed the request). So at the end exactly the
 acknowledged operations, plus whichever way each faulted one went, must be
@@ -237,13 +239,18 @@ class Worker(threading.Thread):
                     if done < len(b):
                         self.acked = [(off, b[:done])]
             self.acked = []
-            self.inflight = None
+            # self.inflight stays until fsync and close answered: the mount's
+            # write-behind answers a write at once and its failure comes
+            # back from fsync, with the brick's pwrite possibly cut at a
+            # page boundary by its kill (the kernel stops a write between
+            # pages on a fatal signal)
             self.call(os.fsync, fd)
         finally:
             try:
                 os.close(fd)
             except OSError as e:
                 raise Faulted(e.errno)
+        self.inflight = None
 
     def op_create(self):
         name = self.new_name("f")
