@@ -37,7 +37,7 @@ for i in $(seq 0 599); do
 done
 TEST [ "$(find "$M" -type f | wc -l)" -eq 600 ]
 made=$(($(folders) - n0))
-diag "handle folders made for 3 folders and 600 files: $made"
+echo "# handle folders made for 3 folders and 600 files: $made"
 # 603 GFIDs are three runs of 256 at most (four if this mount's run was
 # already under way); random GFIDs would make ~600 folders
 TEST [ "$made" -ge 1 -a "$made" -le 4 ]
