@@ -10,7 +10,7 @@
  *     mark) the read's reply is not learned: the stat goes down;
  * and over protocol/client to a brick behind protocol/server, two clients
  * A (md-cache) and B, what it keeps of an open that prefetched the file
- * (client-prefetch.c, performance-notes 34):
+ * (client-prefetch.c, performance-notes 36):
  *   - after A's lookup, open and read (answered by A's protocol/client from
  *     the open's prefetch: the brick sees no read), A's lookup of the name
  *     is answered by md-cache, with the attributes the brick has after the

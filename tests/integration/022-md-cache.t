@@ -8,7 +8,7 @@
 #   a stat of a known file and of a missing name in a folder this mount
 #   made reach the brick no more (the client's io-stats, below md-cache,
 #   count no lookup), nor after the file was read (a small file, read from
-#   its open's prefetch: performance-notes 34);
+#   its open's prefetch: performance-notes 36);
 # - a change on one mount is seen on the other within a bounded time
 #   (polled, no sleeps), for size, mode, new names in a folder the other
 #   mount knows complete, unlinks and renames; M2 also has 60 s kernel
