@@ -135,6 +135,14 @@ struct bfs_upcall {
  * invalidations, so performance/md-cache may keep what the reply says. */
 #define BFS_XDATA_UPCALL "brickfs.upcall"
 
+/* xdata key (int 1) of a read reply protocol/client answered from the
+ * bytes its open prefetched (client-prefetch.c): no brick saw the read, so
+ * nothing on a brick changed by it (performance/md-cache keeps what it knew
+ * of the file's attributes; cache-invalidation.md). A translator that
+ * answers a read from several children passes it only if all of theirs
+ * carry it. */
+#define BFS_XDATA_PREFETCHED "brickfs.prefetched"
+
 /* xdata key (int 1) of an fsync a FUSE graph switch sends through an fd it
  * is about to move to a new generation: performance/write-behind answers it
  * itself, once the writes it answered through that file are done, with the

@@ -7,7 +7,23 @@
  *     md-cache counts no stat) and carries the atime the read's reply
  *     reported (the brick's attributes after reading);
  *   - over a brick without invalidations (upcall off: its replies carry no
- *     mark) the read's reply is not learned: the stat goes down.
+ *     mark) the read's reply is not learned: the stat goes down;
+ * and over protocol/client to a brick behind protocol/server, two clients
+ * A (md-cache) and B, what it keeps of an open that prefetched the file
+ * (client-prefetch.c, performance-notes 36):
+ *   - after A's lookup, open and read (answered by A's protocol/client from
+ *     the open's prefetch: the brick sees no read), A's lookup of the name
+ *     is answered by md-cache, with the attributes the brick has after the
+ *     prefetch read (its atime, checked on the brick's own file);
+ *   - B's change of the file reaches A as an invalidation: A's next lookup
+ *     goes down and sees it;
+ *   - B's change between A's open and A's read (the read still answered
+ *     from the prefetch, close-to-open): the lookup after it goes down;
+ *   - over a brick without upcall, nothing is kept: the lookup goes down;
+ * and what cluster translators pass up of an open's mark (lib/upcall-mark.h):
+ *   - replicate: marked when the open went lazily to the copy known good,
+ *     not with cluster.lazy-open off (any copy answers);
+ *   - disperse: never (a fragment's attributes).
  * Needs root (storage/posix: trusted xattrs); skips otherwise.
  */
 #include <fcntl.h>
@@ -51,10 +67,10 @@ static void vol_close(struct cg_vol *v)
     bfs_stack_unref(v->st);
 }
 
-/* The calls of fop that went below md-cache (io-stats "cnt"). */
-static long below(struct cg_vol *v, const char *fop)
+/* The calls of fop io-stats `name` of graph g counted. */
+static long counted(struct bfs_graph *g, const char *name, const char *fop)
 {
-    struct bfs_xl *cnt = bfs_graph_find(v->g, "cnt");
+    struct bfs_xl *cnt = bfs_graph_find(g, name);
     char *text = cnt && cnt->mod->dump ? cnt->mod->dump(cnt) : NULL;
     json_object *o = text ? json_tokener_parse(text) : NULL, *fops, *f, *c;
     long n = -1;
@@ -66,6 +82,12 @@ static long below(struct cg_vol *v, const char *fop)
     json_object_put(o);
     free(text);
     return n;
+}
+
+/* The calls of fop that went below md-cache (io-stats "cnt"). */
+static long below(struct cg_vol *v, const char *fop)
+{
+    return counted(v->g, "cnt", fop);
 }
 
 static int do_stat(struct cg_vol *v, const struct bfs_gfid *g, struct bfs_iatt *attr)
@@ -153,6 +175,282 @@ static void test_unmarked(void)
     vol_close(&v);
 }
 
+/* ---- over protocol/client: the open's prefetch ---- */
+
+struct pf_env {
+    struct bfs_proc *bproc;
+    struct bfs_graph *sg; /* the brick, behind protocol/server */
+    struct cg_vol a, b;   /* A: client -> io-stats "cnt" -> md-cache; B: client */
+    char dir[PATH_MAX];
+};
+
+static int pf_client(struct cg_vol *v, int port, bool mdc)
+{
+    char vf[1024];
+    memset(v, 0, sizeof(*v));
+    snprintf(vf, sizeof(vf),
+             "volume c0\n type protocol/client\n option remote-host 127.0.0.1\n"
+             " option remote-port %d\n option remote-subvolume brick\nend-volume\n"
+             "%s", port,
+             mdc ? "volume cnt\n type debug/io-stats\n subvolumes c0\nend-volume\n"
+                   "volume mdc\n type performance/md-cache\n subvolumes cnt\nend-volume\n"
+                 : "");
+    if (!(v->g = cg_graph_start(vf, NULL)))
+        return -1;
+    v->top = v->g->top;
+    v->st = bfs_stack_new();
+    v->n = 1;
+    for (int i = 0; i < 500; i++) { /* until the connection is up */
+        if (cg_lookup(v, &bfs_gfid_root, NULL, NULL) == 0)
+            return 0;
+        usleep(10000);
+    }
+    return -1;
+}
+
+/* A brick folder `name` behind protocol/server (upcall on or off), clients
+ * A and B connected to it. */
+static int pf_open_env(struct pf_env *e, const char *name, bool upcall)
+{
+    char vf[PATH_MAX * 2 + 1024], portfile[PATH_MAX + 16];
+    memset(e, 0, sizeof(*e));
+    snprintf(e->dir, sizeof(e->dir), "%s/%s", cg_root(), name);
+    snprintf(portfile, sizeof(portfile), "%s.port", e->dir);
+    if (mkdir(e->dir, 0755) < 0 || !(e->bproc = bfs_proc_new("test_md_cache-brick", 2)))
+        return -1;
+    snprintf(vf, sizeof(vf),
+             "volume px\n type storage/posix\n option directory %s\nend-volume\n"
+             "volume lk\n type features/locks\n subvolumes px\nend-volume\n"
+             "volume up\n type features/upcall\n option features.cache-invalidation %s\n"
+             " subvolumes lk\nend-volume\n"
+             "volume brick\n type debug/io-stats\n subvolumes up\nend-volume\n"
+             "volume server\n type protocol/server\n"
+             " option transport.listen-address 127.0.0.1\n option transport.listen-port 0\n"
+             " option transport.port-file %s\n subvolumes brick\nend-volume\n",
+             e->dir, upcall ? "on" : "off", portfile);
+    if (!(e->sg = cg_graph_start(vf, e->bproc)))
+        return -1;
+    int port = -1;
+    FILE *f = fopen(portfile, "r");
+    if (f) {
+        if (fscanf(f, "%d", &port) != 1)
+            port = -1;
+        fclose(f);
+    }
+    if (port <= 0 || pf_client(&e->a, port, true) < 0 || pf_client(&e->b, port, false) < 0)
+        return -1;
+    return 0;
+}
+
+static void pf_close_env(struct pf_env *e)
+{
+    if (e->a.g)
+        vol_close(&e->a);
+    if (e->b.g)
+        vol_close(&e->b);
+    cg_graph_stop(e->sg);
+    if (e->bproc)
+        bfs_proc_free(e->bproc);
+}
+
+/* A's open O_RDONLY of g (*attr: the open reply's) and a read of it all;
+ * the read's byte count or -errno. */
+static int pf_open_read(struct cg_vol *v, const struct bfs_gfid *g, struct bfs_iatt *attr,
+                        struct bfs_fd **fdp)
+{
+    struct bfs_inode *inode = bfs_inode_get(v->g->itable, g, S_IFREG);
+    struct bfs_fd *fd = bfs_fd_new(v->g, inode, O_RDONLY, 0);
+    bfs_inode_unref(inode);
+    struct bfs_open_req q = {.fd = fd, .flags = O_RDONLY};
+    struct bfs_open_rep r;
+    q.loc.gfid = *g;
+    int rc = bfs_sync_open(v->top, v->st, &q, &r);
+    if (rc >= 0 && attr)
+        *attr = r.attr;
+    bfs_open_rep_clear_dup(&r);
+    if (rc < 0) {
+        bfs_fd_unref(fd);
+        return rc;
+    }
+    *fdp = fd;
+    return 0;
+}
+
+static long mdc_counter(struct cg_vol *v, const char *key)
+{
+    struct bfs_xl *m = bfs_graph_find(v->g, "mdc");
+    char *text = m ? m->mod->dump(m) : NULL;
+    json_object *o = text ? json_tokener_parse(text) : NULL, *c;
+    long n = o && json_object_object_get_ex(o, key, &c) ? (long)json_object_get_int64(c) : -1;
+    json_object_put(o);
+    free(text);
+    return n;
+}
+
+/* A file of 100 bytes made by B with an old atime (the prefetch read moves
+ * it on a relatime brick), looked up by A. */
+static int pf_file(struct pf_env *e, const char *name, struct bfs_iatt *a)
+{
+    static const char hundred[] = "0123456789012345678901234567890123456789012345678901234567890"
+                                  "123456789012345678901234567890123456789";
+    if (cg_put(&e->b, &bfs_gfid_root, name, hundred, a) < 0)
+        return -1;
+    struct bfs_setattr_req sr = {.valid = BFS_SET_ATIME};
+    sr.loc.gfid = a->gfid;
+    sr.attr.atime_sec = 1000;
+    if (bfs_sync_setattr(e->b.top, e->b.st, &sr, NULL) < 0)
+        return -1;
+    return cg_lookup(&e->a, &bfs_gfid_root, name, a);
+}
+
+static void test_prefetched(void)
+{
+    struct pf_env e;
+    char buf[256];
+    struct bfs_iatt a, o, l;
+    struct bfs_fd *fd = NULL;
+    if (!ok(pf_open_env(&e, "b-pf", true) == 0, "a brick with upcall behind protocol/server; "
+            "clients A (md-cache) and B") ||
+        !ok(pf_file(&e, "pf", &a) == 0, "B made pf (100 bytes, atime 1000), A looked it up")) {
+        pf_close_env(&e);
+        return;
+    }
+    long r0 = counted(e.sg, "brick", "read"), l0 = below(&e.a, "lookup");
+    is_int(pf_open_read(&e.a, &a.gfid, &o, &fd), 0, "A opens pf O_RDONLY");
+    is_int(cg_read(&e.a, fd, buf, sizeof(buf)), 100, "A reads it whole");
+    is_int((int)(counted(e.sg, "brick", "read") - r0), 0,
+           "the read answered by protocol/client (the open's prefetch)");
+    struct stat bst;
+    char path[PATH_MAX + 8];
+    snprintf(path, sizeof(path), "%s/pf", e.dir);
+    int src = stat(path, &bst);
+    ok(src == 0 && bst.st_atime != 1000 && o.atime_sec == bst.st_atime &&
+           o.atime_nsec == (uint32_t)bst.st_atim.tv_nsec,
+       "the open's reply has the atime the prefetch read left on the brick (%lld, brick %lld)",
+       (long long)o.atime_sec, (long long)bst.st_atime);
+    cg_flush_close(&e.a, fd);
+    is_int(cg_lookup(&e.a, &bfs_gfid_root, "pf", &l), 0, "A looks pf up again (a delete's lookup)");
+    is_int((int)(below(&e.a, "lookup") - l0), 0, "answered by md-cache");
+    ok(l.atime_sec == o.atime_sec && l.atime_nsec == o.atime_nsec && l.size == 100,
+       "with the open's attributes (atime %lld, size %llu)", (long long)l.atime_sec,
+       (unsigned long long)l.size);
+
+    /* another client's change invalidates it */
+    struct bfs_setattr_req sr = {.valid = BFS_SET_MODE};
+    sr.loc.gfid = a.gfid;
+    sr.attr.mode = S_IFREG | 0600;
+    is_int(bfs_sync_setattr(e.b.top, e.b.st, &sr, NULL), 0, "B: chmod 600 pf");
+    bool seen = false;
+    for (int i = 0; i < 500 && !seen; i++) {
+        seen = cg_lookup(&e.a, &bfs_gfid_root, "pf", &l) == 0 && (l.mode & 07777) == 0600;
+        if (!seen)
+            usleep(10000);
+    }
+    ok(seen, "A's lookup sees mode 600 (B's change invalidated A's record)");
+    ok(below(&e.a, "lookup") - l0 >= 1, "... from the brick");
+
+    /* a change by B between A's open and read: not restored by the read */
+    is_int(pf_open_read(&e.a, &a.gfid, &o, &fd), 0, "A opens pf again");
+    long inv = mdc_counter(&e.a, "invalidations");
+    struct bfs_fd *bw = NULL;
+    is_int(cg_open(&e.b, &a.gfid, O_WRONLY, &bw), 0, "B opens pf for writing");
+    is_int(cg_write(&e.b, bw, 100, "more", 4), 4, "B appends 4 bytes");
+    if (bw)
+        cg_flush_close(&e.b, bw);
+    bool got = false;
+    for (int i = 0; i < 500 && !got; i++) {
+        got = mdc_counter(&e.a, "invalidations") > inv;
+        if (!got)
+            usleep(10000);
+    }
+    ok(got, "A heard B's write (invalidation)");
+    r0 = counted(e.sg, "brick", "read");
+    is_int(cg_read(&e.a, fd, buf, sizeof(buf)), 100,
+           "A's read through the open fd: the 100 bytes of the open (close-to-open)");
+    is_int((int)(counted(e.sg, "brick", "read") - r0), 0, "... from the prefetch");
+    cg_flush_close(&e.a, fd);
+    l0 = below(&e.a, "lookup");
+    is_int(cg_lookup(&e.a, &bfs_gfid_root, "pf", &l), 0, "A looks pf up");
+    is_int((int)(below(&e.a, "lookup") - l0), 1, "goes down: the read restored nothing");
+    is_int((int)l.size, 104, "and sees B's 104 bytes");
+    pf_close_env(&e);
+}
+
+static void test_prefetched_unmarked(void)
+{
+    struct pf_env e;
+    char buf[256];
+    struct bfs_iatt a, l;
+    struct bfs_fd *fd = NULL;
+    if (!ok(pf_open_env(&e, "b-pf-off", false) == 0, "a brick without upcall, A and B") ||
+        !ok(pf_file(&e, "pf", &a) == 0, "B made pf, A looked it up")) {
+        pf_close_env(&e);
+        return;
+    }
+    long r0 = counted(e.sg, "brick", "read"), l0 = below(&e.a, "lookup");
+    is_int(pf_open_read(&e.a, &a.gfid, NULL, &fd), 0, "A opens pf");
+    is_int(cg_read(&e.a, fd, buf, sizeof(buf)), 100, "A reads it");
+    is_int((int)(counted(e.sg, "brick", "read") - r0), 0, "from the prefetch");
+    cg_flush_close(&e.a, fd);
+    is_int(cg_lookup(&e.a, &bfs_gfid_root, "pf", &l), 0, "A looks pf up");
+    is_int((int)(below(&e.a, "lookup") - l0), 1, "goes down: nothing unmarked is kept");
+    pf_close_env(&e);
+}
+
+/* ---- cluster translators and the open's mark ---- */
+
+/* Opens g with flags through v->top: 1 the reply is marked, 0 not, -errno. */
+static int open_marked(struct cg_vol *v, const struct bfs_gfid *g, int flags)
+{
+    struct bfs_inode *inode = bfs_inode_get(v->g->itable, g, S_IFREG);
+    struct bfs_fd *fd = bfs_fd_new(v->g, inode, flags, 0);
+    bfs_inode_unref(inode);
+    struct bfs_open_req q = {.fd = fd, .flags = (uint32_t)flags};
+    struct bfs_open_rep r;
+    q.loc.gfid = *g;
+    int rc = bfs_sync_open(v->top, v->st, &q, &r);
+    if (rc >= 0)
+        rc = bfs_dict_has(r.xdata, BFS_XDATA_UPCALL) ? 1 : 0;
+    bfs_open_rep_clear_dup(&r);
+    if (rc >= 0)
+        cg_flush_close(v, fd);
+    else
+        bfs_fd_unref(fd);
+    return rc;
+}
+
+static const char *const up_layers[] = {"features/locks l", "features/upcall u", NULL};
+
+static void test_cluster_marks(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    if (ok(cg_vol_open(&v, 3, up_layers,
+                       " type cluster/replicate\n"
+                       " option cluster.background-self-heal-count 0\n") == 0,
+           "replicate 3 over bricks with upcall")) {
+        ok(cg_put(&v, &bfs_gfid_root, "f", "hello", &a) == 0 &&
+               cg_lookup(&v, &bfs_gfid_root, "f", &a) == 0,
+           "a file, looked up (its copies known good)");
+        is_int(open_marked(&v, &a.gfid, O_RDONLY), 1,
+               "O_RDONLY open (lazy: the good copy alone): the mark passes");
+        cg_top_set(&v, "cluster.lazy-open", "off");
+        is_int(open_marked(&v, &a.gfid, O_RDONLY), 0,
+               "with cluster.lazy-open off (any copy answers): no mark");
+        cg_vol_close(&v);
+    }
+    if (ok(cg_vol_open(&v, 3, up_layers,
+                       " type cluster/disperse\n option redundancy 1\n"
+                       " option cluster.background-self-heal-count 0\n") == 0,
+           "disperse 2+1 over bricks with upcall")) {
+        ok(cg_put(&v, &bfs_gfid_root, "f", "hello", &a) == 0 &&
+               cg_lookup(&v, &bfs_gfid_root, "f", &a) == 0, "a file");
+        is_int(open_marked(&v, &a.gfid, O_RDONLY), 0,
+               "O_RDONLY open: no mark (a fragment's attributes)");
+        cg_vol_close(&v);
+    }
+}
+
 int main(void)
 {
     plan_lazy();
@@ -163,6 +461,9 @@ int main(void)
     static const struct cg_test tests[] = {
         {"learned", test_learned},
         {"unmarked", test_unmarked},
+        {"prefetched", test_prefetched},
+        {"prefetched-unmarked", test_prefetched_unmarked},
+        {"cluster-marks", test_cluster_marks},
     };
     cg_run(tests, sizeof(tests) / sizeof(tests[0]), "MDC_TEST");
     cg_fini();

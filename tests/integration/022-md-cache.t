@@ -7,7 +7,8 @@
 # - the cache answers: after the kernel forgot every name (drop_caches),
 #   a stat of a known file and of a missing name in a folder this mount
 #   made reach the brick no more (the client's io-stats, below md-cache,
-#   count no lookup);
+#   count no lookup), nor after the file was read (a small file, read from
+#   its open's prefetch: performance-notes 36);
 # - a change on one mount is seen on the other within a bounded time
 #   (polled, no sleeps), for size, mode, new names in a folder the other
 #   mount knows complete, unlinks and renames; M2 also has 60 s kernel
@@ -61,6 +62,11 @@ EXPECT 5 size_of "$M1/d/f"
 EXPECT no exists "$M1/d/missing"
 EXPECT "$n0" lookups "$M1"
 EXPECT hello cat "$M1/d/f"
+# that read was answered from the open's prefetch (5 bytes): md-cache kept
+# the open's attributes, so the kernel's next LOOKUP (a delete's) stays here
+TEST forget
+EXPECT 5 size_of "$M1/d/f"
+EXPECT "$n0" lookups "$M1"
 
 # ---- one mount's changes seen on the other ----
 EXPECT 5 size_of "$M2/d/f"             # M2 caches it now (md-cache and kernel)

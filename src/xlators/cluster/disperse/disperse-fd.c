@@ -32,6 +32,7 @@
 
 #include "core/event.h"
 #include "disperse.h"
+#include "xlators/lib/upcall-mark.h"
 
 enum { FAN_OPEN = 1, FAN_INTERNAL, FAN_ANY, FAN_ALL, FAN_STATFS, FAN_LK };
 enum { F_WIND = 1, F_DONE, F_UNDONE };
@@ -245,7 +246,11 @@ static int fan_done(struct ec_fan *f)
                                    f->op.replies[first_ok(f, ok)].rep);
             return rc == 0 ? BFS_OP_DONE : fan_answer(f, rc, -1);
         }
-        return fan_answer(f, 0, first_ok(f, ok));
+        if (f->fop != BFS_FOP_OPEN)
+            return fan_answer(f, 0, first_ok(f, ok));
+        /* a fragment's attributes: not the file's for md-cache (lib/upcall-mark.h) */
+        bfs_unwind_open_unmarked(f->op.frame, 0, f->op.replies[first_ok(f, ok)].rep);
+        return BFS_OP_DONE;
     }
     case FAN_INTERNAL:
         return internal_done(f, ok);

@@ -44,6 +44,7 @@
 
 #include "core/event.h"
 #include "replicate.h"
+#include "xlators/lib/upcall-mark.h"
 
 enum { FAN_OPEN = 1, FAN_ANY, FAN_ALL, FAN_STATFS, FAN_LK, FAN_REOPEN };
 enum { F_WIND = 1, F_DONE, F_UNDONE, F_NB_DONE, F_NB_UNDONE, F_SERIAL, F_FIX, F_FIXED };
@@ -377,7 +378,12 @@ static int fan_done(struct afr_fan *f)
                 return BFS_OP_DONE; /* the transaction answers */
             return fan_answer(f, rc, -1);
         }
-        return fan_answer(f, 0, first_ok(f, ok));
+        if (f->lazy || f->fop != BFS_FOP_OPEN)
+            return fan_answer(f, 0, first_ok(f, ok)); /* lazy: the copy known good */
+        /* any copy that opened it, maybe one not known good: its attributes
+         * are not the file's for md-cache (lib/upcall-mark.h) */
+        bfs_unwind_open_unmarked(f->op.frame, 0, f->op.replies[first_ok(f, ok)].rep);
+        return BFS_OP_DONE;
     case FAN_ANY:
         return ok ? fan_answer(f, 0, first_ok(f, ok)) : fan_answer(f, fan_error(f), -1);
     case FAN_ALL:

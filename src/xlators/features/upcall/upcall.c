@@ -231,6 +231,7 @@ static void unwind_marked(struct bfs_frame *frame, int fop, int rc, const void *
             MARK_CASE(stat, STAT)
             MARK_CASE(fstat, FSTAT)
             MARK_CASE(read, READ)
+            MARK_CASE(open, OPEN) /* its attr: after the open's prefetch read */
             MARK_CASE(create, CREATE)
             MARK_CASE(mknod, MKNOD)
             MARK_CASE(mkdir, MKDIR)

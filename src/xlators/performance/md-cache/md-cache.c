@@ -7,12 +7,16 @@
  * Every fop comes through the generic handler and falls in one class:
  *   lookup, stat, fstat  answered from the tables or wound and learned;
  *   read-only            passed (locks, getxattr, readlink...);
- *   atime                read, readdir: the inode's attributes are dropped
- *                        (the brick's file system may move its atime, as
- *                        FUSE's own attribute cache assumes), names kept;
- *                        a read's reply then stores the attributes the
- *                        brick took after reading (as GlusterFS's
- *                        mdc_readv_cbk), under the rules of any change;
+ *   atime                read, readdir, and an O_RDONLY open (storage/posix
+ *                        may read the file for the open-prefetch): the
+ *                        inode's attributes are dropped (the brick's file
+ *                        system may move its atime, as FUSE's own attribute
+ *                        cache assumes), names kept; a read's or open's
+ *                        reply then stores the attributes the brick took
+ *                        after reading (as GlusterFS's mdc_readv_cbk),
+ *                        under the rules of any change; a read answered by
+ *                        protocol/client from its open's prefetch reached
+ *                        no brick: what was known before it is put back;
  *   inode change         attributes dropped, then the reply's post stored;
  *   new name / gone name create, mknod, mkdir, symlink / unlink, rmdir;
  *   anything else        (rename, link, fops added later) empties the cache.
@@ -47,6 +51,11 @@ struct mdc_call {
     uint32_t uid, gid;
     struct bfs_gfid par, gfid;
     char *name;
+    /* a read: the attributes it dropped when wound (had: they were valid),
+     * put back if no brick saw the read (restore_prefetched) */
+    bool had;
+    struct bfs_iatt prev;
+    uint64_t prev_until;
 };
 
 
@@ -62,6 +71,12 @@ static bool is_marked(const struct bfs_dict *x)
 {
     int64_t v;
     return x && bfs_dict_get_int(x, BFS_XDATA_UPCALL, &v) == 0 && v == 1;
+}
+
+static bool is_prefetched(const struct bfs_dict *x)
+{
+    int64_t v;
+    return x && bfs_dict_get_int(x, BFS_XDATA_PREFETCHED, &v) == 0 && v == 1;
 }
 
 static void loc_gfid(const struct bfs_loc *l, struct bfs_gfid *out)
@@ -89,8 +104,14 @@ static enum mdc_class class_of(int fop, const void *req)
     case BFS_FOP_INODELK: case BFS_FOP_FINODELK: case BFS_FOP_ENTRYLK: case BFS_FOP_FENTRYLK:
     case BFS_FOP_SEEK: case BFS_FOP_LEASE: case BFS_FOP_RCHECKSUM:
         return MDC_PASS;
-    case BFS_FOP_OPEN:
-        return ((const struct bfs_open_req *)req)->flags & O_TRUNC ? MDC_INODE : MDC_PASS;
+    case BFS_FOP_OPEN: {
+        uint32_t fl = ((const struct bfs_open_req *)req)->flags;
+        if (fl & O_TRUNC)
+            return MDC_INODE;
+        /* only a read-only open may read the file (protocol/client's
+         * open-prefetch): its atime moves, its reply has the new one */
+        return (fl & O_ACCMODE) == O_RDONLY ? MDC_ATIME : MDC_PASS;
+    }
     case BFS_FOP_WRITE: case BFS_FOP_TRUNCATE: case BFS_FOP_FTRUNCATE: case BFS_FOP_SETATTR:
     case BFS_FOP_FSETATTR: case BFS_FOP_FALLOCATE: case BFS_FOP_DISCARD: case BFS_FOP_ZEROFILL:
     case BFS_FOP_SETXATTR: case BFS_FOP_FSETXATTR: case BFS_FOP_REMOVEXATTR:
@@ -242,6 +263,7 @@ static const struct bfs_dict *rep_xdata(int fop, const void *rep, const struct b
         X(stat, STAT, &r->attr)
         X(fstat, FSTAT, &r->attr)
         X(read, READ, &r->attr)
+        X(open, OPEN, &r->attr)
         X(create, CREATE, &r->attr)
         X(mknod, MKNOD, &r->attr)
         X(mkdir, MKDIR, &r->attr)
@@ -286,6 +308,8 @@ static void learn_ok(struct mdc_priv *p, const struct mdc_call *c, int fop, cons
         post = NULL;
     if (post && c->cls == MDC_ATIME && !bfs_gfid_eq(&post->gfid, &c->gfid))
         post = NULL; /* not the file read: its attributes stay stale */
+    if (fop == BFS_FOP_OPEN && c->cls != MDC_ATIME)
+        post = NULL; /* O_TRUNC: cluster translators answer the open's pre-truncate times */
     if (post)
         bfs__mdc_attr_set(p, post, c->until);
     if (c->name && c->cls == MDC_GONE)
@@ -325,18 +349,38 @@ static void learn_not(struct mdc_priv *p, const struct mdc_call *c, int rc)
         drop(p, c);
 }
 
+/* A read that reached no brick (protocol/client answered it from the bytes
+ * its open prefetched) changed nothing there: what the tables held when it
+ * was wound (learned from a marked reply, the open's if it was this fd's)
+ * is as good as it was, if nothing moved meanwhile (fresh). */
+static bool restore_prefetched(struct mdc_priv *p, const struct mdc_call *c)
+{
+    struct mdc_inode *in = bfs__mdc_inode_get(p, &c->gfid);
+    if (!c->had || !in || in->attr_ok || !bfs_gfid_eq(&c->prev.gfid, &c->gfid))
+        return false;
+    in->attr = c->prev;
+    in->attr_ok = true;
+    in->attr_until = c->prev_until;
+    p->restored++;
+    return true;
+}
+
 static void mdc_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc, const void *rep)
 {
     struct mdc_priv *p = frame->xl->private;
     struct mdc_call *c = cookie;
     const struct bfs_iatt *post;
-    bool marked = rc >= 0 && is_marked(rep_xdata(fop, rep, &post));
+    const struct bfs_dict *xd = rc >= 0 ? rep_xdata(fop, rep, &post) : NULL;
+    bool marked = is_marked(xd);
+    bool local = fop == BFS_FOP_READ && is_prefetched(xd);
     pthread_mutex_lock(&p->lock);
     bool change = c->cls != MDC_LEARN;
     if (change)
         p->changing--;
     bool fresh = c->alone && p->seq == c->seq;
-    if (rc >= 0 && marked && fresh)
+    if (local && fresh && restore_prefetched(p, c)) {
+        /* as before the read */
+    } else if (rc >= 0 && marked && fresh)
         learn_ok(p, c, fop, rep);
     else if (change)
         learn_not(p, c, rc);
@@ -396,6 +440,13 @@ static void change_starts(struct mdc_priv *p, struct mdc_call *c)
     }
     if (c->cls == MDC_NEW && c->name)
         bfs__mdc_entry_drop(p, &c->par, c->name);
+    if (c->cls == MDC_ATIME && !bfs_gfid_is_null(&c->gfid)) {
+        struct mdc_inode *in = bfs__mdc_inode_get(p, &c->gfid);
+        if ((c->had = in && in->attr_ok)) {
+            c->prev = in->attr;
+            c->prev_until = in->attr_until;
+        }
+    }
     if (!bfs_gfid_is_null(&c->gfid))
         drop(p, c);
 }
@@ -557,6 +608,7 @@ static char *mdc_dump(struct bfs_xl *xl)
     json_object_object_add(o, "negative_hits", json_object_new_uint64(p->neg_hits));
     json_object_object_add(o, "misses", json_object_new_uint64(p->misses));
     json_object_object_add(o, "invalidations", json_object_new_uint64(p->invalidations));
+    json_object_object_add(o, "restored", json_object_new_uint64(p->restored));
     json_object_object_add(o, "flushes", json_object_new_uint64(p->flushes));
     pthread_mutex_unlock(&p->lock);
     char *text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));

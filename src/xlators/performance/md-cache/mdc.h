@@ -61,6 +61,7 @@ struct mdc_priv {
     uint64_t changing; /* changes of this client in flight */
     /* counters for the dump and the tests */
     uint64_t hits, neg_hits, misses, invalidations, flushes;
+    uint64_t restored; /* reads answered from an open's prefetch: attributes kept */
 };
 
 int bfs__mdc_table_init(struct mdc_priv *p);

@@ -29,6 +29,10 @@
  * another process when the open was sent may be good by the time of the
  * read, and its prefetched bytes would be the old ones).
  *
+ * A read answered here carries BFS_XDATA_PREFETCHED in its reply's xdata:
+ * it reached no brick, so performance/md-cache need not forget the file's
+ * attributes for it (the open's reply carried them as of the prefetch).
+ *
  * The data lives until the fd's last read reaches its end, or the fd goes
  * (cli_fd_free). Per brick, per fd: replicate and distribute above get from
  * each brick exactly what that brick would have read.
@@ -141,8 +145,17 @@ bool cli_pf_read(struct cli_priv *priv, struct cli_fd *cf, struct bfs_frame *fra
         }
     }
     pthread_mutex_unlock(&priv->lock);
-    if (served)
+    if (served) {
+        /* no brick saw this read: md-cache may keep the file's attributes
+         * (without memory for the key, it drops them: only a cost) */
+        if ((rep.xdata = bfs_dict_new()) &&
+            bfs_dict_set_int(rep.xdata, BFS_XDATA_PREFETCHED, 1) < 0) {
+            bfs_dict_unref(rep.xdata);
+            rep.xdata = NULL;
+        }
         bfs_unwind_read(frame, (int)rep.data.len, &rep);
+        bfs_dict_unref(rep.xdata);
+    }
     free(own);
     free(drop);
     return served;

@@ -63,8 +63,12 @@ static int open_existing(const struct px_obj *o, int flags)
 
 /* open's xdata PX_OPEN_PREFETCH_KEY: the whole file, if it is small enough,
  * read as the caller through the fd just opened, into rep->xdata. Failing
- * to is not the open's failure: the client then reads as usual. */
-static void open_prefetch(const struct bfs_open_req *req, int fd, struct bfs_open_rep *rep)
+ * to is not the open's failure: the client then reads as usual. After a
+ * read, rep->attr is taken again: the reply's attributes are the file's as
+ * the reads answered from these bytes leave it (its atime moved), which
+ * md-cache keeps (cache-invalidation.md, "open"). */
+static void open_prefetch(const struct bfs_open_req *req, int fd, const struct bfs_gfid *gfid,
+                          struct bfs_open_rep *rep)
 {
     int64_t max = 0;
     if ((req->flags & (O_ACCMODE | O_TRUNC)) != O_RDONLY ||
@@ -78,6 +82,9 @@ static void open_prefetch(const struct bfs_open_req *req, int fd, struct bfs_ope
     if (n >= 0 && n <= max && (rep->xdata || (rep->xdata = bfs_dict_new())))
         (void)bfs_dict_set_bin(rep->xdata, PX_OPEN_PREFETCH_KEY, buf, (size_t)n);
     free(buf);
+    struct bfs_iatt after;
+    if (n >= 0 && bfs__px_fstat_iatt(fd, gfid, &after) >= 0)
+        rep->attr = after; /* else the open's own: only the atime may be older */
 }
 
 static int do_open(struct px_job *j, const struct bfs_open_req *req, struct bfs_open_rep *rep)
@@ -96,7 +103,7 @@ static int do_open(struct px_job *j, const struct bfs_open_req *req, struct bfs_
     else if (fd >= 0)
         SYS.close(fd);
     if (rc >= 0 && req->xdata)
-        open_prefetch(req, fd, rep); /* fd now belongs to req->fd, still open */
+        open_prefetch(req, fd, &o.gfid, rep); /* fd now belongs to req->fd, still open */
     bfs__px_obj_close(&o);
     return rc;
 }

@@ -1,0 +1,32 @@
+/*
+ * upcall-mark.h — for cluster translators that answer an open with one
+ * child's reply: features/upcall marks open replies (BFS_XDATA_UPCALL) and
+ * performance/md-cache keeps the attributes of a marked read-only open
+ * (docs/design/cache-invalidation.md). A translator may pass the mark only
+ * if the reply's attributes are the file's as the volume sees it; one that
+ * cannot vouch for them (a fragment's attributes, a copy not known good)
+ * answers with the mark taken out. Nothing here outlives the call.
+ */
+#ifndef BFS_XL_LIB_UPCALL_MARK_H
+#define BFS_XL_LIB_UPCALL_MARK_H
+
+#include "core/xlator.h"
+
+/* Unwinds rep (an open's reply) without the mark; without memory for the
+ * copy of its xdata, with no xdata at all (still unmarked). */
+static inline void bfs_unwind_open_unmarked(struct bfs_frame *frame, int rc,
+                                            const struct bfs_open_rep *rep)
+{
+    if (rc < 0 || !rep || !bfs_dict_has(rep->xdata, BFS_XDATA_UPCALL)) {
+        bfs_unwind_open(frame, rc, rep);
+        return;
+    }
+    struct bfs_open_rep r = *rep;
+    r.xdata = bfs_dict_copy(rep->xdata);
+    if (r.xdata)
+        (void)bfs_dict_del(r.xdata, BFS_XDATA_UPCALL);
+    bfs_unwind_open(frame, rc, &r);
+    bfs_dict_unref(r.xdata);
+}
+
+#endif
