@@ -88,25 +88,27 @@ static bool base_get(struct ix_priv *p, char *name, uint64_t *gen)
 
 int ix_entry_make(struct bfs_xl *xl, struct ix_priv *p, const char *entry)
 {
-    for (int tries = 0; p->base_dfd >= 0 && !p->no_links && tries < 3; tries++) {
+    bool links = p->base_dfd >= 0 && !__atomic_load_n(&p->no_links, __ATOMIC_RELAXED);
+    for (int tries = 0; links && tries < 3; tries++) {
         char base[IX_BASE_NAMELEN];
         uint64_t gen;
         bool have = base_get(p, base, &gen);
-        int err = ENOENT;
+        int err = ENOENT; /* no current base: make one */
         if (have && p->link_max > 0 &&
-            __atomic_load_n(&p->base_links, __ATOMIC_RELAXED) >= (uint64_t)p->link_max)
+            __atomic_load_n(&p->base_links, __ATOMIC_RELAXED) >= (uint64_t)p->link_max) {
             err = EMLINK; /* the option's limit, as the file system would say it */
-        else if (have && linkat(p->base_dfd, base, p->pending_fd, entry, 0) == 0) {
+        } else if (have && linkat(p->base_dfd, base, p->pending_fd, entry, 0) == 0) {
             __atomic_add_fetch(&p->base_links, 1, __ATOMIC_RELAXED);
             return 0;
-        } else if (have)
+        } else if (have) {
             err = errno;
+        }
         if (err == EEXIST)
             return -EEXIST;
         if (err == EXDEV || err == EPERM || err == EOPNOTSUPP) {
             XL_WARN(xl, "index entries cannot be links to a base file (%s): plain files from "
                         "now on", strerror(err));
-            p->no_links = true; /* a benign race: several threads may say it */
+            __atomic_store_n(&p->no_links, true, __ATOMIC_RELAXED); /* several may say it */
             break;
         }
         if (err != EMLINK && err != ENOENT)
