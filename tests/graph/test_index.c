@@ -13,7 +13,8 @@
  * keeps live ones (EBUSY).
  * Entries are hard links to a base file in <indices>/base (same inode, its
  * st_nlink counts them); a full base (option link-max, standing for
- * EMLINK) or one removed by hand makes a new base; a restart keeps one
+ * EMLINK, and a real EMLINK where the file system caps links below
+ * 65,001, as ext4 does) or one removed by hand makes a new base; a restart keeps one
  * base without entries and removes the others; plain-file entries (older
  * bricks) are listed and removed like the others.
  * Needs root (trusted xattrs); skips otherwise.
@@ -412,6 +413,35 @@ static int base_of(const struct bfs_gfid *g, struct stat *bst, int nb)
     return -1;
 }
 
+/* Fills base file `base` with links from a scratch folder until the file
+ * system says EMLINK (ext4: 65,000 links). rc: the links made, -1 if none
+ * of the first FILL_MAX failed (no such cap: tmpfs, xfs) or another error. */
+#define FILL_MAX 65001
+static int fill_base(const char *base, bool undo)
+{
+    char fill[PATH_MAX], bp[PATH_MAX], lp[PATH_MAX + 32];
+    snprintf(fill, sizeof(fill), "%s/.brickfs/indices/fill", brick);
+    snprintf(bp, sizeof(bp), "%s/.brickfs/indices/base/%s", brick, base);
+    int k = 0, err = 0;
+    if (!undo) {
+        (void)mkdir(fill, 0700);
+        for (; k < FILL_MAX; k++) {
+            snprintf(lp, sizeof(lp), "%s/%d", fill, k);
+            if (link(bp, lp) < 0) {
+                err = errno;
+                break;
+            }
+        }
+        return err == EMLINK ? k : -1;
+    }
+    for (; k < FILL_MAX; k++) {
+        snprintf(lp, sizeof(lp), "%s/%d", fill, k);
+        if (unlink(lp) < 0 && errno == ENOENT)
+            break;
+    }
+    return rmdir(fill);
+}
+
 static void test_links(void)
 {
     struct brick b;
@@ -454,6 +484,28 @@ static void test_links(void)
     nb = bases(names, bst);
     ok(!indexed(&g[0]) && nb == 1 && bst[0].st_nlink == 2, "l0's link gone: st_nlink 2");
 
+    /* a real EMLINK: the current base filled with links by hand */
+    int filled = fill_base(names[0], false);
+    if (filled < 0) {
+        printf("# the file system here caps no links below %d: no real EMLINK\n", FILL_MAX);
+        ok(1, "# SKIP real EMLINK");
+        ok(1, "# SKIP real EMLINK");
+        fill_base(names[0], true);
+    } else {
+        printf("# the base took %d more links before EMLINK\n", filled);
+        struct bfs_gfid gx;
+        (void)create(&b, "emlink", &gx);
+        is_int(add(&b, &gx, dirty, 1, NULL, 0), 0, "a pre-op while the base is full");
+        char n2[MAXB][256];
+        struct stat b2[MAXB];
+        int nb2 = bases(n2, b2), k = base_of(&gx, b2, nb2);
+        ok(nb2 == 2 && k >= 0 && strcmp(n2[k], names[0]) != 0 && b2[k].st_nlink == 2,
+           "EMLINK: a new base, and the entry links to it");
+        (void)add(&b, &gx, dirty, -1, NULL, 0);
+        fill_base(names[0], true);
+        if (k >= 0) /* the current base from now on */
+            snprintf(names[0], sizeof(names[0]), "%s", n2[k]);
+    }
     /* an old brick's plain-file entry is listed and removed like the others */
     (void)create(&b, "l2", &g[2]);
     snprintf(path, sizeof(path), "%s/.brickfs/indices/pending/%s", brick,
@@ -472,7 +524,8 @@ static void test_links(void)
     ok(unlink(path) == 0, "the base file removed by hand");
     is_int(add(&b, &g[0], dirty, 1, NULL, 0), 0, "pre-op on l0");
     nb = bases(names, bst);
-    ok(nb == 1 && strcmp(names[0], base0) != 0 && base_of(&g[0], bst, nb) == 0,
+    int k0 = base_of(&g[0], bst, nb);
+    ok(k0 >= 0 && strcmp(names[k0], base0) != 0 && bst[k0].st_nlink == 2,
        "a new base, and l0's entry links to it");
     is_int(add(&b, &g[0], dirty, -1, NULL, 0), 0, "post-op on l0");
     is_int(add(&b, &g[1], dirty, -1, NULL, 0), 0, "post-op on l1");
@@ -524,8 +577,8 @@ static void test_links(void)
     is_int(add(&b, &g[0], dirty, 1, NULL, 0), 0, "pre-op on l0");
     struct stat before[MAXB];
     memcpy(before, bst, sizeof(before));
-    int k0 = base_of(&g[0], bst, nb);
-    ok(k0 >= 0 && before[k0].st_nlink == 1, "the new entry links to the empty base");
+    int kr = base_of(&g[0], bst, nb);
+    ok(kr >= 0 && before[kr].st_nlink == 1, "the new entry links to the empty base");
     for (int i = 0; i < 5; i++) /* l0, m3, m4 have dirty 1 */
         if (i == 0 || i >= 3)
             (void)add(&b, &g[i], dirty, -1, NULL, 0);
