@@ -9,11 +9,11 @@
  * the option `watch`), and keeps one entry per inode whose watched counters
  * are not all zero:
  *
- *   <brick>/.brickfs/indices/pending/<gfid>     an empty regular file: a hard
- *                                               link to a base file (index-base.c)
+ *   <brick>/.brickfs/indices/pending/<gfid>     a hard link to an empty base
+ *                                               file (index-base.c)
  *
  * - before an xattrop that adds a positive amount to a watched key is sent
- *   down, the entry is created (mknodat, EEXIST is fine): the pre-op of a
+ *   down, the entry is created (linkat, EEXIST is fine): the pre-op of a
  *   transaction is on the index before it is on the inode, so a crash
  *   between pre-op and post-op leaves the entry;
  * - a reply with a watched value non-zero creates the entry too (an
