@@ -11,6 +11,12 @@
  * xattrs have been read, post-ops decide without reading them again.
  * The purge call drops stale entries (counters zero, or the file gone) and
  * keeps live ones (EBUSY).
+ * Entries are hard links to a base file in <indices>/base (same inode, its
+ * st_nlink counts them); a full base (option link-max, standing for
+ * EMLINK, and a real EMLINK where the file system caps links below
+ * 65,001, as ext4 does) or one removed by hand makes a new base; a restart keeps one
+ * base without entries and removes the others; plain-file entries (older
+ * bricks) are listed and removed like the others.
  * Needs root (trusted xattrs); skips otherwise.
  */
 #include <dirent.h>
@@ -30,6 +36,7 @@
 static struct bfs_proc *proc;
 static char root[256];
 static char brick[512];
+static const char *ix_opts = ""; /* extra option lines of features/index */
 
 struct brick {
     struct bfs_graph *g;
@@ -52,8 +59,8 @@ static int brick_open(struct brick *b, bool failing)
     else
         n = snprintf(text, sizeof(text),
                      "volume p\n type storage/posix\n option directory %s\nend-volume\n"
-                     "volume ix\n type features/index\n subvolumes p\nend-volume\n",
-                     brick);
+                     "volume ix\n type features/index\n%s subvolumes p\nend-volume\n",
+                     brick, ix_opts);
     char err[512];
     memset(b, 0, sizeof(*b));
     if (bfs_graph_from_text(text, (size_t)n, "index.vol", proc, &b->g, err, sizeof(err)) < 0) {
@@ -363,6 +370,225 @@ static void test_index(void)
     brick_close(&b);
 }
 
+/* ---- entries as hard links to a base file ---- */
+
+#define MAXB 8
+
+/* The base files: their names (sorted by nothing) and inodes. rc: how many. */
+static int bases(char names[][256], struct stat *st)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/.brickfs/indices/base", brick);
+    DIR *d = opendir(path);
+    int n = 0;
+    for (struct dirent *de; d && (de = readdir(d));) {
+        if (de->d_name[0] == '.' || n == MAXB)
+            continue;
+        snprintf(names[n], sizeof(names[n]), "%s", de->d_name);
+        snprintf(path, sizeof(path), "%s/.brickfs/indices/base/%s", brick, de->d_name);
+        if (stat(path, &st[n]) == 0)
+            n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static int entry_stat(const struct bfs_gfid *g, struct stat *st)
+{
+    char path[PATH_MAX], s[BFS_GFID_STRLEN];
+    snprintf(path, sizeof(path), "%s/.brickfs/indices/pending/%s", brick, bfs_gfid_fmt(g, s));
+    return stat(path, st);
+}
+
+/* Index of the base whose inode entry g shares, or -1. */
+static int base_of(const struct bfs_gfid *g, struct stat *bst, int nb)
+{
+    struct stat st;
+    if (entry_stat(g, &st) < 0)
+        return -1;
+    for (int i = 0; i < nb; i++)
+        if (bst[i].st_ino == st.st_ino && bst[i].st_dev == st.st_dev)
+            return i;
+    return -1;
+}
+
+/* Fills base file `base` with links from a scratch folder until the file
+ * system says EMLINK (ext4: 65,000 links). rc: the links made, -1 if none
+ * of the first FILL_MAX failed (no such cap: tmpfs, xfs) or another error. */
+#define FILL_MAX 65001
+static int fill_base(const char *base, bool undo)
+{
+    char fill[PATH_MAX], bp[PATH_MAX], lp[PATH_MAX + 32];
+    snprintf(fill, sizeof(fill), "%s/.brickfs/indices/fill", brick);
+    snprintf(bp, sizeof(bp), "%s/.brickfs/indices/base/%s", brick, base);
+    int k = 0, err = 0;
+    if (!undo) {
+        (void)mkdir(fill, 0700);
+        for (; k < FILL_MAX; k++) {
+            snprintf(lp, sizeof(lp), "%s/%d", fill, k);
+            if (link(bp, lp) < 0) {
+                err = errno;
+                break;
+            }
+        }
+        return err == EMLINK ? k : -1;
+    }
+    for (; k < FILL_MAX; k++) {
+        snprintf(lp, sizeof(lp), "%s/%d", fill, k);
+        if (unlink(lp) < 0 && errno == ENOENT)
+            break;
+    }
+    return rmdir(fill);
+}
+
+static void test_links(void)
+{
+    struct brick b;
+    const char *dirty = "trusted.brickfs.afr.dirty";
+    char names[MAXB][256];
+    struct stat bst[MAXB];
+    struct bfs_gfid g[6];
+
+    char path[PATH_MAX], gs[BFS_GFID_STRLEN];
+    snprintf(path, sizeof(path), "%s/.brickfs/indices/pending", brick);
+    DIR *d = opendir(path); /* what test_index left (its failed pre-op's entry) */
+    for (struct dirent *de; d && (de = readdir(d));)
+        if (de->d_name[0] != '.')
+            (void)unlinkat(dirfd(d), de->d_name, 0);
+    if (d)
+        closedir(d);
+    ok(brick_open(&b, false) == 0, "links: brick graph");
+    int nb = bases(names, bst);
+    is_int(nb, 1, "one base file in indices/base");
+    ok(nb == 1 && strncmp(names[0], "base-", 5) == 0 && S_ISREG(bst[0].st_mode) &&
+           bst[0].st_nlink == 1 && (bst[0].st_mode & 0777) == 0600,
+       "named base-*, a 0600 regular file without links");
+    for (int i = 0; i < 2; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "l%d", i);
+        (void)create(&b, name, &g[i]);
+    }
+    is_int(add(&b, &g[0], dirty, 1, NULL, 0), 0, "pre-op on l0");
+    is_int(add(&b, &g[1], dirty, 1, NULL, 0), 0, "pre-op on l1");
+    nb = bases(names, bst);
+    struct stat est;
+    ok(nb == 1 && base_of(&g[0], bst, nb) == 0 && base_of(&g[1], bst, nb) == 0,
+       "both entries are the base's inode");
+    ok(nb == 1 && bst[0].st_nlink == 3 && entry_stat(&g[0], &est) == 0 && est.st_nlink == 3,
+       "st_nlink 3: the base and two entries");
+    int64_t off = 0, eof = 0;
+    struct bfs_gfid got[8];
+    is_int(list_page(&b, b.st, &off, 8, got, &eof), 2, "the listing has the two entries only");
+    is_int(add(&b, &g[0], dirty, -1, NULL, 0), 0, "post-op on l0");
+    nb = bases(names, bst);
+    ok(!indexed(&g[0]) && nb == 1 && bst[0].st_nlink == 2, "l0's link gone: st_nlink 2");
+
+    /* a real EMLINK: the current base filled with links by hand */
+    int filled = fill_base(names[0], false);
+    if (filled < 0) {
+        printf("# the file system here caps no links below %d: no real EMLINK\n", FILL_MAX);
+        ok(1, "# SKIP real EMLINK");
+        ok(1, "# SKIP real EMLINK");
+        fill_base(names[0], true);
+    } else {
+        printf("# the base took %d more links before EMLINK\n", filled);
+        struct bfs_gfid gx;
+        (void)create(&b, "emlink", &gx);
+        is_int(add(&b, &gx, dirty, 1, NULL, 0), 0, "a pre-op while the base is full");
+        char n2[MAXB][256];
+        struct stat b2[MAXB];
+        int nb2 = bases(n2, b2), k = base_of(&gx, b2, nb2);
+        ok(nb2 == 2 && k >= 0 && strcmp(n2[k], names[0]) != 0 && b2[k].st_nlink == 2,
+           "EMLINK: a new base, and the entry links to it");
+        (void)add(&b, &gx, dirty, -1, NULL, 0);
+        fill_base(names[0], true);
+        if (k >= 0) /* the current base from now on */
+            snprintf(names[0], sizeof(names[0]), "%s", n2[k]);
+    }
+    /* an old brick's plain-file entry is listed and removed like the others */
+    (void)create(&b, "l2", &g[2]);
+    snprintf(path, sizeof(path), "%s/.brickfs/indices/pending/%s", brick,
+             bfs_gfid_fmt(&g[2], gs));
+    ok(mknod(path, S_IFREG | 0600, 0) == 0, "a plain-file entry for l2");
+    off = 0;
+    is_int(list_page(&b, b.st, &off, 8, got, &eof), 2, "listed with l1's");
+    is_int(add(&b, &g[2], dirty, 1, NULL, 0), 0, "pre-op on l2 (its entry exists: EEXIST)");
+    is_int(add(&b, &g[2], dirty, -1, NULL, 0), 0, "post-op on l2");
+    ok(!indexed(&g[2]), "the plain entry is removed");
+
+    /* a base removed by hand: the next entry makes a new one */
+    char base0[256];
+    snprintf(base0, sizeof(base0), "%s", names[0]);
+    snprintf(path, sizeof(path), "%s/.brickfs/indices/base/%s", brick, base0);
+    ok(unlink(path) == 0, "the base file removed by hand");
+    is_int(add(&b, &g[0], dirty, 1, NULL, 0), 0, "pre-op on l0");
+    nb = bases(names, bst);
+    int k0 = base_of(&g[0], bst, nb);
+    ok(k0 >= 0 && strcmp(names[k0], base0) != 0 && bst[k0].st_nlink == 2,
+       "a new base, and l0's entry links to it");
+    is_int(add(&b, &g[0], dirty, -1, NULL, 0), 0, "post-op on l0");
+    is_int(add(&b, &g[1], dirty, -1, NULL, 0), 0, "post-op on l1");
+    is_int(count_dir(), 0, "index empty");
+    brick_close(&b);
+
+    /* a full base (link-max 2 stands for EMLINK) rolls over to a new one */
+    ix_opts = " option link-max 2\n";
+    ok(brick_open(&b, false) == 0, "brick graph with link-max 2");
+    nb = bases(names, bst);
+    is_int(nb, 1, "start: the base without entries is kept (one base)");
+    (void)create(&b, "m3", &g[3]);
+    (void)create(&b, "m4", &g[4]);
+    int made = 0;
+    for (int i = 0; i < 5; i++)
+        made += add(&b, &g[i], dirty, 1, NULL, 0) == 0 && indexed(&g[i]);
+    is_int(made, 5, "five entries (l0-l2, m3, m4)");
+    nb = bases(names, bst);
+    is_int(nb, 3, "in three bases (2 + 2 + 1)");
+    int per[MAXB] = {0}, linked = 0;
+    for (int i = 0; i < 5; i++) {
+        int k = base_of(&g[i], bst, nb);
+        if (k >= 0) {
+            per[k]++;
+            linked++;
+        }
+    }
+    is_int(linked, 5, "every entry is a link to a base");
+    int shape = 0;
+    for (int k = 0; k < nb; k++)
+        shape += per[k] <= 2 && bst[k].st_nlink == (nlink_t)per[k] + 1;
+    is_int(shape, nb, "no base has more than 2 entries; st_nlink = entries + 1");
+    off = 0;
+    is_int(list_page(&b, b.st, &off, 8, got, &eof), 5, "the listing has the five entries");
+    for (int i = 0; i < 3; i++)
+        (void)add(&b, &g[i], dirty, -1, NULL, 0);
+    brick_close(&b);
+    ix_opts = "";
+
+    /* restart: empty bases go but one, bases with entries stay */
+    ok(brick_open(&b, false) == 0, "brick graph again");
+    nb = bases(names, bst);
+    int empty = 0, full = 0;
+    for (int k = 0; k < nb; k++) {
+        empty += bst[k].st_nlink == 1;
+        full += bst[k].st_nlink > 1;
+    }
+    ok(empty == 1 && full >= 1 && full <= 2, "one empty base kept, those with entries stay");
+    is_int(add(&b, &g[0], dirty, 1, NULL, 0), 0, "pre-op on l0");
+    struct stat before[MAXB];
+    memcpy(before, bst, sizeof(before));
+    int kr = base_of(&g[0], bst, nb);
+    ok(kr >= 0 && before[kr].st_nlink == 1, "the new entry links to the empty base");
+    for (int i = 0; i < 5; i++) /* l0, m3, m4 have dirty 1 */
+        if (i == 0 || i >= 3)
+            (void)add(&b, &g[i], dirty, -1, NULL, 0);
+    is_int(count_dir(), 0, "index empty");
+    brick_close(&b);
+    ok(brick_open(&b, false) == 0 && bases(names, bst) == 1 && bst[0].st_nlink == 1,
+       "next start: a single base file left");
+    brick_close(&b);
+}
+
 int main(void)
 {
     plan_lazy();
@@ -380,6 +606,7 @@ int main(void)
     proc = bfs_proc_new("test_index", 2);
     ok(proc != NULL, "process resources");
     test_index();
+    test_links();
     bfs_proc_free(proc);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);

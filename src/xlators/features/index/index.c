@@ -9,10 +9,11 @@
  * the option `watch`), and keeps one entry per inode whose watched counters
  * are not all zero:
  *
- *   <brick>/.brickfs/indices/pending/<gfid>     an empty regular file
+ *   <brick>/.brickfs/indices/pending/<gfid>     a hard link to an empty base
+ *                                               file (index-base.c)
  *
  * - before an xattrop that adds a positive amount to a watched key is sent
- *   down, the entry is created (mknodat, EEXIST is fine): the pre-op of a
+ *   down, the entry is created (linkat, EEXIST is fine): the pre-op of a
  *   transaction is on the index before it is on the inode, so a crash
  *   between pre-op and post-op leaves the entry;
  * - a reply with a watched value non-zero creates the entry too (an
@@ -134,10 +135,10 @@ static int entry_add(struct bfs_xl *xl, const struct bfs_gfid *g)
     struct ix_priv *p = xl->private;
     char name[BFS_GFID_STRLEN];
     bfs_gfid_fmt(g, name);
-    if (mknodat(p->pending_fd, name, S_IFREG | 0600, 0) < 0) {
-        if (errno == EEXIST)
+    int rc = ix_entry_make(xl, p, name);
+    if (rc < 0) {
+        if (rc == -EEXIST)
             return 0;
-        int rc = -errno;
         XL_ERR(xl, "cannot add %s to the pending index: %s", name, strerror(-rc));
         return rc;
     }
@@ -674,6 +675,7 @@ static void index_fini(struct bfs_xl *xl)
         return;
     if (p->pending_fd >= 0)
         close(p->pending_fd);
+    ix_base_fini(p);
     for (int i = 0; i < p->nwatch; i++)
         free(p->watch[i]);
     for (int i = 0; i < IX_BUCKETS; i++)
@@ -695,7 +697,9 @@ static int index_init(struct bfs_xl *xl)
     if (!p)
         return -ENOMEM;
     p->pending_fd = -1;
+    p->base_dfd = -1;
     pthread_mutex_init(&p->lock, NULL);
+    pthread_mutex_init(&p->base_lock, NULL);
     xl->private = p;
     if (ix_known_init(p) < 0) {
         index_fini(xl);
@@ -728,20 +732,29 @@ static int index_init(struct bfs_xl *xl)
         index_fini(xl);
         return rc;
     }
+    snprintf(pend, sizeof(pend), "%s/base", p->dir);
+    if ((rc = ix_base_init(xl, p, pend)) < 0)
+        XL_WARN(xl, "no base file in %s (%s): index entries will be plain files", pend,
+                strerror(-rc));
     return 0;
 }
 
 static char *index_dump(struct bfs_xl *xl)
 {
     struct ix_priv *p = xl->private;
-    char *out = NULL;
+    char *out = NULL, base[IX_BASE_NAMELEN];
+    pthread_mutex_lock(&p->base_lock);
+    memcpy(base, p->base_name, sizeof(base));
+    pthread_mutex_unlock(&p->base_lock);
     if (asprintf(&out,
                  "{\"directory\":\"%s\",\"added\":%llu,\"removed\":%llu,\"listed\":%llu,"
-                 "\"checks\":%llu}",
+                 "\"checks\":%llu,\"bases\":%llu,\"base\":\"%s\"}",
                  p->dir, (unsigned long long)__atomic_load_n(&p->n_added, __ATOMIC_RELAXED),
                  (unsigned long long)__atomic_load_n(&p->n_removed, __ATOMIC_RELAXED),
                  (unsigned long long)__atomic_load_n(&p->n_listed, __ATOMIC_RELAXED),
-                 (unsigned long long)__atomic_load_n(&p->n_checks, __ATOMIC_RELAXED)) < 0)
+                 (unsigned long long)__atomic_load_n(&p->n_checks, __ATOMIC_RELAXED),
+                 (unsigned long long)__atomic_load_n(&p->n_bases, __ATOMIC_RELAXED),
+                 base) < 0)
         return NULL;
     return out;
 }
@@ -753,6 +766,10 @@ static const struct bfs_option_desc index_options[] = {
      .def = "trusted.brickfs.afr.*,trusted.brickfs.ec.dirty",
      .description = "xattrs whose non-zero value puts an inode on the pending index "
                     "(comma-separated; a trailing * matches a prefix)"},
+    {.key = "link-max", .type = BFS_OPT_INT, .def = "0", .min = 0, .max = 1000000000,
+     .description = "for tests: a base file of the index is full after that many entries "
+                    "were linked to it through this process (0: when the file system says "
+                    "EMLINK)"},
     {.key = NULL},
 };
 

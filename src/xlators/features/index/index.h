@@ -1,6 +1,7 @@
 /*
  * index.h — private to features/index (index.c: the translator;
- * index-known.c: what it knows of inodes' counters without reading them).
+ * index-known.c: what it knows of inodes' counters without reading them;
+ * index-base.c: entries as hard links to a base file).
  */
 #ifndef BFS_XL_INDEX_H
 #define BFS_XL_INDEX_H
@@ -24,6 +25,7 @@
 #define IX_COUNT_MAX 65536
 #define IX_MAX_WATCH 16
 #define IX_BUCKETS 64
+#define IX_BASE_NAMELEN 48      /* "base-" and a GFID, with room */
 
 struct ix_call {
     struct ix_call *next;       /* in the queue of its busy GFID */
@@ -51,7 +53,15 @@ struct ix_priv {
     pthread_mutex_t lock;       /* busy */
     struct ix_busy *busy[IX_BUCKETS];
     struct ix_known_table *known; /* index-known.c */
-    uint64_t n_added, n_removed, n_listed, n_checks; /* statistics (relaxed atomics) */
+    /* index-base.c */
+    int base_dfd;               /* O_DIRECTORY on dir/base, or -1: entries are plain files */
+    bool no_links;              /* linkat is not possible here: plain files */
+    int64_t link_max;           /* option link-max: a base is full after that many (0: fs) */
+    pthread_mutex_t base_lock;  /* base_name, base_gen */
+    char base_name[IX_BASE_NAMELEN]; /* the current base; "" if none */
+    uint64_t base_gen;          /* bumped at each change of the current base */
+    uint64_t base_links;        /* links made to the current base (relaxed atomic) */
+    uint64_t n_added, n_removed, n_listed, n_checks, n_bases; /* statistics (relaxed atomics) */
 };
 
 struct ix_known_table;
@@ -73,5 +83,15 @@ void ix_known_forget(struct ix_priv *p, const struct bfs_gfid *g);
 /* Applies the new values of watched keys (vals) to a known inode: 1 if some
  * watched key is non-zero now, 0 if none, -1 if the inode is not known. */
 int ix_known_apply(struct ix_priv *p, const struct bfs_gfid *g, const struct bfs_dict *vals);
+
+/* ---- index-base.c ----
+ * Makes the index folder's base/ (dir) and chooses or makes the current base
+ * file. base_dfd must be -1 and base_lock initialised before. -errno: entries
+ * will be plain files. */
+int ix_base_init(struct bfs_xl *xl, struct ix_priv *p, const char *dir);
+void ix_base_fini(struct ix_priv *p);
+/* Makes the pending entry named entry: a link to the current base (a new
+ * base when it is full), else a plain file. 0, -EEXIST, or -errno. */
+int ix_entry_make(struct bfs_xl *xl, struct ix_priv *p, const char *entry);
 
 #endif
