@@ -439,6 +439,91 @@ static void test_eager_lock(void)
     cg_vol_close(&v);
 }
 
+/* A write's payload is lent to replicate until the wind returns
+ * (replicate-write.c, struct afr_wtxn): the first write of a lock window
+ * is wound only after the lock answered — replicate must keep a copy — and
+ * a write that joins the held lock is wound at once. Either way the
+ * caller's buffer, rewritten as soon as the wind returns, must not be what
+ * lands on the bricks. Every child answers 100 ms late (error-gen), so the
+ * lock is still being taken when the first wind returns. */
+struct lent_write {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int calls, rc;
+};
+
+static void lent_cbk(struct bfs_frame *frame, void *cookie, int rc, const struct bfs_write_rep *rep)
+{
+    struct lent_write *w = cookie;
+    (void)frame;
+    (void)rep;
+    pthread_mutex_lock(&w->m);
+    w->calls++;
+    w->rc = rc;
+    pthread_cond_broadcast(&w->c);
+    pthread_mutex_unlock(&w->m);
+}
+
+/* Winds a write of len bytes of c at off, scribbles over the buffer when
+ * the wind returns; returns the write's answer, *early whether it had
+ * answered before the wind returned. */
+static int lent_write_at(struct cg_vol *v, struct bfs_fd *fd, uint64_t off, size_t len, char c,
+                         bool *early)
+{
+    struct lent_write w = {.m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER};
+    char *buf = malloc(len);
+    memset(buf, c, len);
+    struct bfs_frame *f = bfs_frame_top_new(v->st, NULL);
+    struct bfs_write_req q = {.fd = fd, .data = {buf, len}, .offset = off};
+    int rc = bfs_wind_write(f, v->top, lent_cbk, &w, &q);
+    pthread_mutex_lock(&w.m);
+    *early = w.calls > 0;
+    pthread_mutex_unlock(&w.m);
+    memset(buf, 'X', len); /* the caller's buffer is its own again */
+    if (rc == 0) {
+        pthread_mutex_lock(&w.m);
+        while (!w.calls)
+            pthread_cond_wait(&w.c, &w.m);
+        rc = w.rc;
+        pthread_mutex_unlock(&w.m);
+    }
+    bfs_frame_top_free(f);
+    free(buf);
+    return rc;
+}
+
+static void test_lent_payload(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *fd;
+    enum { LEN = 256 * 1024 };
+    if (cg_rep_open(&v, 3, false, " option cluster.post-op-delay-ms 5000\n") < 0)
+        return;
+    put_settled(&v, &bfs_gfid_root, "lent", "", &a);
+    is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open");
+    for (int i = 0; i < 3; i++)
+        cg_reconf(&v, i, "delay-ms", "100");
+    bool early1 = true, early2 = true;
+    is_int(lent_write_at(&v, fd, 0, LEN, 'a', &early1), LEN, "first write (takes the lock)");
+    ok(!early1, "it was not answered before its wind returned");
+    is_int(lent_write_at(&v, fd, LEN, LEN, 'b', &early2), LEN, "second write (joins the lock)");
+    ok(!early2, "nor was the second");
+    for (int i = 0; i < 3; i++)
+        cg_reconf(&v, i, "delay-ms", "0");
+    cg_flush_close(&v, fd);
+    static char want[2 * LEN], got[2 * LEN + 1];
+    memset(want, 'a', LEN);
+    memset(want + LEN, 'b', LEN);
+    int good = 0;
+    for (int i = 0; i < 3; i++)
+        good += cg_slurp(cg_on(&v, i, "lent"), got, sizeof(got)) == 2 * LEN &&
+                memcmp(got, want, sizeof(want)) == 0;
+    is_int(good, 3, "every copy has the bytes as they were when written, not the buffer's later ones");
+    ok(cg_clean_soon(&v, "lent"), "counters clean");
+    cg_vol_close(&v);
+}
+
 static void test_read_failover(void)
 {
     struct cg_vol v;
@@ -961,7 +1046,7 @@ int main(void)
         {"quorumreads", test_quorum_reads}, {"hung", test_hung_brick},
         {"unacked", test_quorum_lost_write}, {"plusattrs", test_readdirplus_attrs},
         {"lostpostop", test_lost_before_postop},
-        {"recent", test_recent_lookup},
+        {"recent", test_recent_lookup}, {"lent", test_lent_payload},
     };
     cg_run(tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST"); /* AFR_TEST=name: one */
     cg_fini();
