@@ -136,6 +136,8 @@ static void lend_end(struct afr_wtxn *w)
 {
     struct bfs_write_req *q = w->a.req;
     pthread_mutex_lock(&w->m);
+    __atomic_add_fetch(w->wound ? &w->a.p->n_write_lent : &w->a.p->n_write_copied, 1,
+                       __ATOMIC_RELAXED);
     if (!w->wound) {
         void *copy = malloc(q->data.len);
         if (copy)
