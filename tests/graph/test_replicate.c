@@ -539,6 +539,71 @@ static void test_lent_payload(void)
     cg_vol_close(&v);
 }
 
+/* Writers of the same range through one fd: a write overlapping one in
+ * flight is queued and woken on another thread, which may wind it while
+ * its caller is still deciding whether to copy (struct afr_wtxn's mutex).
+ * Each write covers the whole range with one byte and its caller then
+ * scribbles 'X' over its buffer as soon as the wind returns: the copies
+ * must end identical, holding one writer's byte everywhere and never an
+ * 'X'. It drives both paths (lent and copied) from several threads at
+ * once; its content check sees the last write only ("lent" checks the
+ * copy itself). */
+enum { RACE_LEN = 64 * 1024 };
+
+struct lent_racer {
+    struct cg_vol *v;
+    struct bfs_fd *fd;
+    int id, bad;
+};
+
+static void *lent_racer_main(void *arg)
+{
+    struct lent_racer *r = arg;
+    for (int i = 0; i < 30; i++) {
+        bool early;
+        r->bad += lent_write_at(r->v, r->fd, 0, RACE_LEN, (char)('a' + r->id), &early) != RACE_LEN;
+    }
+    return NULL;
+}
+
+static void test_lent_race(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *fd;
+    if (cg_rep_open(&v, 3, false, NULL) < 0)
+        return;
+    put_settled(&v, &bfs_gfid_root, "race", "", &a);
+    is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open");
+    struct lent_racer r[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        r[i] = (struct lent_racer){.v = &v, .fd = fd, .id = i};
+        pthread_create(&th[i], NULL, lent_racer_main, &r[i]);
+    }
+    int bad = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        bad += r[i].bad;
+    }
+    is_int(bad, 0, "4 threads x 30 writes of the same 64 KiB");
+    cg_flush_close(&v, fd);
+    static char got[RACE_LEN + 1];
+    int good = 0;
+    for (int i = 0; i < 3; i++) {
+        bool same = cg_slurp(cg_on(&v, i, "race"), got, sizeof(got)) == RACE_LEN &&
+                    got[0] >= 'a' && got[0] <= 'd';
+        for (int k = 1; same && k < RACE_LEN; k++)
+            same = got[k] == got[0];
+        good += same;
+    }
+    is_int(good, 3, "each copy holds one writer's bytes throughout (no scribble)");
+    ok(cg_same_everywhere(&v, "race", 7, -1), "the copies are identical");
+    printf("# writes lent %llu, copied %llu\n", (unsigned long long)top_stat(&v, "writes_lent"),
+           (unsigned long long)top_stat(&v, "writes_copied"));
+    cg_vol_close(&v);
+}
+
 static void test_read_failover(void)
 {
     struct cg_vol v;
@@ -1062,6 +1127,7 @@ int main(void)
         {"unacked", test_quorum_lost_write}, {"plusattrs", test_readdirplus_attrs},
         {"lostpostop", test_lost_before_postop},
         {"recent", test_recent_lookup}, {"lent", test_lent_payload},
+        {"lentrace", test_lent_race},
     };
     cg_run(tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST"); /* AFR_TEST=name: one */
     cg_fini();
