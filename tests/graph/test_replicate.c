@@ -425,6 +425,171 @@ static void test_eager_lock(void)
     cg_vol_close(&v);
 }
 
+/* A write's payload is lent to replicate until the wind returns
+ * (replicate-write.c, struct afr_wtxn): the first write of a lock window
+ * is wound only after the lock answered — replicate must keep a copy — and
+ * a write that joins the held lock is wound at once. Either way the
+ * caller's buffer, rewritten as soon as the wind returns, must not be what
+ * lands on the bricks. Every child answers 100 ms late (error-gen), so the
+ * lock is still being taken when the first wind returns. */
+struct lent_write {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int calls, rc;
+};
+
+static void lent_cbk(struct bfs_frame *frame, void *cookie, int rc, const struct bfs_write_rep *rep)
+{
+    struct lent_write *w = cookie;
+    (void)frame;
+    (void)rep;
+    pthread_mutex_lock(&w->m);
+    w->calls++;
+    w->rc = rc;
+    pthread_cond_broadcast(&w->c);
+    pthread_mutex_unlock(&w->m);
+}
+
+/* Winds a write of len bytes of c at off, scribbles over the buffer when
+ * the wind returns; returns the write's answer, *early whether it had
+ * answered before the wind returned. */
+static int lent_write_at(struct cg_vol *v, struct bfs_fd *fd, uint64_t off, size_t len, char c,
+                         bool *early)
+{
+    struct lent_write w = {.m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER};
+    char *buf = malloc(len);
+    memset(buf, c, len);
+    struct bfs_frame *f = bfs_frame_top_new(v->st, NULL);
+    struct bfs_write_req q = {.fd = fd, .data = {buf, len}, .offset = off};
+    int rc = bfs_wind_write(f, v->top, lent_cbk, &w, &q);
+    pthread_mutex_lock(&w.m);
+    *early = w.calls > 0;
+    pthread_mutex_unlock(&w.m);
+    memset(buf, 'X', len); /* the caller's buffer is its own again */
+    if (rc == 0) {
+        pthread_mutex_lock(&w.m);
+        while (!w.calls)
+            pthread_cond_wait(&w.c, &w.m);
+        rc = w.rc;
+        pthread_mutex_unlock(&w.m);
+    }
+    bfs_frame_top_free(f);
+    free(buf);
+    return rc;
+}
+
+/* A counter of replicate's own dump (the volume's top). */
+static uint64_t top_stat(struct cg_vol *v, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof(pat), "\"%s\":", key);
+    char *d = v->top->mod->dump(v->top);
+    const char *p = d ? strstr(d, pat) : NULL;
+    uint64_t n = p ? strtoull(p + strlen(pat), NULL, 10) : 0;
+    free(d);
+    return n;
+}
+
+static void test_lent_payload(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *fd;
+    enum { LEN = 256 * 1024 };
+    if (cg_rep_open(&v, 3, false, " option cluster.post-op-delay-ms 5000\n") < 0)
+        return;
+    put_settled(&v, &bfs_gfid_root, "lent", "", &a);
+    is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open");
+    for (int i = 0; i < 3; i++)
+        cg_reconf(&v, i, "delay-ms", "100");
+    bool early1 = true, early2 = true;
+    uint64_t lent0 = top_stat(&v, "writes_lent"), copied0 = top_stat(&v, "writes_copied");
+    is_int(lent_write_at(&v, fd, 0, LEN, 'a', &early1), LEN, "first write (takes the lock)");
+    ok(!early1, "it was not answered before its wind returned");
+    is_int(top_stat(&v, "writes_copied") - copied0, 1, "its payload was copied (wound later)");
+    is_int(lent_write_at(&v, fd, LEN, LEN, 'b', &early2), LEN, "second write (joins the lock)");
+    ok(!early2, "nor was the second");
+    is_int(top_stat(&v, "writes_lent") - lent0, 1, "its payload was not copied (wound at once)");
+    for (int i = 0; i < 3; i++)
+        cg_reconf(&v, i, "delay-ms", "0");
+    cg_flush_close(&v, fd);
+    static char want[2 * LEN], got[2 * LEN + 1];
+    memset(want, 'a', LEN);
+    memset(want + LEN, 'b', LEN);
+    int good = 0;
+    for (int i = 0; i < 3; i++)
+        good += cg_slurp(cg_on(&v, i, "lent"), got, sizeof(got)) == 2 * LEN &&
+                memcmp(got, want, sizeof(want)) == 0;
+    is_int(good, 3, "every copy has the bytes as they were when written, not the buffer's later ones");
+    ok(cg_clean_soon(&v, "lent"), "counters clean");
+    cg_vol_close(&v);
+}
+
+/* Writers of the same range through one fd: a write overlapping one in
+ * flight is queued and woken on another thread, which may wind it while
+ * its caller is still deciding whether to copy (struct afr_wtxn's mutex).
+ * Each write covers the whole range with one byte and its caller then
+ * scribbles 'X' over its buffer as soon as the wind returns: the copies
+ * must end identical, holding one writer's byte everywhere and never an
+ * 'X'. It drives both paths (lent and copied) from several threads at
+ * once; its content check sees the last write only ("lent" checks the
+ * copy itself). */
+enum { RACE_LEN = 64 * 1024 };
+
+struct lent_racer {
+    struct cg_vol *v;
+    struct bfs_fd *fd;
+    int id, bad;
+};
+
+static void *lent_racer_main(void *arg)
+{
+    struct lent_racer *r = arg;
+    for (int i = 0; i < 30; i++) {
+        bool early;
+        r->bad += lent_write_at(r->v, r->fd, 0, RACE_LEN, (char)('a' + r->id), &early) != RACE_LEN;
+    }
+    return NULL;
+}
+
+static void test_lent_race(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *fd;
+    if (cg_rep_open(&v, 3, false, NULL) < 0)
+        return;
+    put_settled(&v, &bfs_gfid_root, "race", "", &a);
+    is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open");
+    struct lent_racer r[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        r[i] = (struct lent_racer){.v = &v, .fd = fd, .id = i};
+        pthread_create(&th[i], NULL, lent_racer_main, &r[i]);
+    }
+    int bad = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        bad += r[i].bad;
+    }
+    is_int(bad, 0, "4 threads x 30 writes of the same 64 KiB");
+    cg_flush_close(&v, fd);
+    static char got[RACE_LEN + 1];
+    int good = 0;
+    for (int i = 0; i < 3; i++) {
+        bool same = cg_slurp(cg_on(&v, i, "race"), got, sizeof(got)) == RACE_LEN &&
+                    got[0] >= 'a' && got[0] <= 'd';
+        for (int k = 1; same && k < RACE_LEN; k++)
+            same = got[k] == got[0];
+        good += same;
+    }
+    is_int(good, 3, "each copy holds one writer's bytes throughout (no scribble)");
+    ok(cg_same_everywhere(&v, "race", 7, -1), "the copies are identical");
+    printf("# writes lent %llu, copied %llu\n", (unsigned long long)top_stat(&v, "writes_lent"),
+           (unsigned long long)top_stat(&v, "writes_copied"));
+    cg_vol_close(&v);
+}
+
 static void test_read_failover(void)
 {
     struct cg_vol v;
@@ -931,7 +1096,8 @@ int main(void)
         {"quorumreads", test_quorum_reads}, {"hung", test_hung_brick},
         {"unacked", test_quorum_lost_write}, {"plusattrs", test_readdirplus_attrs},
         {"lostpostop", test_lost_before_postop},
-        {"recent", test_recent_lookup},
+        {"recent", test_recent_lookup}, {"lent", test_lent_payload},
+        {"lentrace", test_lent_race},
     };
     plan_lazy();
     if (!cg_main("afr", tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST"))

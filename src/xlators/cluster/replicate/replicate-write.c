@@ -14,6 +14,14 @@
  * child of the set; the answer comes from a data copy that succeeded.
  * Lifetime: struct afr_txn from the fop call until the transaction op is
  * over (after its answer, and for one-shot locks after post-op and unlock).
+ *
+ * A write's payload is not copied (struct afr_wtxn, "lent payload"): the
+ * caller's bytes are valid until afr_write returns, and a write that joins
+ * the file's held eager lock is wound to every child before that (bfs_txn_start
+ * runs the fop stage on the caller's stack). Only a write whose wind is
+ * still to come when afr_write returns (first write of a lock window, a
+ * queued one, a re-open first) copies its payload then; w->m orders that
+ * decision against a wind running on another thread meanwhile.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -81,6 +89,73 @@ static uint32_t tx_wind(struct bfs_txn *t, uint32_t run)
     return skip;
 }
 
+/* ---- writes with a lent payload ---- */
+
+struct afr_wtxn {
+    struct afr_txn a;  /* first */
+    pthread_mutex_t m; /* lent/wound/lost against afr_write's check */
+    const void *lent;  /* the caller's payload, until afr_write returns */
+    bool wound;        /* the fop stage has wound (or answered) every child */
+    bool lost;         /* the payload could not be kept: answer ENOMEM */
+};
+
+/* The write's fop stage: winds the payload while it is still the caller's
+ * or already ours, under w->m so that afr_write does not return meanwhile.
+ * The request's data pointer is the caller's only during the wind (a
+ * request freed on any path must never free the caller's bytes). */
+static uint32_t tx_wind_lent(struct bfs_txn *t, uint32_t run)
+{
+    struct afr_wtxn *w = (struct afr_wtxn *)t;
+    struct bfs_write_req *q = w->a.req;
+    uint32_t skip = 0;
+    pthread_mutex_lock(&w->m);
+    if (w->lost) {
+        struct afr_priv *p = w->a.p;
+        uint32_t go = run & ~(p->arbiter >= 0 ? BFS_BIT(p->arbiter) : 0);
+        skip = run & ~go;
+        bfs_op_expect(&t->op, bfs_mask_count(go));
+        for (int i = 0; i < p->n; i++)
+            if (bfs_mask_has(go, i))
+                bfs_op_answer(&t->op, i, BFS_FOP_WRITE, -ENOMEM);
+    } else if (!q->data.data) {
+        q->data.data = w->lent;
+        skip = tx_wind(t, run);
+        q->data.data = NULL;
+    } else {
+        skip = tx_wind(t, run); /* our copy (lend_end) */
+    }
+    w->wound = true;
+    pthread_mutex_unlock(&w->m);
+    return skip;
+}
+
+/* Called by afr_write after the transaction started (the caller holds a
+ * reference on the op): if the write is not wound yet, its payload becomes
+ * a copy of ours; either way the caller's bytes are no longer used. */
+static void lend_end(struct afr_wtxn *w)
+{
+    struct bfs_write_req *q = w->a.req;
+    pthread_mutex_lock(&w->m);
+    __atomic_add_fetch(w->wound ? &w->a.p->n_write_lent : &w->a.p->n_write_copied, 1,
+                       __ATOMIC_RELAXED);
+    if (!w->wound) {
+        void *copy = malloc(q->data.len);
+        if (copy)
+            memcpy(copy, w->lent, q->data.len);
+        else
+            w->lost = true;
+        q->data.data = copy; /* freed with the request (req_clear_dup) */
+    }
+    w->lent = NULL;
+    pthread_mutex_unlock(&w->m);
+}
+
+static void tx_destroy_lent(struct bfs_txn *t)
+{
+    pthread_mutex_destroy(&((struct afr_wtxn *)t)->m);
+    afr_txn_free((struct afr_txn *)t);
+}
+
 static int tx_combine(struct bfs_txn *t)
 {
     struct afr_txn *a = (struct afr_txn *)t;
@@ -123,6 +198,10 @@ const struct bfs_txn_fop afr_txn_fop = {.usable = tx_usable, .wind = tx_wind,
                                         .combine = tx_combine, .answer = tx_answer,
                                         .destroy = tx_destroy};
 
+static const struct bfs_txn_fop afr_wtxn_fop = {.usable = tx_usable, .wind = tx_wind_lent,
+                                                .combine = tx_combine, .answer = tx_answer,
+                                                .destroy = tx_destroy_lent};
+
 /* Children that failed a change of the inode are no longer readable; nor
  * are those that made a change without quorum (it was not acknowledged:
  * their copy is marked, replicate-changelog.c, and only a read after a
@@ -145,10 +224,11 @@ static void start_task(void *arg)
     bfs_txn_start(arg);
 }
 
-/* a->req is set; inode from fd or loc. Starts the transaction (after
- * re-opening the fd on children that missed its open). */
-static int inode_txn(struct afr_txn *a, struct bfs_frame *frame, int type,
-                     const struct bfs_loc *loc, struct bfs_fd *fd)
+/* a->req is set; inode from fd or loc. Prepares the transaction; on an
+ * error a is freed. */
+static int inode_txn_init(struct afr_txn *a, struct bfs_frame *frame, int type,
+                          const struct bfs_loc *loc, struct bfs_fd *fd,
+                          const struct bfs_txn_fop *ops)
 {
     struct bfs_xl *xl = a->p->xl;
     a->fd = fd;
@@ -166,14 +246,28 @@ static int inode_txn(struct afr_txn *a, struct bfs_frame *frame, int type,
     tg.lk[0].gfid = a->inode->gfid;
     tg.obj[0] = a->inode->gfid;
     tg.fd_open = fd ? afr_fd_opened(xl, fd) : 0;
-    if (bfs_txn_init(&a->t, &a->p->cl, &afr_txn_fop, frame, type,
+    if (bfs_txn_init(&a->t, &a->p->cl, ops, frame, type,
                      type == BFS_TXN_DATA ? &c->dlock : NULL, &tg) < 0) {
         afr_txn_free(a);
         return -ENOMEM;
     }
-    if (!fd || afr_fix_open(frame, xl, fd, start_task, &a->t) != 1)
-        bfs_txn_start(&a->t);
     return 0;
+}
+
+/* Starts it (after re-opening the fd on children that missed its open). */
+static void inode_txn_run(struct afr_txn *a, struct bfs_frame *frame)
+{
+    if (!a->fd || afr_fix_open(frame, a->p->xl, a->fd, start_task, &a->t) != 1)
+        bfs_txn_start(&a->t);
+}
+
+static int inode_txn(struct afr_txn *a, struct bfs_frame *frame, int type,
+                     const struct bfs_loc *loc, struct bfs_fd *fd)
+{
+    int rc = inode_txn_init(a, frame, type, loc, fd, &afr_txn_fop);
+    if (rc == 0)
+        inode_txn_run(a, frame);
+    return rc;
 }
 
 static int data_txn(struct bfs_frame *frame, struct bfs_xl *xl, int fop, const void *req,
@@ -207,7 +301,27 @@ int afr_write(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_write_req
     bool append = req->fd && (req->fd->flags & O_APPEND); /* lands at each copy's end */
     uint64_t start = append ? 0 : req->offset;
     uint64_t end = append ? UINT64_MAX : end_of(req->offset, req->data.len);
-    return data_txn(f, xl, BFS_FOP_WRITE, req, NULL, req->fd, start, end);
+    if (!req->data.data || !req->data.len || !req->fd)
+        return data_txn(f, xl, BFS_FOP_WRITE, req, NULL, req->fd, start, end);
+    struct bfs_write_req shallow = *req;
+    shallow.data.data = NULL; /* the request is copied without its payload */
+    struct afr_wtxn *w = (struct afr_wtxn *)afr_txn_new(xl, BFS_FOP_WRITE, &shallow, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    pthread_mutex_init(&w->m, NULL);
+    w->lent = req->data.data;
+    w->a.t.start = start;
+    w->a.t.end = end;
+    w->a.t.fd_based = true;
+    int rc = inode_txn_init(&w->a, f, BFS_TXN_DATA, NULL, req->fd, &afr_wtxn_fop);
+    if (rc < 0)
+        return rc;
+    struct bfs_op *op = &w->a.t.op;
+    bfs_op_ref(op); /* w lives until lend_end is done */
+    inode_txn_run(&w->a, f);
+    lend_end(w);
+    bfs_op_unref(op);
+    return 0;
 }
 
 int afr_truncate(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_truncate_req *req)

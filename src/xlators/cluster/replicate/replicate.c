@@ -363,7 +363,8 @@ static char *afr_dump(struct bfs_xl *xl)
                      ",\"heals_failed\":%" PRIu64 ",\"split_brains\":%" PRIu64
                      ",\"heals_queued\":%zu,\"heal_blocks_written\":%" PRIu64
                      ",\"heal_blocks_summed\":%" PRIu64 ",\"memory_saved\":%" PRIu64
-                     ",\"memory_seeded\":%" PRIu64 ",\"memory_dropped\":%" PRIu64 "}",
+                     ",\"memory_seeded\":%" PRIu64 ",\"memory_dropped\":%" PRIu64
+                     ",\"writes_lent\":%" PRIu64 ",\"writes_copied\":%" PRIu64 "}",
                      xl->name, p->n, p->arbiter, afr_up(p),
                      __atomic_load_n(&p->reported, __ATOMIC_RELAXED),
                      bfs_quorum_name(__atomic_load_n(&p->cl.qtype, __ATOMIC_RELAXED)),
@@ -375,7 +376,8 @@ static char *afr_dump(struct bfs_xl *xl)
                      __atomic_load_n(&p->n_split, __ATOMIC_RELAXED), afr_heal_queued(p),
                      __atomic_load_n(&p->n_heal_blocks, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_heal_sum_blocks, __ATOMIC_RELAXED), mem[0], mem[1],
-                     mem[2]);
+                     mem[2], __atomic_load_n(&p->n_write_lent, __ATOMIC_RELAXED),
+                     __atomic_load_n(&p->n_write_copied, __ATOMIC_RELAXED));
     return n < 0 ? NULL : s;
 }
 

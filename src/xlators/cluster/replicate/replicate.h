@@ -85,6 +85,8 @@ struct afr_priv {
     uint64_t n_txn, n_read_failover, n_heal_ok, n_heal_fail, n_split;
     uint64_t n_heal_blocks;      /* data heal: blocks written to sinks */
     uint64_t n_heal_sum_blocks;  /* data heal: blocks compared by checksum */
+    uint64_t n_write_lent;       /* writes wound from the caller's bytes (no copy) */
+    uint64_t n_write_copied;     /* writes whose payload had to be copied */
 };
 
 struct afr_inode {

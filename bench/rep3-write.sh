@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+#
+# bench/rep3-write.sh BUILD [MB] [ROUNDS] — where a replica 3 sequential write
+# spends its time, in figures that depend little on the machine's load
+# (docs/design/performance-notes.md note 34):
+#
+# A replica 3 volume made by brickfsd (the bench's rep3 layout, 3 bricks on
+# this host, volgen's graphs), mounted; dd of MB MiB (bs=1M, conv=fsync) into
+# one file, ROUNDS times. For each round: MB/s, the load average, the CPU
+# time per MiB of the mount and of each brick (/proc/PID/stat), the system
+# calls per MiB of the mount and of the first brick (perf stat,
+# raw_syscalls:sys_enter), the mount's and first brick's context switches per
+# MiB, the mount's minor page faults per MiB, and the CPU time per MiB of
+# the test's other processes (brickfsd, its self-heal daemon).
+# REP3W_SET="KEY=VALUE ..." sets volume options before the start. Last,
+# replicate's count of writes wound without a copy of their payload. PERF_RECORD=1 also records a
+# call graph of the mount and the first brick (perf record -g) into
+# $BENCH_KEEP_DIR (default /tmp) for `perf report`.
+#
+# Needs root (brickfsd's trusted xattrs, perf).
+set -euo pipefail
+BUILD=${1:?usage: bench/rep3-write.sh BUILD [MB] [ROUNDS]}
+MB=${2:-1024}
+ROUNDS=${3:-1}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
+export BFS_BUILD=$BUILD
+# shellcheck source=tests/lib/cluster.sh
+source "$(dirname "$0")/../tests/lib/cluster.sh"
+# shellcheck source=tests/lib/mgmt.sh
+source "$(dirname "$0")/../tests/lib/mgmt.sh"
+KEEP=${BENCH_KEEP_DIR:-/tmp}
+
+start_brickfsd >/dev/null
+bricks=()
+for i in 0 1 2; do bricks+=("127.0.0.1:$T/b$i"); done
+cli volume create rw replica 3 "${bricks[@]}" force >/dev/null
+for kv in ${REP3W_SET:-}; do cli volume set rw "${kv%%=*}" "${kv#*=}" >/dev/null; done
+cli volume start rw >/dev/null
+has_pid() { [ -n "$(mgmt_brick_pid rw "$1")" ]; }
+for i in 0 1 2; do bfs_wait_until "$PROCESS_UP_TIMEOUT" has_pid "$i"; done
+mount_vol rw "$T/m" >/dev/null
+mpid=$(mount_pid "$T/m")
+bp=()
+for i in 0 1 2; do bp+=("$(mgmt_brick_pid rw "$i")"); done
+# the test's other processes (brickfsd, its self-heal daemon): what the
+# bricks' cache invalidations cost them
+others=()
+for d in /proc/[0-9]*; do
+    p=${d#/proc/}
+    case " $mpid ${bp[*]} " in *" $p "*) continue ;; esac
+    { tr '\0' ' ' <"$d/cmdline"; } 2>/dev/null | grep -qF -- "$T/" && others+=("$p")
+done
+cpu_others() { local s=0 p; for p in "${others[@]}"; do s=$((s + $(cpu_us "$p"))); done; echo $s; }
+
+minflt() { awk '{ print $10 }' "/proc/$1/stat"; }
+cpu_us() { awk '{ printf "%d\n", ($14 + $15) * 1000000 / '"$(getconf CLK_TCK)"' }' "/proc/$1/stat"; }
+# csw PID: voluntary + involuntary context switches of all its threads
+csw()
+{
+    cat /proc/"$1"/task/*/status 2>/dev/null |
+        awk '/^(non)?voluntary_ctxt_switches:/ { s += $2 } END { print s }'
+}
+
+for ((r = 1; r <= ROUNDS; r++)); do
+    rm -f "$T/m/seq"
+    sync
+    echo 3 >/proc/sys/vm/drop_caches
+    load=$(cut -d' ' -f1-3 /proc/loadavg)
+    c0=() c1=()
+    for p in "$mpid" "${bp[@]}"; do c0+=("$(cpu_us "$p")"); done
+    o0=$(cpu_others)
+    s0m=$(csw "$mpid") s0b=$(csw "${bp[0]}") f0=$(minflt "$mpid")
+    perf stat -x, -e raw_syscalls:sys_enter -p "$mpid" -o "$T/ps-m" &
+    psm=$!
+    perf stat -x, -e raw_syscalls:sys_enter -p "${bp[0]}" -o "$T/ps-b" &
+    psb=$!
+    if [ "${PERF_RECORD:-0}" = 1 ]; then
+        perf record -g -o "$KEEP/rep3w-mount.data" -p "$mpid" 2>/dev/null &
+        prm=$!
+        perf record -g -o "$KEEP/rep3w-brick.data" -p "${bp[0]}" 2>/dev/null &
+        prb=$!
+    fi
+    sleep 0.5
+    t0=$(bfs_now_us)
+    dd if=/dev/zero of="$T/m/seq" bs=1M count="$MB" conv=fsync status=none
+    t1=$(bfs_now_us)
+    for p in "$mpid" "${bp[@]}"; do c1+=("$(cpu_us "$p")"); done
+    o1=$(cpu_others)
+    s1m=$(csw "$mpid") s1b=$(csw "${bp[0]}") f1=$(minflt "$mpid")
+    kill -INT "$psm" "$psb"
+    wait "$psm" "$psb" || true
+    if [ "${PERF_RECORD:-0}" = 1 ]; then
+        kill -INT "$prm" "$prb"
+        wait "$prm" "$prb" || true
+    fi
+    scm=$(awk -F, '/sys_enter/ { print $1 }' "$T/ps-m")
+    scb=$(awk -F, '/sys_enter/ { print $1 }' "$T/ps-b")
+    awk -v load="$load" -v mb="$MB" -v us=$((t1 - t0)) -v m=$((c1[0] - c0[0])) \
+        -v b0=$((c1[1] - c0[1])) -v b1=$((c1[2] - c0[2])) -v b2=$((c1[3] - c0[3])) \
+        -v scm="$scm" -v scb="$scb" -v sm=$((s1m - s0m)) -v sb=$((s1b - s0b)) -v flt=$((f1 - f0)) -v oth=$((o1 - o0)) 'BEGIN {
+        printf "load %s: %.0f MB/s; CPU us/MiB mount %.0f bricks %.0f %.0f %.0f others %.0f (sum %.0f); syscalls/MiB mount %.1f brick0 %.1f; switches/MiB mount %.1f brick0 %.1f; mount page faults/MiB %.1f\n",
+            load, mb * 1.048576 / (us / 1e6), m / mb, b0 / mb, b1 / mb, b2 / mb, oth / mb, (m + b0 + b1 + b2 + oth) / mb,
+            scm / mb, scb / mb, sm / mb, sb / mb, flt / mb }'
+    # replicate's own counts (builds that have them): writes wound from
+    # the caller's bytes and writes whose payload was copied
+    python3 - "$T/m" <<'PY'
+import json, os, sys
+v = json.loads(os.getxattr(sys.argv[1], "brickfs.graph"))
+for x in v["xlators"]:
+    d = x.get("dump", {})
+    if "writes_lent" in d:
+        print("  %s: writes lent %d, copied %d (all rounds)" % (x["name"], d["writes_lent"], d["writes_copied"]))
+PY
+done
