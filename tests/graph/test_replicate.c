@@ -498,7 +498,7 @@ static void test_lent_payload(void)
     enum { LEN = 256 * 1024 };
     if (cg_rep_open(&v, 3, false, " option cluster.post-op-delay-ms 5000\n") < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "lent", "", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "lent", "", &a);
     is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open");
     for (int i = 0; i < 3; i++)
         cg_reconf(&v, i, "delay-ms", "100");
