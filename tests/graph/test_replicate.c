@@ -559,7 +559,7 @@ static void test_lent_race(void)
     struct bfs_fd *fd;
     if (cg_rep_open(&v, 3, false, NULL) < 0)
         return;
-    put_settled(&v, &bfs_gfid_root, "race", "", &a);
+    cg_put_settled(&v, &bfs_gfid_root, "race", "", &a);
     is_int(cg_open(&v, &a.gfid, O_RDWR, &fd), 0, "open");
     struct lent_racer r[4];
     pthread_t th[4];
