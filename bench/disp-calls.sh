@@ -18,7 +18,10 @@
 # Output per phase: the timing line, then each brick's calls per file by
 # fop with its average brick latency ("lookup=1.00(25us) ..."), then the
 # top io-stats' count per file and average latency of every fop the kernel
-# sent. The reading mounts' own calls are 2-3 per phase and brick.
+# sent, and disperse's lookups (and stats) of the phase: how many were
+# answered before every brick had replied, and the replies in at the
+# answer on average (brickfs.graph dump; performance-notes.md 34). The
+# reading mounts' own calls are 2-3 per phase and brick.
 #
 # Environment: BENCH_KEEP_TMP=1 keeps the scratch folder; DISP_DIRS [1];
 # DISP_MDC [10] md-cache-timeout (0: no md-cache, no upcall);
@@ -88,11 +91,34 @@ for i, f in enumerate(sys.argv[4:]):
 print("%-7s top:    %s" % (phase, per(json.load(open(sys.argv[3])))))
 PYEOF
 }
+ec_lookups() { # BEFORE.json AFTER.json: disperse's lookup answers in between
+    "$PY" - "$@" <<'PYEOF'
+import json, sys
+def find(o):
+    if isinstance(o, dict):
+        if o.get("type") == "cluster/disperse":
+            return o.get("dump", {})
+        o = list(o.values())
+    if isinstance(o, list):
+        for v in o:
+            d = find(v)
+            if d is not None:
+                return d
+    return None
+a, b = (find(json.load(open(f))) or {} for f in sys.argv[1:3])
+d = {k: b.get(k, 0) - a.get(k, 0) for k in ("lookups", "lookups_early", "lookup_replies_waited")}
+if d["lookups"] > 0:
+    print("        disperse: lookups=%d early=%.0f%% replies-in-at-answer=%.2f"
+          % (d["lookups"], 100.0 * d["lookups_early"] / d["lookups"],
+             d["lookup_replies_waited"] / d["lookups"]))
+PYEOF
+}
 bin=$BUILD/bin/smallfile
 for phase in ${PHASES//,/ }; do
     sync; echo 3 >/proc/sys/vm/drop_caches
     for ((b = 0; b < N; b++)); do stats brickfs.io-stats.reset "$T/q$b" >/dev/null; done
     stats brickfs.io-stats.reset "$T/m" >/dev/null
+    stats brickfs.graph "$T/m" >"$T/$phase.g0.json" || true
     out=$("$bin" -n "$FILES" -d "$DIRS" -s 4096 -p "$phase" "$T/m/w")
     jsons=()
     for ((b = 0; b < N; b++)); do
@@ -102,4 +128,6 @@ for phase in ${PHASES//,/ }; do
     stats brickfs.io-stats "$T/m" >"$T/$phase.top.json"
     echo "$phase: $out (load $(cut -d' ' -f1 /proc/loadavg))"
     report "$phase" "$T/$phase.top.json" "${jsons[@]}"
+    stats brickfs.graph "$T/m" >"$T/$phase.g1.json" || true
+    ec_lookups "$T/$phase.g0.json" "$T/$phase.g1.json" 2>/dev/null || true
 done
