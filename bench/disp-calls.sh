@@ -106,11 +106,14 @@ def find(o):
                 return d
     return None
 a, b = (find(json.load(open(f))) or {} for f in sys.argv[1:3])
-d = {k: b.get(k, 0) - a.get(k, 0) for k in ("lookups", "lookups_early", "lookup_replies_waited")}
+d = {k: b.get(k, 0) - a.get(k, 0)
+     for k in ("lookups", "lookups_early", "lookup_replies_waited", "lookup_tail_us")}
 if d["lookups"] > 0:
     print("        disperse: lookups=%d early=%.0f%% replies-in-at-answer=%.2f"
+          " answer-before-last-reply=%dus"
           % (d["lookups"], 100.0 * d["lookups_early"] / d["lookups"],
-             d["lookup_replies_waited"] / d["lookups"]))
+             d["lookup_replies_waited"] / d["lookups"],
+             d["lookup_tail_us"] // max(d["lookups_early"], 1)))
 PYEOF
 }
 bin=$BUILD/bin/smallfile

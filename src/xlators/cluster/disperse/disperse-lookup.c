@@ -39,6 +39,7 @@ struct ec_lookup {
     bool no_heal;
     bool early;                 /* may answer before every reply is in */
     bool answered;              /* answered early: the combine runs for its effects */
+    uint64_t answered_ns;       /* when (statistics: the wait saved) */
     uint32_t asked;
     uint64_t seq;               /* priv->dseq when wound */
 };
@@ -238,6 +239,7 @@ static int lookup_done(struct ec_lookup *l)
         v.heal &= ~(ours & BFS_BIT(EC_ENTRY)); /* our window's own dirty marks */
     v.heal &= ~(ours & BFS_BIT(EC_DATA));
     if (l->answered) {
+        __atomic_add_fetch(&p->n_lookup_tail_ns, bfs_now_ns() - l->answered_ns, __ATOMIC_RELAXED);
         if (!l->no_heal)
             (void)heal(l, &v, &rep.attr); /* in the background: the frame is answered */
         return BFS_OP_DONE;
@@ -312,6 +314,8 @@ static int lookup_gather(struct ec_lookup *l)
     int pick = -1, got = replies_in(l);
     if (got == bfs_mask_count(l->asked))
         return lookup_done(l);
+    if (got < early_need(l->p) || !op->replies[bfs_mask_first(l->asked)].valid)
+        return BFS_OP_WAIT_ANY; /* too few to look at (a failure waits as well) */
     struct ec_state *s = malloc(sizeof(*s));
     int can = s ? early_pick(l, s, &pick) : -1;
     uint64_t size = s && pick >= 0 ? s->size[pick] : 0;
@@ -326,6 +330,7 @@ static int lookup_gather(struct ec_lookup *l)
     struct bfs_frame *frame = op->frame;
     count_answer(l, got, true);
     l->answered = true;
+    l->answered_ns = bfs_now_ns();
     op->frame = NULL; /* answered: nothing below may use it */
     if (l->fop != BFS_FOP_LOOKUP) {
         unwind_stat(frame, l->fop, 0, &rep.attr);
