@@ -18,6 +18,9 @@
  *     heal: c5 catches up in the background;
  *   - R children down: the right size (nothing early: all asked are in);
  *     more than R down: an error, never an answer;
+ *   - a change made right after an early answer (a setxattr failing on c0)
+ *     is not undone by the late replies: the good children it set stay
+ *     (a getxattr reads the new value, not c0's old one);
  *   - a foreground-heal volume (background count 0) never answers a lookup
  *     early.
  * Needs root (trusted xattrs); skips otherwise.
@@ -102,6 +105,25 @@ static bool settle(struct cg_vol *v)
     return false;
 }
 
+/* No dirty mark of rel on any brick (within 5 s: post-ops run behind the
+ * answers). */
+static bool clean_soon(struct cg_vol *v, const char *rel)
+{
+    for (int k = 0; k < 500; k++) {
+        bool clean = true;
+        for (int i = 0; i < N && clean; i++) {
+            uint8_t raw[24] = {0};
+            ssize_t n = lgetxattr(cg_on(v, i, rel), "trusted.brickfs.ec.dirty", raw, sizeof(raw));
+            for (ssize_t j = 0; j < n; j++)
+                clean = clean && raw[j] == 0;
+        }
+        if (clean)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
 static char big[9000];
 
 static void test_early(struct cg_vol *v)
@@ -109,7 +131,7 @@ static void test_early(struct cg_vol *v)
     struct bfs_iatt a;
     ok(cg_put(v, &ROOT, "f", "hello early answers", &a) == 0, "a file");
     struct bfs_gfid g = a.gfid;
-    ok(cg_clean_soon(v, "f"), "its marks are gone"); /* the eager window's post-op */
+    ok(clean_soon(v, "f"), "its marks are gone"); /* the eager window's post-op */
     hold(v, 4, "2000");
     hold(v, 5, "2000");
     uint64_t e0 = ec_stat(v, "lookups_early"), w0 = ec_stat(v, "lookup_replies_waited");
@@ -133,7 +155,7 @@ static void test_stale_first(struct cg_vol *v)
     big[sizeof(big) - 1] = 0;
     ok(cg_put(v, &ROOT, "s", "short", &a) == 0, "a file");
     struct bfs_gfid g = a.gfid;
-    ok(cg_clean_soon(v, "s"), "its marks are gone");
+    ok(clean_soon(v, "s"), "its marks are gone");
     cg_down(v, 0, true);
     struct bfs_fd *fd;
     int rc = cg_open(v, &g, O_RDWR, &fd);
@@ -156,7 +178,7 @@ static void test_late_disagrees(struct cg_vol *v)
 {
     struct bfs_iatt a;
     ok(cg_put(v, &ROOT, "l", "late replies still heal", &a) == 0, "a file");
-    ok(cg_clean_soon(v, "l"), "its marks are gone");
+    ok(clean_soon(v, "l"), "its marks are gone");
     /* c5 falls behind: the others' data version moves on by hand, as if
      * c5 had missed a change whose marks were cleared since */
     bool set = true;
@@ -188,12 +210,72 @@ static void test_late_disagrees(struct cg_vol *v)
     ok(healed, "the late reply started the heal: c5 caught up");
 }
 
+static int set_x(struct cg_vol *v, const struct bfs_gfid *g, const char *val)
+{
+    struct bfs_setxattr_req req = {.loc.gfid = *g, .xattrs = bfs_dict_new()};
+    struct bfs_setxattr_rep rep = {0};
+    bfs_dict_set_bin(req.xattrs, "user.x", val, strlen(val));
+    int rc = bfs_sync_setxattr(v->top, v->st, &req, &rep);
+    bfs_dict_unref(req.xattrs);
+    bfs_setxattr_rep_clear_dup(&rep);
+    return rc;
+}
+
+/* user.x through the volume, "" when it cannot be read */
+static void get_x(struct cg_vol *v, const struct bfs_gfid *g, char *out, size_t size)
+{
+    struct bfs_getxattr_req req = {.loc.gfid = *g, .name = "user.x"};
+    struct bfs_getxattr_rep rep = {0};
+    const void *val;
+    size_t len;
+    out[0] = 0;
+    int rc = bfs_sync_getxattr(v->top, v->st, &req, &rep);
+    if (rc < 0)
+        snprintf(out, size, "error %d", rc);
+    if (rc >= 0 && rep.xattrs && bfs_dict_get_bin(rep.xattrs, "user.x", &val, &len) == 0 &&
+        len < size) {
+        memcpy(out, val, len);
+        out[len] = 0;
+    }
+    bfs_getxattr_rep_clear_dup(&rep);
+}
+
+static void test_change_after(struct cg_vol *v)
+{
+    struct bfs_iatt a;
+    char got[32];
+    ok(cg_put(v, &ROOT, "m", "metadata", &a) == 0, "a file");
+    struct bfs_gfid g = a.gfid;
+    is_int(set_x(v, &g, "old"), 0, "user.x = old");
+    ok(clean_soon(v, "m"), "its marks are gone");
+    /* only the lookups of c4 and c5 come late */
+    cg_reconf(v, 4, "enable", "lookup");
+    cg_reconf(v, 5, "enable", "lookup");
+    hold(v, 4, "1500");
+    hold(v, 5, "1500");
+    uint64_t e0 = ec_stat(v, "lookups_early");
+    is_int(stat_gfid(v, &g, &a), 0, "stat answered");
+    is_int((int)(ec_stat(v, "lookups_early") - e0), 1, "early");
+    cg_reconf(v, 0, "enable", "setxattr");
+    cg_reconf(v, 0, "failure", "100");
+    is_int(set_x(v, &g, "new"), 0, "user.x = new while c0 fails it and the stat's replies are out");
+    cg_reconf(v, 0, "failure", "0");
+    cg_reconf(v, 0, "enable", "all");
+    hold(v, 4, "0");
+    hold(v, 5, "0");
+    ok(settle(v), "the stat's late replies came back");
+    cg_reconf(v, 4, "enable", "all");
+    cg_reconf(v, 5, "enable", "all");
+    get_x(v, &g, got, sizeof(got));
+    is_str(got, "new", "getxattr reads the new value: c0 is still not good");
+}
+
 static void test_down(struct cg_vol *v)
 {
     struct bfs_iatt a;
     ok(cg_put(v, &ROOT, "d", "two down is fine", &a) == 0, "a file");
     struct bfs_gfid g = a.gfid;
-    ok(cg_clean_soon(v, "d"), "its marks are gone");
+    ok(clean_soon(v, "d"), "its marks are gone");
     cg_down(v, 1, true);
     cg_down(v, 4, true);
     uint64_t e0 = ec_stat(v, "lookups_early");
@@ -230,7 +312,7 @@ static void test_foreground(void)
     }
     struct bfs_iatt a;
     ok(cg_put(&v, &ROOT, "f", "foreground", &a) == 0, "a file (foreground heals)");
-    ok(cg_clean_soon(&v, "f"), "its marks are gone");
+    ok(clean_soon(&v, "f"), "its marks are gone");
     hold(&v, 5, "300");
     uint64_t e0 = ec_stat(&v, "lookups_early");
     is_int(cg_lookup(&v, &ROOT, "f", &a), 0, "lookup with c5 held back");
@@ -253,6 +335,7 @@ int main(void)
         test_early(&v);
         test_stale_first(&v);
         test_late_disagrees(&v);
+        test_change_after(&v);
         test_down(&v);
         cg_vol_close(&v);
         test_foreground();

@@ -40,6 +40,7 @@ struct ec_lookup {
     bool early;                 /* may answer before every reply is in */
     bool answered;              /* answered early: the combine runs for its effects */
     uint64_t answered_ns;       /* when (statistics: the wait saved) */
+    uint64_t cseq;              /* the inode context's cseq when answered early */
     uint32_t asked;
     uint64_t seq;               /* priv->dseq when wound */
 };
@@ -96,7 +97,12 @@ static uint32_t remember(struct ec_lookup *l, const struct bfs_iatt *attr,
     struct ec_inode *c = ec_ictx(l->op.xl, inode);
     uint32_t ours = 0;
     if (c) {
-        ec_ictx_update(l->p, c, attr->mode, v, l->seq);
+        /* answered early: a change the caller made since may have set the
+         * good children already, and this view is older than that */
+        if (l->answered)
+            ec_ictx_update_if(l->p, c, attr->mode, v, l->seq, l->cseq);
+        else
+            ec_ictx_update(l->p, c, attr->mode, v, l->seq);
         if (bfs_txn_lock_state(&c->dlock) != BFS_TXL_FREE)
             ours |= BFS_BIT(EC_DATA);
         if (bfs_txn_lock_state(&c->elock) != BFS_TXL_FREE)
@@ -331,6 +337,10 @@ static int lookup_gather(struct ec_lookup *l)
     count_answer(l, got, true);
     l->answered = true;
     l->answered_ns = bfs_now_ns();
+    struct bfs_inode *inode = ec_inode_of_gfid(op->xl, &rep.attr.gfid, 0);
+    l->cseq = ec_ictx_cseq(ec_ictx_peek(op->xl, inode));
+    if (inode)
+        bfs_inode_unref(inode);
     op->frame = NULL; /* answered: nothing below may use it */
     if (l->fop != BFS_FOP_LOOKUP) {
         unwind_stat(frame, l->fop, 0, &rep.attr);
