@@ -30,8 +30,8 @@
  * are staged as they arrive and moved into op->replies by the driver just
  * before each step, so a step always reads a stable set of slots: a slot
  * is either not valid yet or complete, and does not change under the step.
- * Ops that do not opt in behave exactly as before (their answers land in
- * op->replies directly; WAIT_ANY is not for them).
+ * Ops that do not opt in behave as before (their answers land in
+ * op->replies directly; a WAIT_ANY of theirs is taken as WAIT).
  */
 #ifndef BFS_CORE_FANOUT_H
 #define BFS_CORE_FANOUT_H
