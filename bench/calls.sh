@@ -234,6 +234,31 @@ n, hz = int(sys.argv[1]), int(sys.argv[2]); t0, c0, t1, c1 = map(int, sys.argv[5
 print("%-7s cpu %-6s %.0f us, %.1f switches per file" % (sys.argv[3], sys.argv[4] + ":", (t1 - t0) * 1e6 / hz / n, (c1 - c0) / n))' \
         "$FILES" "$hz" "$1" "$2" "$3" "$4" "$5" "$6"
 }
+ec_lookups() { # BEFORE.json AFTER.json: disperse's lookup answers in between
+    "$PY" - "$@" <<'PYEOF'
+import json, sys
+def find(o):
+    if isinstance(o, dict):
+        if o.get("type") == "cluster/disperse":
+            return o.get("dump", {})
+        o = list(o.values())
+    if isinstance(o, list):
+        for v in o:
+            d = find(v)
+            if d is not None:
+                return d
+    return None
+a, b = (find(json.load(open(f))) or {} for f in sys.argv[1:3])
+d = {k: b.get(k, 0) - a.get(k, 0)
+     for k in ("lookups", "lookups_early", "lookup_replies_waited", "lookup_tail_us")}
+if d["lookups"] > 0:
+    print("        disperse: lookups=%d early=%.0f%% replies-in-at-answer=%.2f"
+          " answer-before-last-reply=%dus"
+          % (d["lookups"], 100.0 * d["lookups_early"] / d["lookups"],
+             d["lookup_replies_waited"] / d["lookups"],
+             d["lookup_tail_us"] // max(d["lookups_early"], 1)))
+PYEOF
+}
 bin=$BUILD/bin/smallfile
 first=1
 for phase in ${PHASES//,/ }; do
@@ -242,6 +267,7 @@ for phase in ${PHASES//,/ }; do
     sync; echo 3 >/proc/sys/vm/drop_caches
     for ((b = 0; b < NB; b++)); do stats brickfs.io-stats.reset "$T/q$b" >/dev/null; done
     stats brickfs.io-stats.reset "$T/m" >/dev/null
+    [ "$LAYOUT" = disp ] && { stats brickfs.graph "$T/m" >"$T/$phase.g0.json" || true; }
     cmd=("$bin" -n "$FILES" -d "$DIRS" -s 4096 -p "$phase" "$T/m/w")
     cb=$(cpu "${pids[@]}")
     cm=$(cpu "$mpid")
@@ -263,4 +289,8 @@ for phase in ${PHASES//,/ }; do
     cpu_report "$phase" bricks "$cb" "$ca"
     cpu_report "$phase" mount "$cm" "$cn"
     if [ -f "$T/$phase.perf" ]; then echo "$phase  fuse:   $(fuse_count "$T/$phase.perf")"; fi
+    if [ "$LAYOUT" = disp ]; then
+        stats brickfs.graph "$T/m" >"$T/$phase.g1.json" || true
+        ec_lookups "$T/$phase.g0.json" "$T/$phase.g1.json" 2>/dev/null || true
+    fi
 done

@@ -22,6 +22,11 @@ int bfs_op_init(struct bfs_op *op, struct bfs_frame *frame, struct bfs_xl *xl, i
     op->refs = 1;
     op->pending = 0;
     op->running = false;
+    op->finished = false;
+    op->any = false;
+    op->arrived = 0;
+    op->staged = NULL;
+    op->ready = NULL;
     pthread_mutex_init(&op->lock, NULL);
     return 0;
 }
@@ -48,6 +53,34 @@ void bfs_op_reset_replies(struct bfs_op *op)
         clear_reply(&op->replies[i]);
 }
 
+int bfs_op_early(struct bfs_op *op)
+{
+    int n = op->n > 0 ? op->n : 1;
+    op->staged = calloc(n, sizeof(*op->staged));
+    op->ready = calloc(n, sizeof(*op->ready));
+    if (!op->staged || !op->ready) {
+        free(op->staged);
+        free(op->ready);
+        op->staged = NULL;
+        op->ready = NULL;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* Under op->lock: hands the complete staged answers over to op->replies. */
+static void take_staged(struct bfs_op *op)
+{
+    for (int i = 0; i < op->n; i++) {
+        if (!op->ready[i])
+            continue;
+        clear_reply(&op->replies[i]);
+        op->replies[i] = op->staged[i];
+        memset(&op->staged[i], 0, sizeof(op->staged[i]));
+        op->ready[i] = false;
+    }
+}
+
 void bfs_op_unref(struct bfs_op *op)
 {
     pthread_mutex_lock(&op->lock);
@@ -57,6 +90,12 @@ void bfs_op_unref(struct bfs_op *op)
         return;
     bfs_op_reset_replies(op);
     free(op->replies);
+    if (op->staged) { /* answers that came after the op was done */
+        for (int i = 0; i < op->n; i++)
+            clear_reply(&op->staged[i]);
+        free(op->staged);
+        free(op->ready);
+    }
     pthread_mutex_destroy(&op->lock);
     if (op->destroy)
         op->destroy(op);
@@ -65,22 +104,38 @@ void bfs_op_unref(struct bfs_op *op)
 void bfs_op_run(struct bfs_op *op)
 {
     pthread_mutex_lock(&op->lock);
-    if (op->running) { /* the active driver will see pending == 0 */
+    if (op->running || op->finished) { /* the active driver will see the answer */
         pthread_mutex_unlock(&op->lock);
         return;
     }
     op->running = true;
+    op->any = false;
     pthread_mutex_unlock(&op->lock);
     for (;;) {
+        unsigned seen = 0;
+        if (op->staged) { /* set before the first wind, never changed */
+            pthread_mutex_lock(&op->lock);
+            take_staged(op);
+            seen = op->arrived;
+            pthread_mutex_unlock(&op->lock);
+        }
         int next = op->step(op);
         if (next == BFS_OP_CONTINUE)
             continue;
+        if (next == BFS_OP_WAIT_ANY && !op->staged)
+            next = BFS_OP_WAIT; /* answers land in place: the step must wait for all */
         pthread_mutex_lock(&op->lock);
-        if (next == BFS_OP_WAIT && op->pending == 0) {
+        if ((next == BFS_OP_WAIT || next == BFS_OP_WAIT_ANY) && op->pending == 0) {
             pthread_mutex_unlock(&op->lock); /* everyone answered during the step */
             continue;
         }
+        if (next == BFS_OP_WAIT_ANY && op->arrived != seen) {
+            pthread_mutex_unlock(&op->lock); /* someone answered during the step */
+            continue;
+        }
         op->running = false;
+        op->any = next == BFS_OP_WAIT_ANY;
+        op->finished = next == BFS_OP_DONE;
         pthread_mutex_unlock(&op->lock);
         if (next == BFS_OP_DONE)
             bfs_op_unref(op);
@@ -96,10 +151,16 @@ void bfs_op_expect(struct bfs_op *op, int count)
     pthread_mutex_unlock(&op->lock);
 }
 
-static void child_done(struct bfs_op *op)
+/* slot: the staged answer now complete, or -1 (answer written in place). */
+static void child_done(struct bfs_op *op, int slot)
 {
     pthread_mutex_lock(&op->lock);
-    bool resume = --op->pending == 0 && !op->running;
+    if (slot >= 0)
+        op->ready[slot] = true;
+    op->arrived++;
+    bool resume = (--op->pending == 0 || op->any) && !op->running && !op->finished;
+    if (resume)
+        op->any = false; /* one resumer: the others find it running */
     pthread_mutex_unlock(&op->lock);
     if (resume)
         bfs_op_run(op); /* our reference keeps op alive meanwhile */
@@ -116,7 +177,7 @@ static void op_child_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc,
 {
     (void)frame;
     struct wind_cookie *c = cookie;
-    struct bfs_op_reply *r = &c->op->replies[c->slot];
+    struct bfs_op_reply *r = c->op->staged ? &c->op->staged[c->slot] : &c->op->replies[c->slot];
     clear_reply(r);
     r->valid = true;
     r->rc = rc;
@@ -129,8 +190,9 @@ static void op_child_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc,
     if (!r->rep && rc >= 0)
         r->rc = -ENOMEM;
     struct bfs_op *o = c->op;
+    int staged = o->staged ? c->slot : -1;
     free(c);
-    child_done(o);
+    child_done(o, staged);
 }
 
 void bfs_op_wind(struct bfs_op *op, int i, int fop, struct bfs_xl *child, const void *req)
@@ -144,23 +206,18 @@ void bfs_op_wind(struct bfs_op *op, int i, int fop, struct bfs_xl *child, const 
     }
     if (rc < 0) {
         free(c);
-        struct bfs_op_reply *r = &op->replies[i];
-        clear_reply(r);
-        r->valid = true;
-        r->rc = rc;
-        r->fop = fop;
-        child_done(op);
+        bfs_op_answer(op, i, fop, rc);
     }
 }
 
 void bfs_op_answer(struct bfs_op *op, int i, int fop, int rc)
 {
-    struct bfs_op_reply *r = &op->replies[i];
+    struct bfs_op_reply *r = op->staged ? &op->staged[i] : &op->replies[i];
     clear_reply(r);
     r->valid = true;
     r->rc = rc;
     r->fop = fop;
-    child_done(op);
+    child_done(op, op->staged ? i : -1);
 }
 
 int bfs_op_count_ok(const struct bfs_op *op)

@@ -20,7 +20,18 @@
  * re-entered: a child that answers synchronously (inside bfs_op_wind) only
  * records its reply; the driver notices when the step returns. Each
  * outstanding child call holds a reference, so an op that finishes early
- * (BFS_OP_DONE with calls in flight) is freed only after the last answer.
+ * (BFS_OP_DONE with calls in flight) is freed only after the last answer;
+ * its step never runs again.
+ *
+ * Early answers (opt-in, bfs_op_early before the first wind): a step may
+ * return BFS_OP_WAIT_ANY to run again as soon as any further answer has
+ * arrived, not only when all have (e.g. a lookup answering on a quorum of
+ * agreeing replies while the others are in flight). Such an op's answers
+ * are staged as they arrive and moved into op->replies by the driver just
+ * before each step, so a step always reads a stable set of slots: a slot
+ * is either not valid yet or complete, and does not change under the step.
+ * Ops that do not opt in behave as before (their answers land in
+ * op->replies directly; a WAIT_ANY of theirs is taken as WAIT).
  */
 #ifndef BFS_CORE_FANOUT_H
 #define BFS_CORE_FANOUT_H
@@ -30,7 +41,7 @@
 
 #include "core/xlator.h"
 
-enum { BFS_OP_WAIT = 0, BFS_OP_CONTINUE = 1, BFS_OP_DONE = 2 };
+enum { BFS_OP_WAIT = 0, BFS_OP_CONTINUE = 1, BFS_OP_DONE = 2, BFS_OP_WAIT_ANY = 3 };
 
 struct bfs_op_reply {
     bool valid;  /* an answer (or a wind error) was recorded this stage */
@@ -55,6 +66,11 @@ struct bfs_op {
     int refs;
     int pending;
     bool running;
+    bool finished;                /* the step returned BFS_OP_DONE */
+    bool any;                     /* the step returned BFS_OP_WAIT_ANY: resume on any answer */
+    unsigned arrived;             /* answers so far (all stages) */
+    struct bfs_op_reply *staged;  /* [n], bfs_op_early only: answers not yet handed over */
+    bool *ready;                  /* [n]: staged[i] is complete (under lock) */
 };
 
 /* One reference for the caller. 0 or -ENOMEM. */
@@ -67,6 +83,10 @@ void bfs_op_unref(struct bfs_op *op);
  * reference when the op reaches BFS_OP_DONE. */
 void bfs_op_run(struct bfs_op *op);
 
+/* Opts op into early answers (see the top of this file): call before the
+ * first wind. 0 or -ENOMEM. */
+int bfs_op_early(struct bfs_op *op);
+
 /* Number of child calls the current stage will make; call before winding. */
 void bfs_op_expect(struct bfs_op *op, int count);
 /* Winds fop to child for slot i; the answer lands in op->replies[i]. A wind
@@ -76,7 +96,7 @@ void bfs_op_wind(struct bfs_op *op, int i, int fop, struct bfs_xl *child, const 
  * stage expected (bfs_op_expect), for an answer that does not come from a
  * child call (e.g. a sub-op of the translator's own). No reply struct. */
 void bfs_op_answer(struct bfs_op *op, int i, int fop, int rc);
-/* Clears all reply slots (between stages). */
+/* Clears all reply slots (between stages, with no call of the op in flight). */
 void bfs_op_reset_replies(struct bfs_op *op);
 
 /* Helpers for combine steps. */

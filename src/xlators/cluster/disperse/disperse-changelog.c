@@ -163,6 +163,7 @@ static int cl_check(void *arg, struct bfs_txn_lock *lk, int type, uint32_t set,
     if (c) {
         pthread_mutex_lock(&c->lock);
         c->good[type] = g;
+        c->cseq++;
         if (type == EC_DATA) {
             c->size = size;
             c->win = lk->window; /* read under this window's lock */

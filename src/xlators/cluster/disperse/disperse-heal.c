@@ -174,6 +174,7 @@ static void settle(struct ec_hctx *h, uint32_t healed, int src)
     if (c) {
         pthread_mutex_lock(&c->lock);
         c->good[t] = h->v.good[t] | healed;
+        c->cseq++;
         pthread_mutex_unlock(&c->lock);
     }
     if (inode)

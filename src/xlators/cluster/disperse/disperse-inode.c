@@ -97,6 +97,7 @@ void ec_ictx_window(const struct ec_priv *p, struct ec_inode *c, uint32_t mode,
         c->good[t] = v->good[t];
     c->size = v->size;
     c->win = win;
+    c->cseq++;
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -117,17 +118,11 @@ bool ec_ictx_fresh(const struct ec_priv *p, struct ec_inode *c)
     return fresh;
 }
 
-void ec_ictx_update(const struct ec_priv *p, struct ec_inode *c, uint32_t mode,
-                    const struct ec_view *v, uint64_t seq)
+/* Under c->lock. */
+static void update_locked(const struct ec_priv *p, struct ec_inode *c, uint32_t mode,
+                          const struct ec_view *v, bool held, bool raced)
 {
     uint64_t gen = __atomic_load_n(&p->gen, __ATOMIC_ACQUIRE);
-    /* while we hold the data lock, the window's size and good set are the
-     * truth; a data change that started or ended since the answers were
-     * asked for may have made them stale (they are taken anyway the first
-     * time: better than nothing) */
-    bool held = bfs_txn_lock_state(&c->dlock) != BFS_TXL_FREE;
-    bool raced = seq != ec_dseq(p);
-    pthread_mutex_lock(&c->lock);
     bool take = !held && (!raced || c->gen == 0);
     if (take || held)
         c->gen = gen ? gen : 1;
@@ -137,7 +132,41 @@ void ec_ictx_update(const struct ec_priv *p, struct ec_inode *c, uint32_t mode,
             c->good[t] = v->good[t];
     if (take)
         c->size = v->size;
+}
+
+void ec_ictx_update(const struct ec_priv *p, struct ec_inode *c, uint32_t mode,
+                    const struct ec_view *v, uint64_t seq)
+{
+    /* while we hold the data lock, the window's size and good set are the
+     * truth; a data change that started or ended since the answers were
+     * asked for may have made them stale (they are taken anyway the first
+     * time: better than nothing) */
+    bool held = bfs_txn_lock_state(&c->dlock) != BFS_TXL_FREE;
+    bool raced = seq != ec_dseq(p);
+    pthread_mutex_lock(&c->lock);
+    update_locked(p, c, mode, v, held, raced);
     pthread_mutex_unlock(&c->lock);
+}
+
+void ec_ictx_update_if(const struct ec_priv *p, struct ec_inode *c, uint32_t mode,
+                       const struct ec_view *v, uint64_t seq, uint64_t cseq)
+{
+    bool held = bfs_txn_lock_state(&c->dlock) != BFS_TXL_FREE;
+    bool raced = seq != ec_dseq(p);
+    pthread_mutex_lock(&c->lock);
+    if (c->cseq == cseq)
+        update_locked(p, c, mode, v, held, raced);
+    pthread_mutex_unlock(&c->lock);
+}
+
+uint64_t ec_ictx_cseq(struct ec_inode *c)
+{
+    if (!c)
+        return 0;
+    pthread_mutex_lock(&c->lock);
+    uint64_t n = c->cseq;
+    pthread_mutex_unlock(&c->lock);
+    return n;
 }
 
 void ec_ictx_failed(struct ec_inode *c, int t, uint32_t failed)
@@ -146,6 +175,7 @@ void ec_ictx_failed(struct ec_inode *c, int t, uint32_t failed)
         return;
     pthread_mutex_lock(&c->lock);
     c->good[t] &= ~failed;
+    c->cseq++;
     pthread_mutex_unlock(&c->lock);
 }
 

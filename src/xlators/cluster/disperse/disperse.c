@@ -314,7 +314,9 @@ static char *ec_dump(struct bfs_xl *xl)
                      ",\"up\":%u,\"reported\":%u,\"quorum\":%d,\"generation\":%" PRIu64
                      ",\"transactions\":%" PRIu64 ",\"rmw\":%" PRIu64 ",\"decodes\":%" PRIu64
                      ",\"heals_done\":%" PRIu64 ",\"heals_failed\":%" PRIu64
-                     ",\"heals_queued\":%zu}",
+                     ",\"heals_queued\":%zu,\"lookups\":%" PRIu64
+                     ",\"lookups_early\":%" PRIu64 ",\"lookup_replies_waited\":%" PRIu64
+                     ",\"lookup_tail_us\":%" PRIu64 "}",
                      xl->name, p->n, p->r, p->chunk, ec_up(p), reported, ec_quorum(p),
                      __atomic_load_n(&p->gen, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_txn, __ATOMIC_RELAXED),
@@ -322,7 +324,11 @@ static char *ec_dump(struct bfs_xl *xl)
                      __atomic_load_n(&p->n_decode, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_heal_ok, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_heal_fail, __ATOMIC_RELAXED),
-                     bfs_healq_queued(p->healq));
+                     bfs_healq_queued(p->healq),
+                     __atomic_load_n(&p->n_lookup, __ATOMIC_RELAXED),
+                     __atomic_load_n(&p->n_lookup_early, __ATOMIC_RELAXED),
+                     __atomic_load_n(&p->n_lookup_waited, __ATOMIC_RELAXED),
+                     __atomic_load_n(&p->n_lookup_tail_ns, __ATOMIC_RELAXED) / 1000);
     return n < 0 ? NULL : s;
 }
 

@@ -69,6 +69,9 @@ struct ec_priv {
     struct bfs_healq *healq;
     /* statistics (atomic) */
     uint64_t n_txn, n_rmw, n_decode, n_heal_ok, n_heal_fail;
+    uint64_t n_lookup, n_lookup_early; /* lookups/stats answered; of them before every reply */
+    uint64_t n_lookup_waited;          /* replies in when they were answered (sum) */
+    uint64_t n_lookup_tail_ns;         /* early answers: from the answer to the last reply (sum) */
 };
 
 /* What the children said about one inode (lookup, refresh, heal). */
@@ -103,6 +106,9 @@ struct ec_inode {
     struct bfs_txn_lock dlock;   /* shared (eager) data lock */
     struct bfs_txn_lock elock;   /* directories: shared (eager) entry lock, whole directory */
     uint64_t win;                /* dlock.window in which size and good were read */
+    uint64_t cseq;               /* bumped when a change, a heal or a locked refresh sets the
+                                  * good children: a lookup answered early (disperse-lookup.c)
+                                  * does not write its older view over theirs */
     /* size changes that failed on every child while a later one had moved
      * the size past them already (disperse-write.c, undo_size): rolled
      * back too if that later one fails as well; forgotten when one succeeds */
@@ -164,6 +170,12 @@ bool ec_ictx_fresh(const struct ec_priv *p, struct ec_inode *c);
  * ended since (else what the children said may predate it). */
 void ec_ictx_update(const struct ec_priv *p, struct ec_inode *c, uint32_t mode,
                     const struct ec_view *v, uint64_t seq);
+/* The same, only if c->cseq is still cseq (nothing newer set the good
+ * children since it was read). */
+void ec_ictx_update_if(const struct ec_priv *p, struct ec_inode *c, uint32_t mode,
+                       const struct ec_view *v, uint64_t seq, uint64_t cseq);
+/* c->cseq now (0 for no context). */
+uint64_t ec_ictx_cseq(struct ec_inode *c);
 static inline uint64_t ec_dseq(const struct ec_priv *p)
 {
     return __atomic_load_n(&p->dseq, __ATOMIC_ACQUIRE);
