@@ -33,15 +33,20 @@ REC=32     # bytes per record
 online() { echo "$(vol_brick_field r 0 online) $(vol_brick_field r 1 online) $(vol_brick_field r 2 online)"; }
 
 # writer PATH TAG BASE STATUS: N records "TAG<number>..." of REC bytes at
-# BASE + i * REC through one fd, in the background; STATUS gets "done" and
-# the seconds it took, or the error
+# BASE + i * REC through one fd, in the background, once $T/go exists
+# (STATUS.ready says the fd is open); STATUS gets "done" and the seconds
+# it took, or the error
 writer()
 {
-    "$PYTHON" - "$1" "$2" "$3" "$N" "$REC" >"$4" 2>&1 <<'PY' &
+    "$PYTHON" - "$1" "$2" "$3" "$N" "$REC" "$4" "$T/go" >"$4" 2>&1 <<'PY' &
 import os, sys, time
 path, tag, base, n, rec = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 t0 = time.time()
 fd = os.open(path, os.O_WRONLY)
+open(sys.argv[6] + ".ready", "w").close()
+while not os.path.exists(sys.argv[7]):   # both writers start together
+    time.sleep(0.01)
+t0 = time.time()
 for i in range(n):
     r = ("%s%06d" % (tag, i)).ljust(rec - 1, ".") + "\n"
     if os.pwrite(fd, r.encode(), base + i * rec) != rec:
@@ -80,6 +85,9 @@ TEST start_brickfsd
 TEST cli volume create r replica 3 "127.0.0.1:$B/b0" "127.0.0.1:$B/b1" "127.0.0.1:$B/b2" force
 TEST cli volume set r network.ping-timeout "$NETWORK_PING_TIMEOUT"
 TEST cli volume set r cluster.post-op-delay-ms 10000
+# each write must reach replicate when written: write-behind would merge a
+# writer's records into a few writes whose lock windows seldom overlap
+TEST cli volume set r performance.write-behind off
 TEST cli volume start r
 EXPECT_WITHIN 30 "1 1 1" online
 TEST mount_vol r "$T/m1" log-level=DEBUG
@@ -89,6 +97,8 @@ TEST test -f "$T/m2/f"
 
 writer "$T/m1/f" A 0 "$T/w1"
 writer "$T/m2/f" B $((N * REC)) "$T/w2"
+EXPECT_WITHIN 30 "1 1" eval 'echo $([ -f "$T/w1.ready" ] && echo 1) $([ -f "$T/w2.ready" ] && echo 1)'
+TEST touch "$T/go"
 EXPECT_WITHIN 120 done status "$T/w1"
 EXPECT_WITHIN 120 done status "$T/w2"
 wait
