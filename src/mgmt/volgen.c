@@ -43,7 +43,7 @@
  * rest of what the daemon keeps is the live inodes' contexts, which no
  * invalidation touches, and a heal decides under its locks from what the
  * bricks say then (docs/design/cache-invalidation.md, "The self-heal
- * daemon").
+ * daemon takes none").
  *
  * Client volfiles name no brick port: each protocol/client asks brickfsd
  * (mgmt-server, mgmt-volume) where its brick listens before every connect,
