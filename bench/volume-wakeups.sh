@@ -9,7 +9,9 @@
 # folders after a warm-up of 200; page cache dropped before the measured
 # phase. Output: files/s with the load average, then "mount" and "brick"
 # (the three bricks together): CPU µs and wake-ups per file, and per
-# thread group (bfs-loop, bfs-work, brickfs-mount = the FUSE threads).
+# thread group (bfs-loop, bfs-work, brickfs-mount = the FUSE threads);
+# with replica, also "shd": the volume's self-heal daemon (a client of
+# every brick, performance note 38).
 set -euo pipefail
 BUILD=${1:?usage: bench/volume-wakeups.sh BUILD replica|dist [FILES]}
 KIND=${2:?usage: bench/volume-wakeups.sh BUILD replica|dist [FILES]}
@@ -35,6 +37,12 @@ done
 mount_vol v "$T/m"
 mpid=$(mount_pid "$T/m")
 pids="$mpid $(mgmt_brick_pid v 0) $(mgmt_brick_pid v 1) $(mgmt_brick_pid v 2)"
+spid=
+if [ "$KIND" = replica ]; then
+    bfs_wait_until 10 test -s "$(brickfsd_run)/shd/v.pid"
+    spid=$(cat "$(brickfsd_run)/shd/v.pid")
+    pids="$pids $spid"
+fi
 # snap: one line per thread: "pid comm run_ns voluntary_switches"
 snap() {
     local p t
@@ -51,9 +59,9 @@ snap >"$T/s0"
 out=$("$BUILD/bin/smallfile" -n "$FILES" -d $(((FILES + 99) / 100)) -s 4096 -p create "$T/m/w")
 snap >"$T/s1"
 echo "$KIND create: $out (load $(cut -d' ' -f1-3 /proc/loadavg))"
-"${PYTHON:-python3}" - "$FILES" "$mpid" "$T/s0" "$T/s1" <<'PYEOF'
+"${PYTHON:-python3}" - "$FILES" "$mpid" "$T/s0" "$T/s1" "$spid" <<'PYEOF'
 import collections, re, sys
-n, mpid = int(sys.argv[1]), sys.argv[2]
+n, mpid, spid = int(sys.argv[1]), sys.argv[2], sys.argv[5]
 def load(path):
     per = {}
     for line in open(path):
@@ -67,11 +75,11 @@ a, b = load(sys.argv[3]), load(sys.argv[4])
 agg = collections.defaultdict(lambda: [0, 0])
 for k, v in b.items():
     o = a.get(k, (0, 0))
-    who = "mount" if k[0] == mpid else "brick"
+    who = "mount" if k[0] == mpid else "shd" if k[0] == spid else "brick"
     g = re.sub(r"-[0-9]+'*$", "", k[1].rstrip("'"))
     agg[(who, g)][0] += v[0] - o[0]
     agg[(who, g)][1] += v[1] - o[1]
-for who in ("mount", "brick"):
+for who in ("mount", "brick", "shd") if spid else ("mount", "brick"):
     cpu = sum(v[0] for k, v in agg.items() if k[0] == who) / n / 1000
     sw = sum(v[1] for k, v in agg.items() if k[0] == who) / n
     parts = ", ".join("%s %.1fus/%.2f" % (k[1], v[0] / n / 1000, v[1] / n)

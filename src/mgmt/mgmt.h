@@ -192,6 +192,11 @@ char *bfs_volgen_client(struct bfs_mgmt *m, const struct bfs_volume *v, const ch
 /* Writes v's client volfile (mgmt-server: --listen) to path atomically. */
 int bfs_volgen_write_client(struct bfs_mgmt *m, const struct bfs_volume *v, const char *path,
                             struct bfs_err *e);
+/* The self-heal daemon's graph (shd.vol): the client graph whose bricks send
+ * it no invalidations and whose replicate keeps no inode memory (volgen.c). */
+char *bfs_volgen_shd(struct bfs_mgmt *m, const struct bfs_volume *v);
+int bfs_volgen_write_shd(struct bfs_mgmt *m, const struct bfs_volume *v, const char *path,
+                         struct bfs_err *e);
 /* STATE/volfiles/VOL/BRICK.vol into buf. */
 void bfs_volgen_brick_path(struct bfs_mgmt *m, const struct bfs_volume *v, int idx, char *buf,
                            size_t len);

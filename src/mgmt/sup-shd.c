@@ -12,7 +12,8 @@
  *               --state-file STATE/shd/VOL.json --log-file LOG/shd/VOL.log
  *               --interval SECONDS
  *
- * shd.vol is the volume's ordinary client volfile, written before each
+ * shd.vol is the volume's client volfile as the daemon wants it
+ * (bfs_volgen_shd: no invalidations from the bricks), written before each
  * spawn; its path is what identifies the daemon in /proc when brickfsd
  * adopts it after a restart (one-shot runs use client.vol, so they are
  * never taken for the daemon). Everything here runs with m->lock held.
@@ -83,7 +84,7 @@ int bfs__sup_spawn_shd(struct bfs_mgmt *m, const struct bfs_volume *v, struct bp
     int rc = bfs_mkdir_p(dir, 0755);
     if (rc < 0)
         return bfs_fail(e, 500, "cannot create %s: %s", dir, strerror(-rc));
-    if (bfs_volgen_write_client(m, v, p->volfile, e) < 0)
+    if (bfs_volgen_write_shd(m, v, p->volfile, e) < 0)
         return -1;
     char interval[16];
     p->interval = bfs_shd_interval(v);
@@ -153,7 +154,7 @@ static const char *stale(struct bfs_mgmt *m, const struct bfs_volume *v, const s
 {
     if (p->interval != bfs_shd_interval(v))
         return BFS_OPT_HEAL_INTERVAL " changed";
-    char *want = bfs_volgen_client(m, v, NULL, false), *have = read_whole(p->volfile);
+    char *want = bfs_volgen_shd(m, v), *have = read_whole(p->volfile);
     bool same = want && have && strcmp(want, have) == 0;
     free(want);
     free(have);

@@ -66,6 +66,11 @@ int bfs_dec_setvolume_rep(struct bfs_rbuf *rd, struct bfs_setvolume_rep *r);
  * gets contention upcalls only if its SETVOLUME xdata carried
  * BFS_SETVOLUME_CONTENTION (older clients reject the longer body). */
 #define BFS_SETVOLUME_CONTENTION "brickfs.upcall.contention"
+/* SETVOLUME xdata: a client that keeps no cache an invalidation would
+ * correct (the self-heal daemon's graph, protocol/client option
+ * client.invalidations off) asks for no kind 1 and 2 upcalls; contention
+ * notices still come. Absent (older clients): invalidations are sent. */
+#define BFS_SETVOLUME_NO_INVAL "brickfs.upcall.no-invalidations"
 struct bfs_upcall;
 int bfs_enc_upcall(struct bfs_wbuf *w, const struct bfs_upcall *u);
 int bfs_dec_upcall(struct bfs_rbuf *rd, struct bfs_upcall *u);

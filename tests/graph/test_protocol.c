@@ -14,7 +14,9 @@
  * restarting it on the same port brings CHILD_UP back, the fd opened
  * before works again (re-opened) and the lock held before is held again;
  * and a brick that stops answering (its event loop frozen) is declared
- * down after network.ping-timeout.
+ * down after network.ping-timeout; a client with client.invalidations
+ * off gets no invalidation while another does, and md-cache refuses to
+ * sit over it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -138,16 +140,24 @@ static struct bfs_graph *start_server(struct bfs_proc *p, int port)
 
 #define WATCH_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, {0}, ""}
 
-static struct bfs_graph *start_client(int port, const char *subvol, int ping, struct watch *w)
+/* extra: more option lines of the client; above: a graph over it (or ""). */
+static struct bfs_graph *start_client_opts(int port, const char *subvol, int ping,
+                                           const char *extra, const char *above,
+                                           struct watch *w)
 {
-    char vf[1024];
+    char vf[2048];
     snprintf(vf, sizeof(vf),
              "volume c0\n type protocol/client\n option remote-host 127.0.0.1\n"
              " option remote-port %d\n option remote-subvolume %s\n"
              " option network.ping-timeout %d\n option transport.reconnect-delay-max 300\n"
-             "end-volume\n",
-             port, subvol, ping);
+             "%send-volume\n%s",
+             port, subvol, ping, extra, above);
     return start_graph(vf, proc, w);
+}
+
+static struct bfs_graph *start_client(int port, const char *subvol, int ping, struct watch *w)
+{
+    return start_client_opts(port, subvol, ping, "", "", w);
 }
 
 static int read_port(void)
@@ -549,6 +559,50 @@ static void test_upcall(struct bfs_graph *sg, struct watch *w, const struct bfs_
     pthread_mutex_unlock(&w->lock);
 }
 
+/* A client with client.invalidations off (the self-heal daemon's graph)
+ * gets no invalidation while the other client still does; md-cache is
+ * refused over such a client. */
+static void test_no_invalidations(struct bfs_graph *sg, int port, struct watch *w,
+                                  const struct bfs_gfid *g)
+{
+    struct watch w2 = WATCH_INIT;
+    struct bfs_graph *q = start_client_opts(port, "brick", 5,
+                                            " option client.invalidations off\n", "", &w2);
+    ok(q != NULL, "a client with client.invalidations off starts");
+    ok(q && wait_count(&w2, &w2.ups, 1, 5000) >= 0, "and its handshake is accepted");
+    if (!q || w2.ups < 1) {
+        stop_graph(q);
+        return;
+    }
+    struct bfs_xl *srv = sg->top;
+    struct bfs_upcall inode = {.kind = BFS_UPCALL_INODE, .gfid = *g};
+    struct bfs_upcall entry = {.kind = BFS_UPCALL_ENTRY, .gfid = *g, .pargfid = bfs_gfid_root,
+                               .name = "f1"};
+    int before = w->upcalls;
+    srv->mod->notify(srv, BFS_EV_UPCALL, FIRST_CHILD(srv), &inode);
+    srv->mod->notify(srv, BFS_EV_UPCALL, FIRST_CHILD(srv), &entry);
+    ok(wait_count(w, &w->upcalls, before + 2, 3000) >= 0,
+       "the other client receives both invalidations");
+    /* the broadcast queued whatever it sent on every connection before
+     * returning, so a reply the quiet client reads now comes after it */
+    is_int(do_lookup(q->top, NULL, NULL), 0, "a round trip on the quiet client's connection");
+    pthread_mutex_lock(&w2.lock);
+    is_int(w2.upcalls, 0, "the client with client.invalidations off received none");
+    pthread_mutex_unlock(&w2.lock);
+    stop_graph(q);
+
+    struct bfs_graph *m = start_client_opts(
+        port, "brick", 5, " option client.invalidations off\n",
+        "volume mdc\n type performance/md-cache\n subvolumes c0\nend-volume\n", NULL);
+    ok(m == NULL, "performance/md-cache over a client with client.invalidations off is refused");
+    stop_graph(m);
+    m = start_client_opts(port, "brick", 5, "",
+                          "volume mdc\n type performance/md-cache\n subvolumes c0\nend-volume\n",
+                          NULL);
+    ok(m != NULL, "and accepted over a client that takes them");
+    stop_graph(m);
+}
+
 /* auth.allow / auth.reject decide at the handshake. */
 static void test_auth(void)
 {
@@ -667,6 +721,8 @@ int main(void)
     test_restart(&sg, port, top, &w, fd);
     if (sg)
         test_upcall(sg, &w, &f1.gfid);
+    if (sg)
+        test_no_invalidations(sg, port, &w, &f1.gfid);
 
     char *dump = top->mod->dump(top);
     ok(dump && strstr(dump, "\"state\":\"up\""), "the client's dump says up");

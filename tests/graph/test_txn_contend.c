@@ -23,7 +23,9 @@
  *     holder that never lets go, the heal gives up after
  *     cluster.heal-lock-timeout and its waiting request is cancelled;
  *   - on the wire, the notice goes to the holder's connection only: raw
- *     protocol/client graphs R1 (holder), R2 (waiter), R3 (bystander).
+ *     protocol/client graphs R1 (holder, with client.invalidations off as
+ *     the self-heal daemon has: notices still reach it), R2 (waiter), R3
+ *     (bystander).
  * Needs root (trusted xattrs); skips otherwise.
  */
 #include <errno.h>
@@ -408,12 +410,14 @@ static int raw_count(struct raw *r)
     return n;
 }
 
-static int raw_open(struct raw *r)
+/* extra: more option lines of the client. */
+static int raw_open_opts(struct raw *r, const char *extra)
 {
     char text[512];
     snprintf(text, sizeof(text),
              "volume r\n type protocol/client\n option remote-host 127.0.0.1\n"
-             " option remote-port %d\n option remote-subvolume b0\nend-volume\n", ports[0]);
+             " option remote-port %d\n option remote-subvolume b0\n%send-volume\n", ports[0],
+             extra);
     pthread_mutex_init(&r->m, NULL);
     char err[512] = "";
     if (bfs_graph_from_text(text, strlen(text), "raw.vol", cg_proc(), &r->g, err,
@@ -434,6 +438,11 @@ static int raw_open(struct raw *r)
     }
     bfs_stack_unref(st);
     return rc;
+}
+
+static int raw_open(struct raw *r)
+{
+    return raw_open_opts(r, "");
 }
 
 struct raw_lock {
@@ -478,8 +487,10 @@ static bool raw_wait(struct raw *r, int want, int ms)
 static void wire(void)
 {
     struct raw r1 = {0}, r2 = {0}, r3 = {0};
-    ok(raw_open(&r1) == 0 && raw_open(&r2) == 0 && raw_open(&r3) == 0,
-       "wire: three raw clients of brick 0");
+    /* R1 takes no invalidations (as the self-heal daemon): notices still come */
+    ok(raw_open_opts(&r1, " option client.invalidations off\n") == 0 && raw_open(&r2) == 0 &&
+           raw_open(&r3) == 0,
+       "wire: three raw clients of brick 0 (R1 with client.invalidations off)");
     struct raw_lock hold = {.r = &r1, .owner = 0x1111, .cmd = BFS_LK_SETLK, .type = F_WRLCK,
                             .gfid = ROOT};
     is_int(raw_inodelk(&hold), 0, "wire: R1 holds an inodelk");

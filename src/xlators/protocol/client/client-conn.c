@@ -206,7 +206,8 @@ static void connect_failed(struct cli_priv *priv, int rc)
 static void send_setvolume(struct cli_priv *priv, struct bfs_conn *conn)
 {
     /* xdata: we take lock contention upcalls (cluster translators above
-     * end their eager locks on them) */
+     * end their eager locks on them); with client.invalidations off, no
+     * invalidations (rpc/proto.h) */
     struct bfs_dict *x = bfs_dict_new();
     struct bfs_setvolume_req req = {.version = BFS_PROTO_VERSION, .subvol = priv->subvol,
                                     .uuid = priv->uuid, .name = priv->xl->name, .xdata = x};
@@ -214,6 +215,8 @@ static void send_setvolume(struct cli_priv *priv, struct bfs_conn *conn)
     struct bfs_wbuf w;
     bfs_wbuf_init(&w);
     int rc = call && x ? bfs_dict_set_int(x, BFS_SETVOLUME_CONTENTION, 1) : -ENOMEM;
+    if (rc == 0 && priv->no_inval)
+        rc = bfs_dict_set_int(x, BFS_SETVOLUME_NO_INVAL, 1);
     if (rc == 0)
         rc = bfs_enc_setvolume_req(&w, &req);
     bfs_dict_unref(x);

@@ -61,8 +61,27 @@ static const struct bfs_option_desc cli_options[] = {
      .description = "an O_RDONLY open of a file no larger than this brings its bytes back "
                     "with it, so that reading it takes no further round trip; 0: off",
      .flags = CF | BFS_OPT_F_SETTABLE},
+    {.key = "client.invalidations", .type = BFS_OPT_BOOL, .def = "on",
+     .description = "off: the handshake asks the brick to send this client no cache "
+                    "invalidations (lock contention notices still come), for graphs that keep "
+                    "no cache they would correct: brickfsd writes it in the self-heal daemon's "
+                    "graph only; refused under performance/md-cache",
+     .flags = CF},
     {0},
 };
+
+/* xl or a translator above it is of the given type. */
+static bool has_ancestor(const struct bfs_xl *xl, const char *type, int depth)
+{
+    if (depth > 64)
+        return false; /* a graph is a DAG of a few levels; never loops */
+    for (int i = 0; i < xl->nparents; i++) {
+        const struct bfs_xl *p = xl->parents[i];
+        if ((p->type && strcmp(p->type, type) == 0) || has_ancestor(p, type, depth + 1))
+            return true;
+    }
+    return false;
+}
 
 static int cli_init(struct bfs_xl *xl)
 {
@@ -93,9 +112,18 @@ static int cli_init(struct bfs_xl *xl)
                "workers): port map questions are blocking HTTP");
         return -EINVAL;
     }
+    bool inval = bfs_xl_opt_bool(xl, "client.invalidations");
+    if (!inval && has_ancestor(xl, "performance/md-cache", 0)) {
+        /* md-cache caches whatever features/upcall marks, trusting the
+         * brick's invalidations to reach it: without them it would go stale */
+        XL_ERR(xl, "option client.invalidations off under performance/md-cache: its cache "
+               "would miss other clients' changes");
+        return -EINVAL;
+    }
     struct cli_priv *priv = calloc(1, sizeof(*priv));
     if (!priv)
         return -ENOMEM;
+    priv->no_inval = !inval;
     if (mgmt && cli_pm_parse_server(mgmt, priv->mgmt_host, sizeof(priv->mgmt_host),
                                     &priv->mgmt_port) < 0) {
         XL_ERR(xl, "option mgmt-server '%s' is not HOST:PORT", mgmt);

@@ -134,6 +134,7 @@ struct cli_priv {
     uint64_t next_fd_id;
     uint64_t pf_max;            /* performance.open-prefetch; 0: off */
     uint64_t pf_gen;            /* bumped by every change of file data (client-prefetch.c) */
+    bool no_inval;              /* client.invalidations off: asks the brick for none */
     struct bfs_idmap pending;   /* id -> struct cli_call */
     struct cli_fd *fds;
     int reopen_left;            /* re-open/re-lock replies awaited before UP */

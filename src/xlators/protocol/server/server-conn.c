@@ -7,7 +7,9 @@
  *   accept      refused when stopping or over server.max-connections;
  *               otherwise linked into priv->conns with one reference, and a
  *               timer closes it unless it completes SETVOLUME in time.
- *   handshake   version, the brick name asked for, auth by peer address. A
+ *   handshake   version, the brick name asked for, auth by peer address; the
+ *               xdata says which upcalls the client takes (contention
+ *               notices; invalidations unless BFS_SETVOLUME_NO_INVAL). A
  *               failed handshake is answered with an error; the connection
  *               stays un-handshaken until the client or the timer closes it.
  *   frames      CALLs are served (server-fop.c); PING gets a PONG; anything
@@ -223,7 +225,7 @@ void srv_broadcast_upcall(struct srv_priv *priv, const struct bfs_upcall *up)
         pthread_mutex_lock(&sc->lock);
         bool to = sc->handshaken && !sc->closed &&
                   (contention ? (void *)sc == up->to && sc->contention
-                              : (void *)sc != up->except);
+                              : (void *)sc != up->except && !sc->no_inval);
         pthread_mutex_unlock(&sc->lock);
         if (!to)
             continue;
@@ -366,19 +368,22 @@ static void srv_handshake(struct srv_conn *sc, const struct bfs_wire_hdr *h, voi
     if (rc == 0) {
         char *uuid = strdup(req.uuid ? req.uuid : "");
         char *name = strdup(req.name ? req.name : "");
-        int64_t contention = 0;
+        int64_t contention = 0, no_inval = 0;
         (void)bfs_dict_get_int(req.xdata, BFS_SETVOLUME_CONTENTION, &contention);
+        (void)bfs_dict_get_int(req.xdata, BFS_SETVOLUME_NO_INVAL, &no_inval);
         pthread_mutex_lock(&sc->lock);
         sc->handshaken = true;
         sc->contention = contention != 0;
+        sc->no_inval = no_inval != 0;
         sc->uuid = uuid;
         sc->client_name = name;
         pthread_mutex_unlock(&sc->lock);
         if (sc->hs_timer)
             bfs_timer_cancel(priv->loop, sc->hs_timer);
         sc->hs_timer = NULL;
-        XL_INFO(priv->xl, "client %s (uuid %s, %s) connected to %s", sc->peer,
-                uuid ? uuid : "?", name && *name ? name : "unnamed", FIRST_CHILD(priv->xl)->name);
+        XL_INFO(priv->xl, "client %s (uuid %s, %s) connected to %s%s", sc->peer,
+                uuid ? uuid : "?", name && *name ? name : "unnamed", FIRST_CHILD(priv->xl)->name,
+                no_inval ? " (no invalidations)" : "");
     } else {
         XL_WARN(priv->xl, "peer %s: handshake refused: %s", sc->peer, msg);
     }

@@ -70,6 +70,7 @@ struct srv_conn {
     struct bfs_idmap fds;         /* id -> struct srv_fd */
     bool handshaken;
     bool contention;              /* takes lock contention upcalls (handshake xdata) */
+    bool no_inval;                /* asked for no invalidations (handshake xdata) */
     bool closed;                  /* socket gone: no new fds */
     bool busy_at_close;           /* requests were in flight at close */
     char *uuid, *client_name;     /* from the handshake */
@@ -101,8 +102,9 @@ int srv_fd_insert(struct srv_conn *sc, uint64_t id, struct bfs_fd *fd);
 /* Closes every connection and waits until all are gone (not on the loop thread). */
 void srv_close_all(struct srv_priv *priv);
 /* Sends an upcall to every handshaken client. */
-/* An invalidation to every handshaken client but up->except; a lock
- * contention notice to up->to only, if it asked for them. */
+/* An invalidation to every handshaken client but up->except and those that
+ * asked for none; a lock contention notice to up->to only, if it asked for
+ * them. */
 void srv_broadcast_upcall(struct srv_priv *priv, const struct bfs_upcall *up);
 
 /* server-fop.c: a CALL whose proc is a fop; takes body. */
