@@ -179,6 +179,22 @@ static int since_reach(struct cg_vol *v, const struct counts *s, int i, const ch
     return n;
 }
 
+/* Brick i's data lock calls for f files each created, written once and
+ * flushed, `slow` of which may have lost their data window (struct pace):
+ * no inodelk (each create took its file's data lock) and one fxattrop per
+ * file (its post-op; the size rides in the write), plus one inodelk and
+ * two fxattrop per slow file at most. */
+static void data_locks_ok(struct cg_vol *v, const struct counts *s, int i, int f, int slow,
+                          const char *what)
+{
+    int lk = since(v, s, i, "inodelk") + since(v, s, i, "finodelk");
+    ok(lk <= slow, "%sc%d: no inodelk (each create took its file's data lock): %d, %d slow "
+       "file(s)", what, i, lk, slow);
+    int fx = since(v, s, i, "fxattrop");
+    ok(fx >= f && fx <= f + 2 * slow, "%sc%d: one fxattrop per file (the post-op; the size "
+       "rides in the write): %d for %d files, %d slow", what, i, fx, f, slow);
+}
+
 static void print_counts(struct cg_vol *v, const struct counts *s, int i, int files)
 {
     char line[512];
@@ -412,12 +428,7 @@ static void test_small_files(struct cg_vol *v)
         is_int(since(v, &s, i, "entrylk"), F, "c%d: one entrylk per file (unlock in the post-op)",
                i);
         is_int(since(v, &s, i, "xattrop"), F, "c%d: one xattrop per file (entry post-op)", i);
-        int lk = since(v, &s, i, "inodelk") + since(v, &s, i, "finodelk");
-        ok(lk <= slow, "c%d: no inodelk (the create took the data lock, the post-op released "
-           "it): %d, %d slow file(s)", i, lk, slow);
-        int fx = since(v, &s, i, "fxattrop");
-        ok(fx >= F && fx <= F + 2 * slow, "c%d: one fxattrop per file (data post-op; the size "
-           "rides in the write): %d for %d files, %d slow", i, fx, F, slow);
+        data_locks_ok(v, &s, i, F, slow, "");
         is_int(since(v, &s, i, "write"), F, "c%d: one write per file", i);
         is_int(since(v, &s, i, "read"), 0, "c%d: no read (whole new stripes)", i);
     }
@@ -532,12 +543,7 @@ static void test_entry_window(struct cg_vol *v)
         ok(since(v, &s, i, "xattrop") <= 2 * wmax, "window: c%d: one entry pre-op and post-op "
            "per window (%d xattrop)", i, since(v, &s, i, "xattrop"));
         is_int(since(v, &s, i, "create"), F, "window: c%d: one create per file", i);
-        int lk = since(v, &s, i, "inodelk") + since(v, &s, i, "finodelk");
-        ok(lk <= slow, "window: c%d: no inodelk (each create took its file's data lock): %d, %d "
-           "slow file(s)", i, lk, slow);
-        int fx = since(v, &s, i, "fxattrop");
-        ok(fx >= F && fx <= F + 2 * slow, "window: c%d: one fxattrop per file: %d for %d, %d slow "
-           "file(s)", i, fx, F, slow);
+        data_locks_ok(v, &s, i, F, slow, "window: ");
         is_int(since(v, &s, i, "write"), F, "window: c%d: one write per file", i);
     }
     for (int k = 0; k < F; k += 3) {
