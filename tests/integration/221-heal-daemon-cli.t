@@ -108,12 +108,16 @@ tree()
 }
 
 # same_bricks DIRS...: 1 when every brick has the tree of the first and none blames another
+# (the trees first: a difference says more than the counters that blame it)
 same_bricks()
 {
     local first=$1 d ref
     ref=$(tree "$first")
     for d in "$@"; do
-        [ "$(tree "$d")" = "$ref" ] || { echo "0 ($d differs from $first)"; return; }
+        [ "$(tree "$d")" = "$ref" ] ||
+            { echo "0 ($d differs from $first: $(diff <(echo "$ref") <(tree "$d") | grep '^[<>]' | head -n 2 | tr '\n' ' '))"; return; }
+    done
+    for d in "$@"; do
         [ -z "$(pending "$d")" ] || { echo "0 ($d: $(pending "$d" | head -n 1))"; return; }
     done
     echo 1
