@@ -17,9 +17,11 @@
 #      are being created through the mount; the mount goes away (no client
 #      access from there on); brickfsd started again restarts the brick;
 #      with the daemon off, `heal info` lists the pending entries per brick
-#      with counts and `info summary` counts them; the daemon switched on
-#      heals them by itself: `info summary --json` reaches 0, the copies on
-#      the three bricks are identical, `heal statistics` says what it did;
+#      with counts and `info summary` counts them; two names the brick
+#      kept half made (no GFID; a GFID without its handle: a kill in the
+#      middle of a create leaves them so) are completed; the daemon switched
+#      on heals them by itself: `info summary --json` reaches 0, the copies
+#      on the three bricks are identical, `heal statistics` says what it did;
 #   4. volume stop stops the daemon.
 
 . "$(dirname "$0")/../lib/test.sh"
