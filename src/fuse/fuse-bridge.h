@@ -115,6 +115,12 @@ struct bfs_fuse_fh {
     bool released;                /* the kernel released it */
     bool pinned;                  /* holds or asked for a lock: stays in gr */
     bool draining;                /* a switch waits for its writes: calls wait */
+    /* A directory whose listing is under way: the last readdir reply ended
+     * on an entry, so the kernel's next offset is one only gr understands
+     * (distribute names a subvolume by its index in gr's graph, a brick
+     * hands out its own cookies). A switch leaves it in gr until a reply
+     * ends the listing (fuse-dir.c, fuse-switch.c). */
+    bool listing;
     int users;                    /* calls holding fd (bfs_fuse_call_fd) */
     struct bfs_fuse_fh *prev, *next; /* fu->fhs: every handle still open */
 };

@@ -132,6 +132,16 @@ static size_t add_entry(struct bfs_fuse_call *c, char *buf, size_t room,
     return fuse_add_direntry_plus(c->req, buf, room, d->name, &e, (off_t)d->d_off);
 }
 
+/* Marks the handle the readdir came through (fh->listing). */
+static void set_listing(struct bfs_fuse_call *c, bool listing)
+{
+    if (c->nfds < 1)
+        return;
+    pthread_mutex_lock(&c->fu->lock);
+    c->fhs[0]->listing = listing;
+    pthread_mutex_unlock(&c->fu->lock);
+}
+
 static void readdir_cbk(struct bfs_frame *frame, void *cookie, int rc,
                         const struct bfs_readdir_rep *rep)
 {
@@ -160,7 +170,7 @@ static void readdir_cbk(struct bfs_frame *frame, void *cookie, int rc,
         used += add_entry(c, buf + used, size - used, &dot, linked, &nlinked);
         shown++;
     }
-    uint32_t k;
+    uint32_t k, listed = 0;
     for (k = 0; k < l->count; k++) {
         const struct bfs_dirent *d = &l->v[k];
         if (bfs_fuse_hidden_dirent(dir, d->name))
@@ -170,6 +180,7 @@ static void readdir_cbk(struct bfs_frame *frame, void *cookie, int rc,
             break;
         used += n;
         shown++;
+        listed++;
     }
     /* Everything in this batch was hidden, and there is more: go on. */
     if (shown == 0 && k == l->count && l->count > 0 && !rep->eod) {
@@ -181,6 +192,10 @@ static void readdir_cbk(struct bfs_frame *frame, void *cookie, int rc,
             bfs_fuse_call_fail(c, rc);
         return;
     }
+    /* the kernel comes back with the offset of our last entry: one of this
+     * generation's if it was the graph's (not "." or ".."); a reply with
+     * none ends the listing (before the call ends: a switch waits for it) */
+    set_listing(c, listed > 0);
     if (fuse_reply_buf(c->req, used ? buf : NULL, used) < 0)
         for (size_t i = 0; i < nlinked; i++)
             bfs_fuse_node_unlookup(c->fu, linked[i], 1);

@@ -117,7 +117,7 @@ static int drain_writes(struct bfs_fuse_graph *gr, struct bfs_fd *old)
 static struct bfs_fuse_fh *next_to_move(struct bfs_fuse *fu, struct bfs_fuse_graph *gr)
 {
     for (struct bfs_fuse_fh *fh = fu->fhs.next; fh != &fu->fhs; fh = fh->next) {
-        if (fh->gr != gr && !fh->pinned && !fh->released) {
+        if (fh->gr != gr && !fh->pinned && !fh->released && !fh->listing) {
             fh->refs++;
             return fh;
         }
@@ -142,6 +142,13 @@ static void move_handles(struct bfs_fuse *fu, struct bfs_fuse_graph *gr)
             fh->draining = true;
             while (fh->users > 0)
                 pthread_cond_wait(&fu->cond, &fu->lock);
+            if (fh->listing) { /* a readdir that was running left offsets of fh->gr */
+                fh->draining = false;
+                pthread_cond_broadcast(&fu->cond);
+                pthread_mutex_unlock(&fu->lock);
+                bfs_fuse_fh_unref(fu, fh);
+                continue; /* a later round moves it, once its listing ended */
+            }
         }
         struct bfs_fd *old = fh ? bfs_fd_ref(fh->fd) : NULL;
         struct bfs_fuse_graph *old_gr = fh ? fh->gr : NULL;
@@ -243,7 +250,7 @@ static void do_switch(struct bfs_fuse_watch *w, const struct bfs_fuse_volfile *v
     pthread_mutex_unlock(&fu->lock);
     bfs_log("fuse", BFS_LOG_INFO, "switched to graph generation %llu (volfile revision %s); "
             "generation %llu retired with %llu call(s) in flight and %llu open file(s), %llu "
-            "of them staying (locked)", (unsigned long long)gr->gen, gr->rev,
+            "of them staying (locked, or a listing under way)", (unsigned long long)gr->gen, gr->rev,
             (unsigned long long)old->gen, (unsigned long long)calls, (unsigned long long)files,
             (unsigned long long)left);
 }

@@ -119,6 +119,46 @@ static void snap_quiet(struct cg_vol *v, struct counts *s)
 }
 
 /* Calls of FOPS[f] on brick i since s. */
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* How many times a run of calls on one file may have lost its data lock
+ * window on a loaded machine. The window ends the post-op delay (50 ms
+ * here) after the last call and 1 s after it began at the latest; a call
+ * after that locks again (one inodelk) and has a pre-op and post-op of its
+ * own (two fxattrop). pace_step() after each call counts the calls that
+ * took the delay or longer (the idle time before the next is shorter),
+ * plus one per second of the whole run. On a quiet machine: none. */
+#define PACE_DELAY_S 0.05
+struct pace {
+    double t0, last;
+    int slow;
+};
+
+static void pace_start(struct pace *p)
+{
+    p->t0 = p->last = wall_s();
+    p->slow = 0;
+}
+
+static void pace_step(struct pace *p)
+{
+    double now = wall_s();
+    p->slow += now - p->last >= PACE_DELAY_S;
+    p->last = now;
+}
+
+static int pace_breaks(const struct pace *p)
+{
+    if (p->slow)
+        printf("# %d call(s) took the post-op delay or longer (loaded machine)\n", p->slow);
+    return p->slow + (int)(p->last - p->t0);
+}
+
 static int since(struct cg_vol *v, const struct counts *s, int i, const char *fop)
 {
     for (int f = 0; f < NFOPS; f++)
@@ -137,6 +177,22 @@ static int since_reach(struct cg_vol *v, const struct counts *s, int i, const ch
         n = since(v, s, i, fop);
     }
     return n;
+}
+
+/* Brick i's data lock calls for f files each created, written once and
+ * flushed, `slow` of which may have lost their data window (struct pace):
+ * no inodelk (each create took its file's data lock) and one fxattrop per
+ * file (its post-op; the size rides in the write), plus one inodelk and
+ * two fxattrop per slow file at most. */
+static void data_locks_ok(struct cg_vol *v, const struct counts *s, int i, int f, int slow,
+                          const char *what)
+{
+    int lk = since(v, s, i, "inodelk") + since(v, s, i, "finodelk");
+    ok(lk <= slow, "%sc%d: no inodelk (each create took its file's data lock): %d, %d slow "
+       "file(s)", what, i, lk, slow);
+    int fx = since(v, s, i, "fxattrop");
+    ok(fx >= f && fx <= f + 2 * slow, "%sc%d: one fxattrop per file (the post-op; the size "
+       "rides in the write): %d for %d files, %d slow", what, i, fx, f, slow);
 }
 
 static void print_counts(struct cg_vol *v, const struct counts *s, int i, int files)
@@ -353,10 +409,17 @@ static void test_small_files(struct cg_vol *v)
      * delta in the write (probe, with the fxattrop beside it) */
     is_int(small_file(v, "warmw", 1, 100, &g[0]), 0, "warm-up: a first small file");
     snap_quiet(v, &s);
+    /* a file whose create, write and flush took the post-op delay may have
+     * lost the create's data lock before its write came (struct pace) */
+    struct pace pc;
+    int slow = 0;
     for (int k = 0; k < F; k++) {
         snprintf(name, sizeof(name), "f%d", k);
+        pace_start(&pc);
         is_int(small_file(v, name, k, STRIPE, &g[k]), 0, "create + 4 KiB write + flush of %s",
                name);
+        pace_step(&pc);
+        slow += pc.slow + (int)(pc.last - pc.t0);
     }
     ok(clean_soon(v, ".", 2, 0x3f), "no entry dirty mark on the parent");
     for (int i = 0; i < N; i++) {
@@ -365,10 +428,7 @@ static void test_small_files(struct cg_vol *v)
         is_int(since(v, &s, i, "entrylk"), F, "c%d: one entrylk per file (unlock in the post-op)",
                i);
         is_int(since(v, &s, i, "xattrop"), F, "c%d: one xattrop per file (entry post-op)", i);
-        is_int(since(v, &s, i, "inodelk") + since(v, &s, i, "finodelk"), 0,
-               "c%d: no inodelk (the create took the data lock, the post-op released it)", i);
-        is_int(since(v, &s, i, "fxattrop"), F,
-               "c%d: one fxattrop per file (data post-op; the size rides in the write)", i);
+        data_locks_ok(v, &s, i, F, slow, "");
         is_int(since(v, &s, i, "write"), F, "c%d: one write per file", i);
         is_int(since(v, &s, i, "read"), 0, "c%d: no read (whole new stripes)", i);
     }
@@ -412,6 +472,18 @@ static void test_small_files(struct cg_vol *v)
     }
 }
 
+/* How many entry windows a run of changes that took `secs` can have used
+ * at most. A window ends TXN_WINDOW_MAX_MS (1 s) after it began at the
+ * latest, and this volume's post-op delay (1 s) after its last change when
+ * idle; the next begins after that (no other owner contends here), so two
+ * beginnings are more than 1 s apart: at most 1 + secs windows. A loaded
+ * machine makes the run slow, not the windows short; one spare for the
+ * clock read around the run rather than inside the translator. */
+static int windows_max(double secs)
+{
+    return 2 + (int)secs;
+}
+
 /* Can another owner take the whole root directory's entry lock on brick i
  * (polled 5 s)? */
 static bool dir_lock_free(struct cg_vol *v, int i)
@@ -440,7 +512,7 @@ static bool dir_lock_free(struct cg_vol *v, int i)
  * post-op). */
 static void test_entry_window(struct cg_vol *v)
 {
-    enum { F = 20, WMAX = 4 }; /* a window lasts 1 s at most: a slow run takes a few */
+    enum { F = 20 }; /* a window lasts 1 s at most: a slow run takes a few */
     struct counts s;
     struct bfs_gfid g[F];
     char name[32];
@@ -449,22 +521,29 @@ static void test_entry_window(struct cg_vol *v)
     for (int i = 0; i < N; i++)
         ok(dir_lock_free(v, i), "window: c%d: the directory's lock is released", i);
     snap_quiet(v, &s);
+    double t0 = wall_s();
+    struct pace pc;
+    int slow = 0; /* files that may have lost their data window (struct pace) */
     for (int k = 0; k < F; k++) {
         snprintf(name, sizeof(name), "x%d", k);
+        pace_start(&pc);
         is_int(small_file(v, name, k, STRIPE, &g[k]), 0, "window: create + write + flush of %s",
                name);
+        pace_step(&pc);
+        slow += pc.slow + (int)(pc.last - pc.t0);
     }
+    int wmax = windows_max(wall_s() - t0);
+    printf("# %d creates in %.2f s: at most %d windows\n", F, wall_s() - t0, wmax);
     ok(clean_soon(v, ".", 2, 0x3f), "window: no entry dirty mark");
     for (int i = 0; i < N; i++) {
         print_counts(v, &s, i, F);
-        ok(since(v, &s, i, "entrylk") <= 2 * WMAX, "window: c%d: the directory locked once "
-           "per window (%d entrylk for %d creates)", i, since(v, &s, i, "entrylk"), F);
-        ok(since(v, &s, i, "xattrop") <= 2 * WMAX, "window: c%d: one entry pre-op and post-op "
+        ok(since(v, &s, i, "entrylk") <= 2 * wmax, "window: c%d: the directory locked once "
+           "per window (%d entrylk for %d creates, %d windows at most)", i,
+           since(v, &s, i, "entrylk"), F, wmax);
+        ok(since(v, &s, i, "xattrop") <= 2 * wmax, "window: c%d: one entry pre-op and post-op "
            "per window (%d xattrop)", i, since(v, &s, i, "xattrop"));
         is_int(since(v, &s, i, "create"), F, "window: c%d: one create per file", i);
-        is_int(since(v, &s, i, "inodelk") + since(v, &s, i, "finodelk"), 0,
-               "window: c%d: no inodelk (each create took its file's data lock)", i);
-        is_int(since(v, &s, i, "fxattrop"), F, "window: c%d: one fxattrop per file", i);
+        data_locks_ok(v, &s, i, F, slow, "window: ");
         is_int(since(v, &s, i, "write"), F, "window: c%d: one write per file", i);
     }
     for (int k = 0; k < F; k += 3) {
@@ -474,15 +553,18 @@ static void test_entry_window(struct cg_vol *v)
         ok(reads_right(v, name, k, STRIPE), "window: %s reads back right", name);
     }
     snap_quiet(v, &s);
+    t0 = wall_s();
     for (int k = 0; k < F; k++) {
         snprintf(name, sizeof(name), "x%d", k);
         struct bfs_unlink_req u = {.loc = L(name)};
         is_int(bfs_sync_unlink(v->top, v->st, &u, NULL), 0, "window: unlink %s", name);
     }
+    wmax = windows_max(wall_s() - t0);
+    printf("# %d unlinks in %.2f s: at most %d windows\n", F, wall_s() - t0, wmax);
     ok(clean_soon(v, ".", 2, 0x3f), "window: no entry dirty mark after the unlinks");
     for (int i = 0; i < N; i++) {
         print_counts(v, &s, i, F);
-        ok(since(v, &s, i, "entrylk") <= 2 * WMAX && since(v, &s, i, "xattrop") <= 2 * WMAX,
+        ok(since(v, &s, i, "entrylk") <= 2 * wmax && since(v, &s, i, "xattrop") <= 2 * wmax,
            "window: c%d: the unlinks share one lock and changelog (%d entrylk, %d xattrop)", i,
            since(v, &s, i, "entrylk"), since(v, &s, i, "xattrop"));
         is_int(since(v, &s, i, "unlink"), F, "window: c%d: one unlink per unlink", i);
@@ -519,8 +601,11 @@ static void test_seq_write(struct cg_vol *v)
     struct bfs_gfid g;
     struct bfs_fd *fd = NULL;
     uint8_t *buf = malloc(BS);
+    struct pace pc;
     snap_quiet(v, &s);
+    pace_start(&pc);
     is_int(create(v, "seq", &g, &fd), 0, "create seq");
+    pace_step(&pc);
     int good = 0;
     for (int b = 0; b < BLOCKS && buf; b++) {
         fill(buf, BS, b);
@@ -528,17 +613,21 @@ static void test_seq_write(struct cg_vol *v)
         w.data.data = buf;
         w.data.len = BS;
         good += bfs_sync_write(v->top, v->st, &w, NULL) == BS;
+        pace_step(&pc);
     }
     is_int(good, BLOCKS, "%d writes of 1 MiB", BLOCKS);
     struct bfs_flush_req f = {.fd = fd};
     is_int(bfs_sync_flush(v->top, v->st, &f, NULL), 0, "flush");
     bfs_fd_unref(fd);
+    int breaks = pace_breaks(&pc);
     for (int i = 0; i < N; i++) {
         print_counts(v, &s, i, BLOCKS);
         is_int(since(v, &s, i, "write"), BLOCKS, "c%d: one write per block", i);
-        is_int(since(v, &s, i, "fxattrop"), 1, "c%d: one fxattrop in all (the post-op)", i);
-        is_int(since(v, &s, i, "inodelk") + since(v, &s, i, "finodelk"), 0, "c%d: no inodelk",
-               i);
+        int fx = since(v, &s, i, "fxattrop");
+        ok(fx >= 1 && fx <= 1 + 2 * breaks, "c%d: one fxattrop in all (the post-op): %d, %d "
+           "window break(s) allowed", i, fx, breaks);
+        int lk = since(v, &s, i, "inodelk") + since(v, &s, i, "finodelk");
+        ok(lk <= breaks, "c%d: no inodelk: %d, %d window break(s) allowed", i, lk, breaks);
         is_int((int)xnum(v, i, "seq", "trusted.brickfs.ec.size", 0), BLOCKS * BS,
                "c%d: size counter", i);
     }
@@ -628,13 +717,6 @@ static double cpu_s(void)
     getrusage(RUSAGE_SELF, &ru);
     return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* EC_PIGGY_BENCH=N: N small files created and removed, timed (CPU of the

@@ -11,6 +11,12 @@ the checks of what it leaves behind (tests/integration/030-fault-*.t).
     fault-writer.py max-ms STATE [FROM TO]     the slowest call (ms), overall
                                                or among calls that began
                                                between FROM and TO
+    fault-writer.py first-error-ms STATE FROM TO
+                                               ms from FROM to the end of the
+                                               first failed call that ended
+                                               between FROM and TO (a call
+                                               begun before FROM counts),
+                                               empty when none
     fault-writer.py verify-fsynced DIR STATE LINES
                                                the records named by the first
                                                LINES lines of STATE/fsynced
@@ -338,6 +344,12 @@ def main(argv):
             print(max([e[3] for e in read_events(args[0]) if lo <= e[0] <= hi] + [0]))
         else:
             print(read_status(args[0]).get("max_ms", ""))
+        return 0
+    if cmd == "first-error-ms":
+        lo, hi = int(args[1]), int(args[2])
+        ends = [e[0] + e[3] * 1000 for e in read_events(args[0]) if e[2] != "-"]
+        ends = [t for t in ends if lo <= t <= hi]
+        print((min(ends) - lo) // 1000 if ends else "")
         return 0
     if cmd == "verify-fsynced":
         return cmd_verify_fsynced(args[0], args[1], int(args[2]))

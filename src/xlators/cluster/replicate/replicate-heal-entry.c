@@ -8,7 +8,11 @@
  *                       marked on the source so that the new entry's own
  *                       data/metadata/entries heal on its next access;
  *   only on a sink      removed there (a directory with everything in it);
- *   another GFID/type   removed on the sink and created again.
+ *   another GFID/type   removed on the sink and created again;
+ *   half made on a sink a name left by a brick killed in the middle of a
+ *                       create (no GFID, or no handle): looked up there
+ *                       with the source's GFID, which completes it, and
+ *                       marked like a new one (complete_on).
  * A split-brain of entries is healed by a conservative merge: every
  * missing name is created everywhere, nothing is removed. Runs on the heal
  * thread; listings are read whole (readdirplus) and sorted by name.
@@ -172,20 +176,66 @@ static int create_on(struct afr_hctx *h, int k, int src, const struct bfs_dirent
     return rc < 0 ? rc : 0;
 }
 
+/*
+ * Name e of source src exists on sink k, of e's type, but half made: a
+ * brick killed in the middle of a create keeps the name with no GFID (its
+ * readdirplus gives no attributes) or with the GFID but not its handle (a
+ * regular file whose link count, the handle hidden, reads 0). Its GFID's
+ * heals fail on k, and only a lookup of the name completes it, which no
+ * client may ever send (the self-heal daemon heals with no mount): look
+ * it up here, asking for e's GFID (storage/posix adopts the name with it,
+ * or repairs the handle). The source blames the copy first, as for a new
+ * one (create_on): what it holds may be anything. Returns 0 or -errno.
+ */
+static int complete_on(struct afr_hctx *h, int k, int src, const struct bfs_dirent *e)
+{
+    int rc = afr_heal_mark_new(h, src, &e->attr.gfid, e->attr.mode, BFS_BIT(k));
+    struct bfs_lookup_req req = {.loc = entry_loc(&h->gfid, e->name),
+                                 .xdata = gfid_xdata(&e->attr.gfid)};
+    struct bfs_lookup_rep rep;
+    if (rc >= 0 && !req.xdata)
+        rc = -ENOMEM;
+    if (rc >= 0) {
+        rc = afr_hsync(h, k, BFS_FOP_LOOKUP, &req, &rep);
+        if (rc >= 0 && !bfs_gfid_eq(&rep.attr.gfid, &e->attr.gfid))
+            rc = -EIO; /* it took another GFID meanwhile: the next heal sees it */
+        bfs_lookup_rep_clear_dup(&rep);
+    }
+    bfs_dict_unref(req.xdata);
+    if (rc >= 0)
+        XL_INFO(h->p->xl, "entry heal: %s on %s was half made (no GFID or no handle): "
+                "completed", e->name, h->p->xl->children[k]->name);
+    return rc < 0 ? rc : 0;
+}
+
+/* The type a listed entry has (DT_* without attributes). */
+static uint32_t type_of(const struct bfs_dirent *e)
+{
+    if (e->has_attr)
+        return e->attr.mode & S_IFMT;
+    return e->d_type == DT_UNKNOWN ? 0 : DTTOIF(e->d_type);
+}
+
 /* Name e (from source src) on sink k. Returns 0 or -errno. */
 static int heal_name(struct afr_hctx *h, int k, int src, const struct bfs_dirent *e,
                      const struct listing *lk, bool merge)
 {
     const struct bfs_dirent *have = find(lk, e->name);
+    uint32_t type = e->attr.mode & S_IFMT;
     if (have && have->has_attr && bfs_gfid_eq(&have->attr.gfid, &e->attr.gfid) &&
-        (have->attr.mode & S_IFMT) == (e->attr.mode & S_IFMT))
-        return 0;
-    if (have && !have->has_attr)
-        return 0; /* no GFID yet on the sink: its lookup adopts it */
+        type_of(have) == type)
+        return S_ISREG(type) && have->attr.nlink == 0 ? complete_on(h, k, src, e) : 0;
+    if (have && !have->has_attr && type_of(have) == type)
+        return complete_on(h, k, src, e); /* no GFID yet */
     if (have && merge)
         return -EIO; /* a conflict a merge cannot decide: the name stays EIO */
     if (have) {
-        int rc = expunge(h, k, &h->gfid, have->name, &have->attr, 0);
+        struct bfs_iatt a = have->attr;
+        if (!have->has_attr) {
+            memset(&a, 0, sizeof(a));
+            a.mode = have->d_type == DT_DIR ? S_IFDIR : S_IFREG;
+        }
+        int rc = expunge(h, k, &h->gfid, have->name, &a, 0);
         if (rc < 0)
             return rc;
     }
