@@ -2,7 +2,7 @@
 #
 # bench/rep3-write.sh BUILD [MB] [ROUNDS] — where a replica 3 sequential write
 # spends its time, in figures that depend little on the machine's load
-# (docs/design/performance-notes.md note 34):
+# (docs/design/performance-notes.md note 37):
 #
 # A replica 3 volume made by brickfsd (the bench's rep3 layout, 3 bricks on
 # this host, volgen's graphs), mounted; dd of MB MiB (bs=1M, conv=fsync) into
