@@ -67,6 +67,11 @@ static const struct bfs_option_desc afr_options[] = {
      .description = "resolve split-brain automatically: none, size, mtime, ctime or majority"},
     {.key = "cluster.eager-lock", .type = BFS_OPT_BOOL, .def = "on", .flags = CLIENT_OPT,
      .description = "keep a file's lock and changelog between writes through one fd"},
+    {.key = "cluster.entry-eager-lock", .type = BFS_OPT_BOOL, .def = "on", .flags = CLIENT_OPT,
+     .description = "keep a directory's entry lock and changelog between the creates and "
+                    "removals of names in it (with cluster.eager-lock and a post-op delay; "
+                    "released when another client or a heal waits for it, and after 1 s at "
+                    "most)"},
     {.key = "cluster.post-op-delay-ms", .type = BFS_OPT_INT, .def = "500", .min = 0,
      .max = 10000, .flags = CLIENT_OPT,
      .description = "how long an idle eager lock is kept before post-op and unlock"},
@@ -134,6 +139,9 @@ static void apply_options(struct bfs_xl *xl, const struct bfs_dict *over)
     b = true;
     (void)bfs_parse_bool(opt(xl, over, "cluster.eager-lock"), &b);
     __atomic_store_n(&p->cl.eager, b, __ATOMIC_RELAXED);
+    b = true;
+    (void)bfs_parse_bool(opt(xl, over, "cluster.entry-eager-lock"), &b);
+    __atomic_store_n(&p->eager_entry, b, __ATOMIC_RELAXED);
     v = 500;
     (void)bfs_parse_int(opt(xl, over, "cluster.post-op-delay-ms"), &v);
     __atomic_store_n(&p->cl.delay_ms, (uint64_t)v, __ATOMIC_RELAXED);
@@ -343,6 +351,9 @@ static int afr_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
     pthread_mutex_unlock(&p->lock);
     XL_INFO(xl, "child %s is %s (%d of %d up)", from->name, up ? "up" : "down",
             bfs_mask_count(mask), p->n);
+    /* entry windows end: their set was fixed when acquired (a returning
+     * child would stay left out, a lost one be the only one tried) */
+    bfs_txn_end_windows(&p->cl, BFS_TXN_ENTRY);
     if (announce)
         bfs_xl_notify_parents(xl, announce > 0 ? BFS_EV_CHILD_UP : BFS_EV_CHILD_DOWN, NULL);
     return 0;

@@ -7,7 +7,8 @@
  * Objects and lifetimes:
  *   struct afr_priv    one per translator instance (xl->private), init..fini.
  *   struct afr_inode   per inode (inode ctx slot): readable masks, split-brain
- *                      flags, the shared data lock object. Made on first
+ *                      flags, the shared data lock object (and, for a
+ *                      directory, the shared entry lock). Made on first
  *                      need, freed at forget (a held lock keeps the inode).
  *   struct afr_fd      per fd (fd ctx slot): where it is open, the readdir
  *                      child. open/create/opendir .. release(dir).
@@ -60,6 +61,8 @@ struct afr_priv {
     uint64_t heal_lock_ms;       /* a heal waits this long for its lock at most */
     bool quorum_reads;           /* reads need quorum too */
     bool lazy_open;              /* cluster.lazy-open (replicate-fd.c) */
+    bool eager_entry;            /* cluster.entry-eager-lock: a directory's entry lock is
+                                  * kept between its entry changes (replicate-entry.c) */
     /* notify */
     pthread_mutex_t lock;        /* reported/announced, inode ctx creation */
     uint32_t reported;           /* children that sent an event */
@@ -94,6 +97,8 @@ struct afr_inode {
     uint32_t readable[AFR_NTYPES];
     bool split[AFR_NTYPES];
     struct bfs_txn_lock dlock;   /* shared (eager) data lock */
+    struct bfs_txn_lock elock;   /* directories: shared (eager) entry lock, whole directory
+                                  * (the entry window, replicate-entry.c) */
 };
 
 struct afr_fix_wait {             /* replicate-fd.c, afr_fix_open */
@@ -258,6 +263,7 @@ struct afr_txn {
     void (*done)(struct afr_txn *a, int rc); /* family hook after combine */
     int newlock;                 /* create: 1 asks for the file's data lock, -1 not, 0 undecided */
     uint64_t nl_owner;           /* the lock owner it asks for */
+    bool eager;                  /* entry change under its parent's entry window */
 };
 /* replicate-prefetch.c: the copy that will serve the reads of an O_RDONLY
  * open (-1: unknown, or not such an open; AFR_NO_READER: no copy whose
