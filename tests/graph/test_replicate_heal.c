@@ -84,6 +84,38 @@ static void test_rename_symlink_heal(void)
 }
 
 
+/* A brick that goes down while this client's entry window on a folder is
+ * held keeps the window's dirty mark (the post-op cannot reach it); when
+ * it is back, replicate heals that folder's entries by itself, without a
+ * lookup (the root, which the kernel never looks up, would else keep it
+ * until the self-heal daemon came by). */
+static bool dirty_gone_on(struct cg_vol *v, int i, const char *rel)
+{
+    for (int k = 0; k < 200; k++) {
+        if (cg_counter(v, i, rel, "dirty", 2) == 0)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+static void test_window_marks(void)
+{
+    struct cg_vol v;
+    if (cg_rep_open(&v, 3, false, " option cluster.post-op-delay-ms 10000\n") < 0)
+        return;
+    is_int(cg_put(&v, &bfs_gfid_root, "w1", "one", NULL), 0, "create under the root's window");
+    ok(cg_counter(&v, 0, "", "dirty", 2) > 0, "the window's dirty mark is on c0");
+    cg_down(&v, 0, true);
+    ok(dirty_gone_on(&v, 1, "") && dirty_gone_on(&v, 2, ""),
+       "c0 down: the window ends, c1 and c2 clean");
+    ok(cg_counter(&v, 0, "", "dirty", 2) > 0, "c0 kept its mark");
+    cg_up(&v, 0, true);
+    ok(cg_clean_soon(&v, ""), "c0 back: the root's mark is gone without a lookup");
+    ok(cg_same_gfid(&v, "w1", 7), "w1 on every copy");
+    cg_vol_close(&v);
+}
+
 /* Heals take their locks without waiting for ever: a lock held elsewhere
  * (another client that stopped while holding it) delays a foreground heal
  * by cluster.heal-lock-timeout at most; the lookup answers from a good
@@ -327,8 +359,8 @@ int main(void)
     ok(cg_init("afrheal") == 0, "process resources");
     static const struct cg_test tests[] = {
         {"merge", test_entry_merge},     {"rename", test_rename_symlink_heal},
-        {"healbusy", test_heal_lock_busy}, {"sumheal", test_checksum_heal},
-        {"lkorder", test_lock_order},
+        {"healbusy", test_heal_lock_busy}, {"winmarks", test_window_marks},
+        {"sumheal", test_checksum_heal},  {"lkorder", test_lock_order},
     };
     cg_run(tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST"); /* AFR_TEST=name: one */
     cg_fini();

@@ -137,3 +137,19 @@ void bfs_txn_end_windows(struct bfs_cluster *cl, int type)
     }
     free(v);
 }
+
+size_t bfs_txn_held_objects(struct bfs_cluster *cl, int type, struct bfs_gfid *out, size_t max)
+{
+    size_t n, k = 0;
+    struct bfs__txn_held *v = bfs__txn_held_refs(cl, &n);
+    for (size_t i = 0; i < n; i++) {
+        struct bfs_txn_lock *lk = v[i].lk;
+        pthread_mutex_lock(&lk->m);
+        if (k < max && lk->type == type && lk->state != BFS_TXL_FREE && lk->nobj > 0)
+            out[k++] = lk->obj[0];
+        pthread_mutex_unlock(&lk->m);
+        bfs_inode_unref(v[i].inode);
+    }
+    free(v);
+    return k;
+}

@@ -269,6 +269,11 @@ bool bfs_txn_contention(struct bfs_cluster *cl, const struct bfs_upcall *up);
  * keep leaving a returning child out (or keep trying a lost one) until it
  * ends. Any thread. */
 void bfs_txn_end_windows(struct bfs_cluster *cl, int type);
+/* The objects (first changelog object: the inode, or the directory) of
+ * the shared locks of `type` not FREE, up to max of them into out: where
+ * a window's pre-op may have left dirty marks that a child going down now
+ * will keep (its post-op cannot reach it). Any thread. */
+size_t bfs_txn_held_objects(struct bfs_cluster *cl, int type, struct bfs_gfid *out, size_t max);
 
 /* A lock owner for a create's data lock (salt: any address of ours), or 0
  * when the cluster keeps no eager window (no write would join it). */

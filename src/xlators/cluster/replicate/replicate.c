@@ -329,7 +329,16 @@ static int afr_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
 
     bool up = ev == BFS_EV_CHILD_UP;
     int announce = 0; /* 1 up, -1 down */
+    struct bfs_gfid held[AFR_LEFT];
+    size_t nheld = up ? 0 : bfs_txn_held_objects(&p->cl, BFS_TXN_ENTRY, held, AFR_LEFT);
     pthread_mutex_lock(&p->lock);
+    for (size_t k = 0; k < nheld && p->nleft[i] < AFR_LEFT; k++)
+        p->left[i][p->nleft[i]++] = held[k];
+    int nleft = up ? p->nleft[i] : 0;
+    if (up) {
+        memcpy(held, p->left[i], (size_t)nleft * sizeof(held[0]));
+        p->nleft[i] = 0;
+    }
     uint32_t mask = afr_up(p);
     mask = up ? mask | BFS_BIT(i) : mask & ~BFS_BIT(i);
     __atomic_store_n(&p->cl.up, mask, __ATOMIC_RELEASE);
@@ -354,6 +363,8 @@ static int afr_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
     /* entry windows end: their set was fixed when acquired (a returning
      * child would stay left out, a lost one be the only one tried) */
     bfs_txn_end_windows(&p->cl, BFS_TXN_ENTRY);
+    for (int k = 0; k < nleft; k++)
+        afr_heal_left(p, &held[k]);
     if (announce)
         bfs_xl_notify_parents(xl, announce > 0 ? BFS_EV_CHILD_UP : BFS_EV_CHILD_DOWN, NULL);
     return 0;

@@ -44,6 +44,7 @@
 
 
 #define AFR_RECENT 64
+#define AFR_LEFT 64 /* directories remembered per child whose window's marks it kept */
 
 struct afr_priv {
     struct bfs_cluster cl;       /* the shared library's view */
@@ -84,6 +85,12 @@ struct afr_priv {
     unsigned recent_next;
     bool recent_off;             /* after PARENT_DOWN: keep nothing */
     struct afr_mem *mem;         /* contexts kept after forget (replicate-memory.c) */
+    /* Directories whose entry window was held when child i went down: its
+     * pre-op's dirty mark stays on that brick (the post-op cannot reach
+     * it); when i comes back, an entry heal of each clears it (p->lock).
+     * Beyond AFR_LEFT, lookups and the self-heal daemon find them. */
+    struct bfs_gfid left[AFR_MAX][AFR_LEFT];
+    int nleft[AFR_MAX];
     /* statistics (atomic) */
     uint64_t n_txn, n_read_failover, n_heal_ok, n_heal_fail, n_split;
     uint64_t n_heal_blocks;      /* data heal: blocks written to sinks */
@@ -326,6 +333,10 @@ void afr_heal_stop(struct afr_priv *p);
  * -errno: nothing taken. Background: 0 queued, -EBUSY queue full (dropped). */
 int afr_heal_request(struct afr_priv *p, const struct afr_heal_req *r);
 size_t afr_heal_queued(struct afr_priv *p);
+/* Queues an entry heal of directory g in the background (even with
+ * cluster.background-self-heal-count 0): a child is back that kept our
+ * entry window's dirty mark on it (struct afr_priv.left). */
+void afr_heal_left(struct afr_priv *p, const struct bfs_gfid *g);
 
 /* Heal building blocks (replicate-heal.c), used by the three heals on the
  * heal thread with blocking calls. */
