@@ -115,8 +115,12 @@ static void newlock_install(struct afr_txn *a, int rc, const struct bfs_iatt *at
 static void entry_done(struct afr_txn *a, int rc)
 {
     uint64_t v;
+    /* a change that failed on every copy (EEXIST, ENOENT: nothing changed
+     * anywhere) leaves every copy as readable as it was; narrowing to none
+     * made the directory's listing fail (ENOTCONN) until its next lookup */
+    uint32_t failed = a->t.ok ? a->t.failed : 0;
     if (a->inode && bfs_inode_ctx_get(a->inode, a->p->xl, &v) == 0 && v)
-        afr_ictx_failed((struct afr_inode *)(uintptr_t)v, AFR_ENTRY, a->t.failed);
+        afr_ictx_failed((struct afr_inode *)(uintptr_t)v, AFR_ENTRY, failed);
     if (a->fop == BFS_FOP_CREATE && rc < 0)
         newlock_install(a, rc, NULL);
     if (rc < 0)
