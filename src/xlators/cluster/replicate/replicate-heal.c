@@ -206,12 +206,7 @@ void afr_heal_end(struct afr_hctx *h, uint32_t healed, bool split)
         xl->graph && xl->graph->itable ? bfs_inode_find(xl->graph->itable, &h->gfid) : NULL;
     uint64_t v;
     if (inode && bfs_inode_ctx_get(inode, xl, &v) == 0 && v) {
-        /* nothing healed (nothing to heal, or no source): what the decision
-         * under the lock found readable, not "no copy" (a clean directory
-         * whose heal found nothing to do left its listings failing
-         * ENOTCONN until its next lookup) */
-        uint32_t good = healed ? healed : h->d.readable;
-        uint32_t readable = h->type == AFR_DATA ? afr_data_mask(p, good) : good;
+        uint32_t readable = h->type == AFR_DATA ? afr_data_mask(p, healed) : healed;
         afr_ictx_healed(p, (struct afr_inode *)(uintptr_t)v, h->type, readable, split);
     }
     if (inode)
