@@ -4,7 +4,8 @@
  * upcall delivery, lib/txn-contend.c; docs/design/lock-contention.md).
  *
  * Across real TCP in one process: three bricks (storage/posix ->
- * features/locks -> protocol/server on 127.0.0.1, ephemeral ports) and two
+ * features/locks -> debug/io-stats -> protocol/server on 127.0.0.1,
+ * ephemeral ports) and two
  * client graphs A and B (three protocol/client under cluster/replicate
  * "rep", same lock domain, a delayed post-op of 10 s).
  *
@@ -25,7 +26,14 @@
  *   - on the wire, the notice goes to the holder's connection only: raw
  *     protocol/client graphs R1 (holder, with client.invalidations off as
  *     the self-heal daemon has: notices still reach it), R2 (waiter), R3
- *     (bystander).
+ *     (bystander);
+ *   - entry windows (cluster.entry-eager-lock, lib/txn-entry.c): A's run
+ *     of creates in a folder costs each brick one entrylk and at most one
+ *     xattrop in all (one per create before); B's create in that folder
+ *     completes within 5 s although A's window would last 10 s; A's run
+ *     of unlinks after it ends B's window the same way and costs at most
+ *     two entrylk per brick; the copies end identical, no mark left once
+ *     the windows end.
  * Needs root (trusted xattrs); skips otherwise.
  */
 #include <errno.h>
@@ -80,11 +88,12 @@ static int bricks_start(struct cg_vol *paths)
             return -1;
         snprintf(text, sizeof(text),
                  "volume b%d-posix\n type storage/posix\n option directory %s\nend-volume\n"
-                 "volume b%d\n type features/locks\n subvolumes b%d-posix\nend-volume\n"
+                 "volume b%d-locks\n type features/locks\n subvolumes b%d-posix\nend-volume\n"
+                 "volume b%d\n type debug/io-stats\n subvolumes b%d-locks\nend-volume\n"
                  "volume b%d-server\n type protocol/server\n"
                  " option transport.listen-address 127.0.0.1\n option transport.listen-port 0\n"
                  " option transport.port-file %s\n subvolumes b%d\nend-volume\n",
-                 i, paths->brick[i], i, i, i, portfile, i);
+                 i, paths->brick[i], i, i, i, i, i, portfile, i);
         if (!(bricks[i] = cg_graph_start(text, NULL)) || (ports[i] = read_port(portfile)) < 0)
             return -1;
     }
@@ -95,8 +104,22 @@ static int bricks_start(struct cg_vol *paths)
 static struct bfs_xl *brick_locks(int i)
 {
     char name[16];
-    snprintf(name, sizeof(name), "b%d", i);
+    snprintf(name, sizeof(name), "b%d-locks", i);
     return bfs_graph_find(bricks[i], name);
+}
+
+/* Calls of fop that reached brick i (its io-stats dump). */
+static uint64_t brick_calls(int i, const char *fop)
+{
+    char name[16], pat[64];
+    snprintf(name, sizeof(name), "b%d", i);
+    snprintf(pat, sizeof(pat), "\"%s\":{\"count\":", fop);
+    struct bfs_xl *s = bfs_graph_find(bricks[i], name);
+    char *d = s ? s->mod->dump(s) : NULL;
+    const char *p = d ? strstr(d, pat) : NULL;
+    uint64_t n = p ? strtoull(p + strlen(pat), NULL, 10) : 0;
+    free(d);
+    return n;
 }
 
 static void bricks_set(const char *key, const char *val)
@@ -318,6 +341,7 @@ static void heal_opts(struct cg_vol *v, const char *count, const char *timeout)
 
 struct bg_lookup {
     struct cg_vol *v;
+    const struct bfs_gfid *par; /* create name in par, else look name up in the root */
     const char *name;
     int rc;
     bool done;
@@ -327,16 +351,25 @@ struct bg_lookup {
 static void *bg_lookup_main(void *arg)
 {
     struct bg_lookup *l = arg;
-    l->rc = cg_lookup(l->v, &ROOT, l->name, NULL);
+    struct bfs_fd *fd = NULL;
+    if (l->par) {
+        l->rc = cg_create(l->v, l->par, l->name, &fd, NULL);
+        if (l->rc == 0)
+            l->rc = cg_flush_close(l->v, fd);
+    } else {
+        l->rc = cg_lookup(l->v, &ROOT, l->name, NULL);
+    }
     __atomic_store_n(&l->done, true, __ATOMIC_RELEASE);
     return NULL;
 }
 
-/* Looks name up through v within PROMPT_MS: its answer, or -ETIMEDOUT
- * (the lookup is still waited for). *ms: how long it took. */
-static int prompt_lookup(struct cg_vol *v, const char *name, uint64_t *ms)
+/* Looks name up through v (or, par set, creates it in par) within
+ * PROMPT_MS: its answer, or -ETIMEDOUT (the call is still waited for).
+ * *ms: how long it took. */
+static int prompt_entry(struct cg_vol *v, const struct bfs_gfid *par, const char *name,
+                        uint64_t *ms)
 {
-    struct bg_lookup l = {.v = v, .name = name};
+    struct bg_lookup l = {.v = v, .par = par, .name = name};
     uint64_t t0 = bfs_now_ms();
     pthread_create(&l.th, NULL, bg_lookup_main, &l);
     while (!__atomic_load_n(&l.done, __ATOMIC_ACQUIRE) && bfs_now_ms() - t0 < PROMPT_MS)
@@ -364,7 +397,7 @@ static void heal_waits(struct cg_vol *va, struct cg_vol *vb, const struct cg_vol
     ok(cg_counter(&p, 0, "h", "dirty", 0) > 0, "heal: h carries A's dirty mark on brick 0");
     long long before = notices_sent();
     uint64_t ms;
-    int rc = prompt_lookup(vb, "h", &ms);
+    int rc = prompt_entry(vb, NULL, "h", &ms);
     is_int(rc, 0, "heal: B's lookup (a foreground heal) answers within %d ms although A holds "
            "the lock for %d ms (took %llu ms)", PROMPT_MS, DELAY_MS, (unsigned long long)ms);
     ok(notices_sent() > before, "heal: the bricks told A that the heal waited (%lld notices)",
@@ -551,7 +584,7 @@ static void heal_stuck(struct cg_vol *va, struct cg_vol *vb, const struct cg_vol
     is_int(raw_inodelk(&hold), 0, "stuck: one of them holds replicate's data lock of k");
     heal_opts(vb, "0", "1");
     uint64_t ms;
-    is_int(prompt_lookup(vb, "k", &ms), 0,
+    is_int(prompt_entry(vb, NULL, "k", &ms), 0,
            "stuck: B's lookup answers within %d ms once its heal gave up (took %llu ms)",
            PROMPT_MS, (unsigned long long)ms);
     ok(raw_count(&r) > 0, "stuck: the holder was told (%d notices)", raw_count(&r));
@@ -570,6 +603,93 @@ static void heal_stuck(struct cg_vol *va, struct cg_vol *vb, const struct cg_vol
     heal_opts(vb, "8", "10");
     bfs_graph_free(r.g);
     bfs_graph_free(r2.g);
+}
+
+/* Calls of fop that reached each brick since base[] (and base[] moved on). */
+static void calls_since(const char *fop, uint64_t base[NB], uint64_t out[NB])
+{
+    for (int i = 0; i < NB; i++) {
+        uint64_t n = brick_calls(i, fop);
+        out[i] = n - base[i];
+        base[i] = n;
+    }
+}
+
+/* Polls until rel carries no pending or dirty mark on any copy (ms at most). */
+static bool clean_within(struct cg_vol *p, const char *rel, int ms)
+{
+    for (uint64_t t0 = bfs_now_ms(); bfs_now_ms() - t0 < (uint64_t)ms; usleep(20000))
+        if (cg_all_clean(p, rel))
+            return true;
+    return false;
+}
+
+/* Entry windows (cluster.entry-eager-lock, on by default): a folder's
+ * entry lock is kept between one client's changes of names in it, and
+ * given up promptly when another client (or a heal) asks for it. */
+static void entry_windows(struct cg_vol *va, struct cg_vol *vb, const struct cg_vol *paths)
+{
+    enum { N = 20 };
+    struct bfs_iatt d;
+    char name[32];
+    uint64_t lk[NB], xo[NB], dl[NB], dx[NB], ms = 0;
+    struct cg_vol p = *paths;
+    if (!ok(cg_mkdir(va, &ROOT, "ed", &d) == 0, "entry: A makes folder ed"))
+        return;
+    calls_since("entrylk", lk, dl);
+    calls_since("xattrop", xo, dx);
+    bool made = true;
+    for (int k = 0; k < N && made; k++) {
+        struct bfs_fd *fd = NULL;
+        snprintf(name, sizeof(name), "a%d", k);
+        made = cg_create(va, &d.gfid, name, &fd, NULL) == 0 && cg_flush_close(va, fd) == 0;
+    }
+    ok(made, "A creates %d files in ed", N);
+    calls_since("entrylk", lk, dl);
+    calls_since("xattrop", xo, dx);
+    for (int i = 0; i < NB; i++) {
+        /* one-shot locks: an entrylk (its unlock rides in the post-op) and
+         * an xattrop per create, 20 of each */
+        is_int((int)dl[i], 1, "brick %d: one entrylk for A's %d creates (the window's lock)", i,
+               N);
+        ok(dx[i] <= 1, "brick %d: at most one xattrop (the window's pre-op): %llu", i,
+           (unsigned long long)dx[i]);
+    }
+
+    long long before = notices_sent();
+    int rc = prompt_entry(vb, &d.gfid, "b0", &ms);
+    is_int(rc, 0, "B's create in ed completes within %d ms although A's window lasts %d ms "
+           "(took %llu ms)", PROMPT_MS, DELAY_MS, (unsigned long long)ms);
+    ok(notices_sent() > before, "the bricks told A that B waited");
+
+    calls_since("entrylk", lk, dl);
+    uint64_t t0 = bfs_now_ms();
+    bool gone = true;
+    for (int k = 0; k < N && gone; k++) {
+        snprintf(name, sizeof(name), "a%d", k);
+        gone = cg_unlink(va, &d.gfid, name) == 0;
+    }
+    ms = bfs_now_ms() - t0;
+    ok(gone && ms < PROMPT_MS, "A unlinks its %d files in %llu ms although B's window on ed "
+       "lasts %d ms", N, (unsigned long long)ms, DELAY_MS);
+    calls_since("entrylk", lk, dl);
+    for (int i = 0; i < NB; i++) /* A's lock and B's unlock, at most A's unlock too */
+        ok(dl[i] <= 3, "brick %d: %llu entrylk for A's %d unlinks", i, (unsigned long long)dl[i],
+           N);
+
+    /* B heals in the foreground: its lookup of ed sees A's dirty marks and
+     * heals first, under the lock A's window holds */
+    heal_opts(vb, "0", "10");
+    rc = prompt_entry(vb, NULL, "ed", &ms);
+    is_int(rc, 0, "B's lookup of ed (heal in the foreground) answers within %d ms (took %llu ms)",
+           PROMPT_MS, (unsigned long long)ms);
+    heal_opts(vb, "8", "10");
+    bool same = cg_same_gfid(&p, "ed/b0", 7);
+    for (int i = 0; i < NB; i++)
+        same = same && !cg_exists(&p, i, "ed/a0") && !cg_exists(&p, i, "ed/a19");
+    ok(same, "every copy of ed holds b0 (one GFID) and none of A's files");
+    ok(clean_within(&p, "ed", DELAY_MS + 5000), "no pending or dirty mark on ed once the windows "
+       "end");
 }
 
 int main(void)
@@ -599,6 +719,8 @@ int main(void)
         heal_stuck(&va, &vb, &paths);
     if (!only || strcmp(only, "wire") == 0)
         wire();
+    if (!only || strcmp(only, "entry") == 0)
+        entry_windows(&va, &vb, &paths);
     client_close(&va);
     client_close(&vb);
     for (int i = 0; i < NB; i++)

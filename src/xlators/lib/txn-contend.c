@@ -13,6 +13,9 @@
  * that arrives after its window ended names nothing and is dropped. The
  * domain and GFID must match too (a defence against a foreign owner).
  *
+ * bfs_txn_end_windows ends every window of one type the same way (a
+ * translator's choice on a child's coming or going).
+ *
  * Concurrency: the held list is walked under cl->timers_lock, comparing
  * lk->owner (atomic) only; a match is pinned by taking its lk->m there
  * (find_locked), then checked and changed. The release is posted to the
@@ -44,14 +47,11 @@ static void release_task(void *arg)
     bfs__txn_start_release(arg);
 }
 
-/* lk->m held, lk's owner is the notice's: ends the window. True when the
- * caller must start the release (lk is idle and now RELEASING). */
-static bool __end_window(struct bfs_txn_lock *lk, const struct bfs_upcall *up)
+/* lk->m held: ends the window. True when the caller must start the
+ * release (lk is idle and now RELEASING). */
+static bool __end_now(struct bfs_txn_lock *lk)
 {
-    bool named = false;
-    for (int s = 0; s < lk->nsets && !named; s++)
-        named = set_matches(&lk->sets[s], up);
-    if (!named || (lk->state != BFS_TXL_ACQUIRING && lk->state != BFS_TXL_HELD))
+    if (lk->state != BFS_TXL_ACQUIRING && lk->state != BFS_TXL_HELD)
         return false;
     lk->release_now = true; /* no joiner, no delayed post-op (leave() releases) */
     if (lk->state == BFS_TXL_HELD && !lk->active) {
@@ -60,6 +60,16 @@ static bool __end_window(struct bfs_txn_lock *lk, const struct bfs_upcall *up)
         return true;
     }
     return false;
+}
+
+/* lk->m held, lk's owner is the notice's: ends the window if the notice
+ * names one of its lock sets. */
+static bool __end_window(struct bfs_txn_lock *lk, const struct bfs_upcall *up)
+{
+    bool named = false;
+    for (int s = 0; s < lk->nsets && !named; s++)
+        named = set_matches(&lk->sets[s], up);
+    return named && __end_now(lk);
 }
 
 /* The shared lock of cl whose owner is `owner`, with lk->m held, or NULL.
@@ -109,4 +119,37 @@ bool bfs_txn_contention(struct bfs_cluster *cl, const struct bfs_upcall *up)
     if (release && (!cl->loop || bfs_loop_post(cl->loop, release_task, lk) < 0))
         bfs__txn_start_release(lk); /* no loop: here rather than never */
     return true;
+}
+
+void bfs_txn_end_windows(struct bfs_cluster *cl, int type)
+{
+    size_t n;
+    struct bfs__txn_held *v = bfs__txn_held_refs(cl, &n);
+    for (size_t i = 0; i < n; i++) {
+        struct bfs_txn_lock *lk = v[i].lk;
+        pthread_mutex_lock(&lk->m);
+        bool release = lk->type == type && __end_now(lk);
+        pthread_mutex_unlock(&lk->m);
+        /* RELEASING, lk keeps its inode until the release is over */
+        if (release && (!cl->loop || bfs_loop_post(cl->loop, release_task, lk) < 0))
+            bfs__txn_start_release(lk);
+        bfs_inode_unref(v[i].inode);
+    }
+    free(v);
+}
+
+size_t bfs_txn_held_objects(struct bfs_cluster *cl, int type, struct bfs_gfid *out, size_t max)
+{
+    size_t n, k = 0;
+    struct bfs__txn_held *v = bfs__txn_held_refs(cl, &n);
+    for (size_t i = 0; i < n; i++) {
+        struct bfs_txn_lock *lk = v[i].lk;
+        pthread_mutex_lock(&lk->m);
+        if (k < max && lk->type == type && lk->state != BFS_TXL_FREE && lk->nobj > 0)
+            out[k++] = lk->obj[0];
+        pthread_mutex_unlock(&lk->m);
+        bfs_inode_unref(v[i].inode);
+    }
+    free(v);
+    return k;
 }

@@ -593,17 +593,14 @@ static void noop_task(void *arg)
     (void)arg;
 }
 
-int bfs_txn_quiesce(struct bfs_cluster *cl, uint64_t timeout_ms)
+struct bfs__txn_held *bfs__txn_held_refs(struct bfs_cluster *cl, size_t *np)
 {
-    struct held {
-        struct bfs_txn_lock *lk;
-        struct bfs_inode *inode;
-    } *v = NULL;
+    struct bfs__txn_held *v = NULL;
     size_t n = 0, cap = 0;
     pthread_mutex_lock(&cl->timers_lock);
     for (struct bfs_txn_lock *lk = cl->held; lk; lk = lk->held_next) {
         if (n == cap) {
-            struct held *nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
+            struct bfs__txn_held *nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
             if (!nv)
                 break;
             v = nv;
@@ -612,6 +609,14 @@ int bfs_txn_quiesce(struct bfs_cluster *cl, uint64_t timeout_ms)
         v[n++].inode = bfs_inode_ref(lk->inode); /* keeps lk's context alive */
     }
     pthread_mutex_unlock(&cl->timers_lock);
+    *np = n;
+    return v;
+}
+
+int bfs_txn_quiesce(struct bfs_cluster *cl, uint64_t timeout_ms)
+{
+    size_t n;
+    struct bfs__txn_held *v = bfs__txn_held_refs(cl, &n);
     for (size_t i = 0; i < n; i++) {
         (void)bfs_txn_lock_flush(v[i].lk, noop_task, NULL);
         bfs_inode_unref(v[i].inode);

@@ -30,6 +30,14 @@ void bfs__txn_live_add(struct bfs_cluster *cl, int d);
 void bfs__txn_post_list(struct bfs_cluster *cl, struct bfs_txn *list);
 /* Runs and frees the after-release callbacks, from the event loop. */
 void bfs__txn_post_after(struct bfs_cluster *cl, struct bfs_txn_after *a);
+/* The shared locks not FREE, each with a reference on its inode (which
+ * keeps the lock object alive: unref each when done), in a malloc'd array
+ * (free it); *n of them. On ENOMEM, those gathered so far. */
+struct bfs__txn_held {
+    struct bfs_txn_lock *lk;
+    struct bfs_inode *inode;
+};
+struct bfs__txn_held *bfs__txn_held_refs(struct bfs_cluster *cl, size_t *n);
 /* Decides where t starts: acquire, join, or wait (queued, not run). txn.c */
 void bfs__txn_admit(struct bfs_txn *t);
 

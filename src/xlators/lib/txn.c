@@ -100,6 +100,19 @@ static bool window_aged(const struct bfs_txn_lock *lk)
     return bfs_now_ms() - lk->since_ms > TXN_WINDOW_MAX_MS;
 }
 
+/* An entry window (txn-entry.c) that no longer reaches every child up: a
+ * child failed a change under it, or was left out when it was acquired
+ * and answers again without having been announced down and up (a brick
+ * failing calls while its connection stays). Changes do not join it: it
+ * ends, and the next acquisition locks every child up again (as a
+ * one-shot entry lock would for each change), so that changes never go
+ * to fewer children than one-shot locks would reach. Data windows keep
+ * their set for as long as they last (writes through one fd). */
+static bool window_narrow(const struct bfs_txn_lock *lk)
+{
+    return lk->type == BFS_TXN_ENTRY && (bfs_cluster_up(lk->cl) & ~lk->set) != 0;
+}
+
 /* Decides where t starts: acquire, join, or wait (queued, not run). */
 void bfs__txn_admit(struct bfs_txn *t)
 {
@@ -123,13 +136,13 @@ void bfs__txn_admit(struct bfs_txn *t)
         t->acquirer = true;
         t->op.state = T_LOCK;
     } else if (lk->state == BFS_TXL_HELD && !lk->release_now && !__overlaps_active(lk, t) &&
-               (t->readonly || !lk->ro_window) && !window_aged(lk)) {
+               (t->readonly || !lk->ro_window) && !window_aged(lk) && !window_narrow(lk)) {
         bfs__txn_timer_disarm(lk);
         lk->joined++;
         t->op.state = T_FOP;
     } else {
         bool release = false;
-        bool aged = lk->state == BFS_TXL_HELD && window_aged(lk);
+        bool aged = lk->state == BFS_TXL_HELD && (window_aged(lk) || window_narrow(lk));
         if ((aged || (!t->readonly && lk->ro_window)) && lk->state != BFS_TXL_RELEASING) {
             /* a change waits for the readers' window to end; an old window
              * ends to let other clients in */

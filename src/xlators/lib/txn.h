@@ -216,6 +216,24 @@ struct bfs_dict *bfs_txn_fop_xdata(struct bfs_txn *t, int i, const struct bfs_di
 bool bfs_txn_wind_entry(struct bfs_txn *t, int i, int fop, const void *req,
                         uint64_t newlock_owner);
 
+/* Entry transactions (txn-entry.c). Is an entry window to be kept (the
+ * translator's option on, with cluster eager locking and a post-op
+ * delay)? */
+bool bfs_txn_entry_window_on(struct bfs_cluster *cl, bool option);
+/* The one-shot locks of a change of l1's name (and l2's: rename): entrylk
+ * on the name(s) in a global order, changelog on the parent(s). l1, l2
+ * must outlive the transaction (tg borrows their names). */
+void bfs_txn_entry_target(struct bfs_txn_target *tg, const struct bfs_loc *l1,
+                          const struct bfs_loc *l2);
+/* bfs_txn_init of a change of loc's name under win, the shared entry lock
+ * of directory `parent` (loc->pargfid): the whole directory's entrylk,
+ * kept between changes; changes of different names do not wait for each
+ * other. 0 or -ENOMEM. */
+int bfs_txn_init_entry_window(struct bfs_txn *t, struct bfs_cluster *cl,
+                              const struct bfs_txn_fop *fop, struct bfs_frame *caller,
+                              struct bfs_txn_lock *win, struct bfs_inode *parent,
+                              const struct bfs_loc *loc);
+
 /* A lock owner no other lock object uses (salt: any address of ours). */
 uint64_t bfs_txn_owner_new(const void *salt);
 
@@ -243,6 +261,19 @@ void bfs_txn_lock_install(struct bfs_cluster *cl, struct bfs_txn_lock *lk,
  * other upcalls (pass them on). */
 struct bfs_upcall;
 bool bfs_txn_contention(struct bfs_cluster *cl, const struct bfs_upcall *up);
+/* Every shared lock of `type` (BFS_TXN_ENTRY, ...) this cluster holds is
+ * treated as if a contention notice had named it: no newcomer joins, and
+ * it is released as soon as its transactions in flight are done (the
+ * release is posted to the event loop). For a child's coming or going: a
+ * window's set is fixed when it is acquired, so a window would otherwise
+ * keep leaving a returning child out (or keep trying a lost one) until it
+ * ends. Any thread. */
+void bfs_txn_end_windows(struct bfs_cluster *cl, int type);
+/* The objects (first changelog object: the inode, or the directory) of
+ * the shared locks of `type` not FREE, up to max of them into out: where
+ * a window's pre-op may have left dirty marks that a child going down now
+ * will keep (its post-op cannot reach it). Any thread. */
+size_t bfs_txn_held_objects(struct bfs_cluster *cl, int type, struct bfs_gfid *out, size_t max);
 
 /* A lock owner for a create's data lock (salt: any address of ours), or 0
  * when the cluster keeps no eager window (no write would join it). */

@@ -2,11 +2,16 @@
  * replicate-entry.c — changes of names as transactions: create, mknod,
  * mkdir, symlink, link, unlink, rmdir, rename.
  *
- * Each locks the name(s) it changes with entrylk in the parent directory
- * (rename: both names, in a global order so two renames cannot deadlock),
- * keeps its changelog (the entry counter) on the parent(s), and is a one-shot
- * transaction (lib/txn.c) that answers as soon as the change is made and
- * blame is recorded, then post-ops and unlocks behind the answer. New
+ * Each keeps its changelog (the entry counter) on the parent(s) and
+ * answers as soon as the change is made and blame is recorded. Under the
+ * parent's entry window (cluster.entry-eager-lock, the default; see
+ * entry_window below and lib/txn-entry.c) every change but rename joins
+ * the directory's shared entry lock: lock, pre-op, post-op and unlock are
+ * paid once per run of changes. Otherwise, and for rename, it is a
+ * one-shot transaction (lib/txn.c) that locks the name(s) with entrylk in
+ * the parent (rename: both names, in a global order so two renames cannot
+ * deadlock) and post-ops and unlocks behind the answer. rmdir first ends
+ * the window kept on the directory it removes. New
  * entries carry gfid-req so that every copy gets the same GFID; the new
  * inode's context starts out with the children that made it as its good
  * copies.
@@ -110,8 +115,12 @@ static void newlock_install(struct afr_txn *a, int rc, const struct bfs_iatt *at
 static void entry_done(struct afr_txn *a, int rc)
 {
     uint64_t v;
+    /* a change that failed on every copy (EEXIST, ENOENT: nothing changed
+     * anywhere) leaves every copy as readable as it was; narrowing to none
+     * made the directory's listing fail (ENOTCONN) until its next lookup */
+    uint32_t failed = a->t.ok ? a->t.failed : 0;
     if (a->inode && bfs_inode_ctx_get(a->inode, a->p->xl, &v) == 0 && v)
-        afr_ictx_failed((struct afr_inode *)(uintptr_t)v, AFR_ENTRY, a->t.failed);
+        afr_ictx_failed((struct afr_inode *)(uintptr_t)v, AFR_ENTRY, failed);
     if (a->fop == BFS_FOP_CREATE && rc < 0)
         newlock_install(a, rc, NULL);
     if (rc < 0)
@@ -125,6 +134,28 @@ static void entry_done(struct afr_txn *a, int rc)
     }
 }
 
+/* The entry window of directory `parent` (cluster.entry-eager-lock, with
+ * cluster.eager-lock and a post-op delay), else NULL: one-shot locks.
+ *
+ * The first change of a name in a directory takes the whole directory's
+ * entrylk and the parent's pre-op; the next ones join (only their fop
+ * crosses to the bricks: a create, an unlink or a mkdir is one call per
+ * brick); post-op and unlock come once, cluster.post-op-delay-ms after
+ * the last change, at once when a brick says another owner waits for the
+ * directory (a contention notice: another client's change, a heal, a
+ * rename of ours), or after 1 s at most (lib/txn-entry.c). What makes an
+ * acknowledged change survive a brick's loss is unchanged: it is answered
+ * once made on the children of the window's set, and a child that fails
+ * it is blamed on the others before the answer (lib/txn.c). */
+static struct bfs_txn_lock *entry_window(struct afr_priv *p, struct bfs_inode *parent)
+{
+    if (!parent ||
+        !bfs_txn_entry_window_on(&p->cl, __atomic_load_n(&p->eager_entry, __ATOMIC_RELAXED)))
+        return NULL;
+    struct afr_inode *c = afr_ictx(p->xl, parent);
+    return c ? &c->elock : NULL;
+}
+
 /* a->req is set; l1 (and l2 for rename) point into it. */
 static int entry_txn(struct afr_txn *a, struct bfs_frame *frame, const struct bfs_loc *l1,
                      const struct bfs_loc *l2)
@@ -135,27 +166,20 @@ static int entry_txn(struct afr_txn *a, struct bfs_frame *frame, const struct bf
         afr_txn_free(a);
         return -EINVAL; /* names are changed by (parent GFID, name) */
     }
-    struct bfs_txn_target tg = {.nsets = 1, .nobj = 1};
-    const struct bfs_loc *first = l1, *second = l2;
-    if (l2 && bfs_lkset_entry_cmp(&l2->pargfid, l2->name, &l1->pargfid, l1->name) < 0) {
-        first = l2;
-        second = l1;
-    }
-    tg.lk[0].kind = BFS_LKSET_ENTRY;
-    tg.lk[0].gfid = first->pargfid;
-    tg.lk[0].name = first->name;
-    tg.obj[0] = l1->pargfid;
-    if (second) {
-        tg.nsets = 2;
-        tg.lk[1].kind = BFS_LKSET_ENTRY;
-        tg.lk[1].gfid = second->pargfid;
-        tg.lk[1].name = second->name;
-        if (!bfs_gfid_eq(&l1->pargfid, &l2->pargfid))
-            tg.obj[tg.nobj++] = l2->pargfid;
-    }
     a->inode = afr_inode_of_gfid(p->xl, &l1->pargfid, S_IFDIR);
     a->done = entry_done;
-    if (bfs_txn_init(&a->t, &p->cl, &afr_txn_fop, frame, BFS_TXN_ENTRY, NULL, &tg) < 0) {
+    /* rename keeps per-name locks (two parents, two names) */
+    struct bfs_txn_lock *win = l2 ? NULL : entry_window(p, a->inode);
+    int rc;
+    if (win) {
+        a->eager = true;
+        rc = bfs_txn_init_entry_window(&a->t, &p->cl, &afr_txn_fop, frame, win, a->inode, l1);
+    } else {
+        struct bfs_txn_target tg;
+        bfs_txn_entry_target(&tg, l1, l2);
+        rc = bfs_txn_init(&a->t, &p->cl, &afr_txn_fop, frame, BFS_TXN_ENTRY, NULL, &tg);
+    }
+    if (rc < 0) {
         afr_txn_free(a);
         return -ENOMEM;
     }
@@ -200,12 +224,51 @@ int afr_unlink(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_unlink_r
     return entry_txn(a, f, &q->loc, NULL);
 }
 
+struct afr_rmdir_wait {
+    struct afr_txn *a;
+    struct bfs_frame *frame;
+};
+
+static void rmdir_go(void *arg)
+{
+    struct afr_rmdir_wait *w = arg;
+    struct bfs_frame *f = w->frame;
+    struct afr_txn *a = w->a;
+    free(w);
+    int rc = entry_txn(a, f, &((struct bfs_rmdir_req *)a->req)->loc, NULL);
+    if (rc < 0)
+        bfs_unwind_rmdir(f, rc, NULL);
+}
+
+/* A directory we keep an entry window on is removed once that window is
+ * over (its post-op and unlock would find the directory gone). */
 int afr_rmdir(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_rmdir_req *req)
 {
     struct afr_txn *a = afr_txn_new(xl, BFS_FOP_RMDIR, req, sizeof(*a));
     if (!a)
         return -ENOMEM;
     struct bfs_rmdir_req *q = a->req;
+    struct bfs_inode *dir = afr_inode_of_loc(xl, &q->loc);
+    uint64_t v = 0;
+    int rc = 0;
+    if (dir && bfs_inode_ctx_get(dir, xl, &v) == 0 && v) {
+        struct afr_rmdir_wait *w = malloc(sizeof(*w));
+        rc = w ? 0 : -ENOMEM;
+        if (w) {
+            *w = (struct afr_rmdir_wait){.a = a, .frame = f};
+            rc = bfs_txn_lock_flush(&((struct afr_inode *)(uintptr_t)v)->elock, rmdir_go, w);
+            if (rc != 1)
+                free(w);
+        }
+    }
+    if (dir)
+        bfs_inode_unref(dir);
+    if (rc == 1)
+        return 0; /* rmdir_go runs once the window is released */
+    if (rc < 0) {
+        afr_txn_free(a);
+        return rc;
+    }
     return entry_txn(a, f, &q->loc, NULL);
 }
 

@@ -315,6 +315,15 @@ int afr_heal_request(struct afr_priv *p, const struct afr_heal_req *r)
     return bfs_healq_push(p->healq, r, r->frame != NULL || r->vop, limit);
 }
 
+void afr_heal_left(struct afr_priv *p, const struct bfs_gfid *g)
+{
+    if (!p->healq || !__atomic_load_n(&p->heal_on[AFR_ENTRY], __ATOMIC_RELAXED))
+        return;
+    struct afr_heal_req r = {.gfid = *g, .types = BFS_BIT(AFR_ENTRY)};
+    size_t limit = (size_t)__atomic_load_n(&p->heal_count, __ATOMIC_RELAXED);
+    (void)bfs_healq_push(p->healq, &r, false, limit < AFR_LEFT ? AFR_LEFT : limit);
+}
+
 size_t afr_heal_queued(struct afr_priv *p)
 {
     return bfs_healq_queued(p->healq);

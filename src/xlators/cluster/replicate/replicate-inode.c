@@ -4,7 +4,8 @@
  * Inode context (struct afr_inode): which children hold a good copy of the
  * data, the metadata and the entries (readable masks, from the last lookup
  * or refresh, narrowed by failed changes, widened by heals), split-brain
- * flags, and the shared data lock object of eager locking. It is made on
+ * flags, the shared data lock object of eager locking and, for a
+ * directory, its entry window's lock (replicate-entry.c). It is made on
  * first use under priv->lock and freed by forget; a lock object that is
  * not FREE holds a reference on the inode, so it is never freed under a
  * transaction. The masks are only trusted while ctx->gen equals priv->gen
@@ -77,7 +78,9 @@ struct afr_inode *afr_ictx(struct bfs_xl *xl, struct bfs_inode *inode)
         pthread_mutex_init(&c->lock, NULL);
         c->type = inode->type;
         bfs_txn_lock_init(&c->dlock, &p->cl, BFS_TXN_DATA, true);
+        bfs_txn_lock_init(&c->elock, &p->cl, BFS_TXN_ENTRY, true);
         if (bfs_inode_ctx_set(inode, xl, (uintptr_t)c) < 0) {
+            bfs_txn_lock_fini(&c->elock);
             bfs_txn_lock_fini(&c->dlock);
             pthread_mutex_destroy(&c->lock);
             free(c);
@@ -180,6 +183,7 @@ void afr_forget(struct bfs_xl *xl, struct bfs_inode *inode)
     struct afr_inode *c = (struct afr_inode *)(uintptr_t)v;
     if (afr_priv(xl))
         afr_mem_save(afr_priv(xl), &inode->gfid, c);
+    bfs_txn_lock_fini(&c->elock);
     bfs_txn_lock_fini(&c->dlock);
     pthread_mutex_destroy(&c->lock);
     free(c);

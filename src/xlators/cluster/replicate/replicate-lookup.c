@@ -101,22 +101,65 @@ static uint32_t parent_readable(struct afr_lookup *l)
     return r;
 }
 
-/* Updates the inode context; false when our own writer holds the file's
- * data lock (its dirty marks and counters are in motion: no data heal). */
-static bool remember(struct afr_lookup *l, const struct bfs_iatt *attr,
-                     const struct afr_lookup_out *o)
+/* Updates the inode context; returns the types whose dirty marks and
+ * counters our own windows explain (they are in motion): data when our
+ * writer holds the file's data lock, entry when we hold the directory's
+ * entry window. */
+static uint32_t remember(struct afr_lookup *l, const struct bfs_iatt *attr,
+                         const struct afr_lookup_out *o)
 {
     struct bfs_inode *inode = afr_inode_of_gfid(l->op.xl, &attr->gfid, attr->mode & S_IFMT);
     struct afr_inode *c = afr_ictx(l->op.xl, inode);
-    bool idle = true;
+    uint32_t ours = 0;
     if (c) {
         afr_ictx_update(l->p, c, attr->mode, o);
-        idle = bfs_txn_lock_state(&c->dlock) == BFS_TXL_FREE;
+        if (bfs_txn_lock_state(&c->dlock) != BFS_TXL_FREE)
+            ours |= BFS_BIT(AFR_DATA);
+        if (bfs_txn_lock_state(&c->elock) != BFS_TXL_FREE)
+            ours |= BFS_BIT(AFR_ENTRY);
         afr_recent_keep(l->p, inode);
     }
     if (inode)
         bfs_inode_unref(inode);
-    return idle;
+    return ours;
+}
+
+static void noop_task(void *arg)
+{
+    (void)arg;
+}
+
+/* Does a copy among those that answered blame another for entries? */
+static bool entry_blamed(const struct afr_state *s)
+{
+    for (int i = 0; i < s->n; i++)
+        for (int j = 0; j < s->n && bfs_mask_has(s->valid, i); j++)
+            if (j != i && s->pending[i][j][AFR_ENTRY] != 0)
+                return true;
+    return false;
+}
+
+/* A directory under our entry window whose entries need a heal: dirty
+ * marks alone are the window's own (no heal); a copy blamed or left out
+ * (not readable among those that answered), or a split-brain, needs the
+ * heal, which needs the directory's lock: the window ends now rather than
+ * by the heal's contention notice (or, for the self-heal daemon's try
+ * locks, which send none, by the window's age). */
+static void entry_window_heal(struct afr_lookup *l, const struct bfs_iatt *attr,
+                              const struct afr_state *s, struct afr_lookup_out *o)
+{
+    if (!(o->heal & BFS_BIT(AFR_ENTRY)))
+        return;
+    if (!entry_blamed(s) && !o->split[AFR_ENTRY] && (s->valid & ~o->readable[AFR_ENTRY]) == 0) {
+        o->heal &= ~BFS_BIT(AFR_ENTRY);
+        return;
+    }
+    struct bfs_inode *inode = afr_inode_of_gfid(l->op.xl, &attr->gfid, S_IFDIR);
+    uint64_t v = 0;
+    if (inode && bfs_inode_ctx_get(inode, l->op.xl, &v) == 0 && v)
+        (void)bfs_txn_lock_flush(&((struct afr_inode *)(uintptr_t)v)->elock, noop_task, NULL);
+    if (inode)
+        bfs_inode_unref(inode);
 }
 
 /* Starts the heal the answers call for. true: the heal job took the frame. */
@@ -168,8 +211,10 @@ static int lookup_done(struct afr_lookup *l)
     struct bfs_lookup_rep rep = {0};
     if (o.child >= 0)
         rep = *(const struct bfs_lookup_rep *)op->replies[o.child].rep;
-    if (o.rc == 0 && !remember(l, &rep.attr, &o))
-        o.heal &= ~BFS_BIT(AFR_DATA);
+    uint32_t ours = o.rc == 0 ? remember(l, &rep.attr, &o) : 0;
+    o.heal &= ~(ours & BFS_BIT(AFR_DATA));
+    if (ours & BFS_BIT(AFR_ENTRY))
+        entry_window_heal(l, &rep.attr, s, &o);
     bool taken = !l->no_heal && heal(l, &o, &rep.attr.gfid);
     free(s);
     if (taken)

@@ -197,7 +197,10 @@ static int pick(struct afr_read *r)
     if (r->child < 0 && r->fd && !r->fixed_open && r->fop != BFS_FOP_READDIR &&
         (afr_up(p) & ~afr_fd_opened(p->xl, r->fd)))
         return fix_open(r);
-    if (r->child < 0 && !r->refreshed && !r->tried && r->ictx && r->fop != BFS_FOP_READDIR) {
+    /* (a listing may ask too when it starts: later calls must stay on its
+     * copy, offsets are per brick) */
+    if (r->child < 0 && !r->refreshed && !r->tried && r->ictx &&
+        (r->fop != BFS_FOP_READDIR || r->readdir_offset == 0)) {
         r->refreshed_needed = true; /* what we knew leaves no copy: ask the children */
         r->op.state = RD_START;
         return BFS_OP_CONTINUE;

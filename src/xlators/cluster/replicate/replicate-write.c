@@ -68,11 +68,13 @@ static uint32_t tx_usable(struct bfs_txn *t, uint32_t set)
 }
 
 /* An entry fop whose pre-op rides in it (lib/txn-piggy.c); a create asks
- * for its file's data lock too. false: wind the request as is. */
+ * for its file's data lock too, also under its parent's entry window
+ * (pre-op'd when the window was acquired). false: wind the request as is. */
 static bool afr_wind_piggy(struct bfs_txn *t, int i, int fop, const void *req)
 {
     struct afr_txn *a = (struct afr_txn *)t;
-    uint64_t owner = t->piggy && fop == BFS_FOP_CREATE && afr_newlock_wanted(a) ? a->nl_owner : 0;
+    uint64_t owner =
+        (t->piggy || a->eager) && fop == BFS_FOP_CREATE && afr_newlock_wanted(a) ? a->nl_owner : 0;
     return bfs_txn_wind_entry(t, i, fop, req, owner);
 }
 

@@ -67,6 +67,11 @@ static const struct bfs_option_desc afr_options[] = {
      .description = "resolve split-brain automatically: none, size, mtime, ctime or majority"},
     {.key = "cluster.eager-lock", .type = BFS_OPT_BOOL, .def = "on", .flags = CLIENT_OPT,
      .description = "keep a file's lock and changelog between writes through one fd"},
+    {.key = "cluster.entry-eager-lock", .type = BFS_OPT_BOOL, .def = "on", .flags = CLIENT_OPT,
+     .description = "keep a directory's entry lock and changelog between the creates and "
+                    "removals of names in it (with cluster.eager-lock and a post-op delay; "
+                    "released when another client or a heal waits for it, and after 1 s at "
+                    "most)"},
     {.key = "cluster.post-op-delay-ms", .type = BFS_OPT_INT, .def = "500", .min = 0,
      .max = 10000, .flags = CLIENT_OPT,
      .description = "how long an idle eager lock is kept before post-op and unlock"},
@@ -134,6 +139,9 @@ static void apply_options(struct bfs_xl *xl, const struct bfs_dict *over)
     b = true;
     (void)bfs_parse_bool(opt(xl, over, "cluster.eager-lock"), &b);
     __atomic_store_n(&p->cl.eager, b, __ATOMIC_RELAXED);
+    b = true;
+    (void)bfs_parse_bool(opt(xl, over, "cluster.entry-eager-lock"), &b);
+    __atomic_store_n(&p->eager_entry, b, __ATOMIC_RELAXED);
     v = 500;
     (void)bfs_parse_int(opt(xl, over, "cluster.post-op-delay-ms"), &v);
     __atomic_store_n(&p->cl.delay_ms, (uint64_t)v, __ATOMIC_RELAXED);
@@ -321,7 +329,16 @@ static int afr_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
 
     bool up = ev == BFS_EV_CHILD_UP;
     int announce = 0; /* 1 up, -1 down */
+    struct bfs_gfid held[AFR_LEFT];
+    size_t nheld = up ? 0 : bfs_txn_held_objects(&p->cl, BFS_TXN_ENTRY, held, AFR_LEFT);
     pthread_mutex_lock(&p->lock);
+    for (size_t k = 0; k < nheld && p->nleft[i] < AFR_LEFT; k++)
+        p->left[i][p->nleft[i]++] = held[k];
+    int nleft = up ? p->nleft[i] : 0;
+    if (up) {
+        memcpy(held, p->left[i], (size_t)nleft * sizeof(held[0]));
+        p->nleft[i] = 0;
+    }
     uint32_t mask = afr_up(p);
     mask = up ? mask | BFS_BIT(i) : mask & ~BFS_BIT(i);
     __atomic_store_n(&p->cl.up, mask, __ATOMIC_RELEASE);
@@ -343,6 +360,11 @@ static int afr_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from,
     pthread_mutex_unlock(&p->lock);
     XL_INFO(xl, "child %s is %s (%d of %d up)", from->name, up ? "up" : "down",
             bfs_mask_count(mask), p->n);
+    /* entry windows end: their set was fixed when acquired (a returning
+     * child would stay left out, a lost one be the only one tried) */
+    bfs_txn_end_windows(&p->cl, BFS_TXN_ENTRY);
+    for (int k = 0; k < nleft; k++)
+        afr_heal_left(p, &held[k]);
     if (announce)
         bfs_xl_notify_parents(xl, announce > 0 ? BFS_EV_CHILD_UP : BFS_EV_CHILD_DOWN, NULL);
     return 0;

@@ -7,7 +7,8 @@
  * Objects and lifetimes:
  *   struct afr_priv    one per translator instance (xl->private), init..fini.
  *   struct afr_inode   per inode (inode ctx slot): readable masks, split-brain
- *                      flags, the shared data lock object. Made on first
+ *                      flags, the shared data lock object (and, for a
+ *                      directory, the shared entry lock). Made on first
  *                      need, freed at forget (a held lock keeps the inode).
  *   struct afr_fd      per fd (fd ctx slot): where it is open, the readdir
  *                      child. open/create/opendir .. release(dir).
@@ -43,6 +44,7 @@
 
 
 #define AFR_RECENT 64
+#define AFR_LEFT 64 /* directories remembered per child whose window's marks it kept */
 
 struct afr_priv {
     struct bfs_cluster cl;       /* the shared library's view */
@@ -60,6 +62,8 @@ struct afr_priv {
     uint64_t heal_lock_ms;       /* a heal waits this long for its lock at most */
     bool quorum_reads;           /* reads need quorum too */
     bool lazy_open;              /* cluster.lazy-open (replicate-fd.c) */
+    bool eager_entry;            /* cluster.entry-eager-lock: a directory's entry lock is
+                                  * kept between its entry changes (replicate-entry.c) */
     /* notify */
     pthread_mutex_t lock;        /* reported/announced, inode ctx creation */
     uint32_t reported;           /* children that sent an event */
@@ -81,6 +85,12 @@ struct afr_priv {
     unsigned recent_next;
     bool recent_off;             /* after PARENT_DOWN: keep nothing */
     struct afr_mem *mem;         /* contexts kept after forget (replicate-memory.c) */
+    /* Directories whose entry window was held when child i went down: its
+     * pre-op's dirty mark stays on that brick (the post-op cannot reach
+     * it); when i comes back, an entry heal of each clears it (p->lock).
+     * Beyond AFR_LEFT, lookups and the self-heal daemon find them. */
+    struct bfs_gfid left[AFR_MAX][AFR_LEFT];
+    int nleft[AFR_MAX];
     /* statistics (atomic) */
     uint64_t n_txn, n_read_failover, n_heal_ok, n_heal_fail, n_split;
     uint64_t n_heal_blocks;      /* data heal: blocks written to sinks */
@@ -96,6 +106,8 @@ struct afr_inode {
     uint32_t readable[AFR_NTYPES];
     bool split[AFR_NTYPES];
     struct bfs_txn_lock dlock;   /* shared (eager) data lock */
+    struct bfs_txn_lock elock;   /* directories: shared (eager) entry lock, whole directory
+                                  * (the entry window, replicate-entry.c) */
 };
 
 struct afr_fix_wait {             /* replicate-fd.c, afr_fix_open */
@@ -260,6 +272,7 @@ struct afr_txn {
     void (*done)(struct afr_txn *a, int rc); /* family hook after combine */
     int newlock;                 /* create: 1 asks for the file's data lock, -1 not, 0 undecided */
     uint64_t nl_owner;           /* the lock owner it asks for */
+    bool eager;                  /* entry change under its parent's entry window */
 };
 /* replicate-prefetch.c: the copy that will serve the reads of an O_RDONLY
  * open (-1: unknown, or not such an open; AFR_NO_READER: no copy whose
@@ -322,6 +335,10 @@ void afr_heal_stop(struct afr_priv *p);
  * -errno: nothing taken. Background: 0 queued, -EBUSY queue full (dropped). */
 int afr_heal_request(struct afr_priv *p, const struct afr_heal_req *r);
 size_t afr_heal_queued(struct afr_priv *p);
+/* Queues an entry heal of directory g in the background (even with
+ * cluster.background-self-heal-count 0): a child is back that kept our
+ * entry window's dirty mark on it (struct afr_priv.left). */
+void afr_heal_left(struct afr_priv *p, const struct bfs_gfid *g);
 
 /* Heal building blocks (replicate-heal.c), used by the three heals on the
  * heal thread with blocking calls. */
