@@ -112,24 +112,6 @@ static int index_settles(struct cg_vol *v, int i)
     return n;
 }
 
-/* What a brick killed in the middle of creating rel keeps: the name, and
- * the GFID g when not NULL (no handle either way). */
-static void half_create(struct cg_vol *v, int i, const char *rel, const struct bfs_gfid *g)
-{
-    int fd = open(cg_on(v, i, rel), O_CREAT | O_EXCL | O_WRONLY, 0644);
-    if (fd >= 0 && g)
-        (void)fsetxattr(fd, "trusted.brickfs.gfid", g->b, sizeof(g->b), 0);
-    if (fd >= 0)
-        close(fd);
-}
-
-static bool gfid_on(struct cg_vol *v, int i, const char *rel, const struct bfs_gfid *g)
-{
-    struct bfs_gfid got;
-    return getxattr(cg_on(v, i, rel), "trusted.brickfs.gfid", got.b, sizeof(got.b)) ==
-               sizeof(got.b) && bfs_gfid_eq(&got, g);
-}
-
 /* The file g reads s through the volume (from whatever children are up). */
 static bool reads(struct cg_vol *v, const struct bfs_gfid *g, const char *s)
 {
@@ -173,22 +155,22 @@ static void test_half_created(void)
     f = a.gfid;
     is_int(cg_put(&v, &d, "g", tg, &a), 0, "half: create d/g with c1 down");
     g = a.gfid;
-    half_create(&v, 1, "d/f", NULL); /* c1 died before the GFID */
-    half_create(&v, 1, "d/g", &g);   /* c1 died before the handle */
+    cg_half_create(&v, 1, "d/f", NULL); /* c1 died before the GFID */
+    cg_half_create(&v, 1, "d/g", &g);   /* c1 died before the handle */
     ok(cg_exists(&v, 1, "d/f") && !cg_handle_present(v.brick[1], &g),
        "half: c1 has d/f, and d/g's GFID but no handle");
     cg_up(&v, 1, true);
     struct status s = heal_settles(&v, &d);
     is_str(s.pending, "", "half: d healed");
-    s = heal_settles(&v, &f);
-    is_str(s.pending, "", "half: d/f healed (%s missing)", s.missing);
-    is_str(s.missing, "", "half: d/f is on every child");
-    ok(gfid_on(&v, 1, "d/f", &f), "half: c1's d/f has the file's GFID");
-    ok(cg_handle_present(v.brick[1], &f), "half: c1 has d/f's handle");
-    s = heal_settles(&v, &g);
-    is_str(s.pending, "", "half: d/g healed (%s missing)", s.missing);
-    is_str(s.missing, "", "half: d/g is on every child");
-    ok(cg_handle_present(v.brick[1], &g), "half: c1 has d/g's handle");
+    const struct bfs_gfid *file[2] = {&f, &g};
+    for (int k = 0; k < 2; k++) {
+        const char *rel = k ? "d/g" : "d/f";
+        s = heal_settles(&v, file[k]);
+        is_str(s.pending, "", "half: %s healed (%s missing)", rel, s.missing);
+        is_str(s.missing, "", "half: %s is on every child", rel);
+        ok(cg_gfid_on(&v, 1, rel, file[k]) && cg_handle_present(v.brick[1], file[k]),
+           "half: c1's %s has the file's GFID and its handle", rel);
+    }
     for (int i = 0; i < v.n; i++)
         is_int(index_settles(&v, i), 0, "half: index of c%d empty", i);
     /* c0 down: reads need c1's rebuilt fragments */
