@@ -347,26 +347,6 @@ static void test_heal_now(void)
  * ever looks the name up (the daemon heals with no mount): the entry heal
  * of the parent must give the name its GFID, or its handle, and mark it,
  * so that the file's own heal finds it (221 left one such file pending). */
-static void half_create(struct cg_vol *v, int i, const char *rel, const struct bfs_gfid *g)
-{
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof(path), "%s/%s", v->brick[i], rel);
-    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0644);
-    if (fd >= 0 && g)
-        (void)fsetxattr(fd, "trusted.brickfs.gfid", g->b, sizeof(g->b), 0);
-    if (fd >= 0)
-        close(fd);
-}
-
-static bool gfid_on(struct cg_vol *v, int i, const char *rel, const struct bfs_gfid *g)
-{
-    char path[PATH_MAX + 64];
-    struct bfs_gfid got;
-    snprintf(path, sizeof(path), "%s/%s", v->brick[i], rel);
-    return getxattr(path, "trusted.brickfs.gfid", got.b, sizeof(got.b)) == sizeof(got.b) &&
-           bfs_gfid_eq(&got, g);
-}
-
 static void test_half_created(void)
 {
     struct cg_vol v;
@@ -383,8 +363,8 @@ static void test_half_created(void)
     down(&v, 2);
     is_int(put(&v, &d, "f", "hello", &f), 0, "half: create d/f with c2 down");
     is_int(put(&v, &d, "g", "world", &g), 0, "half: create d/g with c2 down");
-    half_create(&v, 2, "d/f", NULL); /* c2 died before the GFID */
-    half_create(&v, 2, "d/g", &g);   /* c2 died before the handle */
+    cg_half_create(&v, 2, "d/f", NULL); /* c2 died before the GFID */
+    cg_half_create(&v, 2, "d/g", &g);   /* c2 died before the handle */
     ok(!cg_handle_present(v.brick[2], &g), "half: c2 has d/g's GFID but no handle");
     up(&v, 2);
     struct status s = heal_settles(&v, &d);
@@ -392,7 +372,7 @@ static void test_half_created(void)
     s = heal_settles(&v, &f);
     is_str(s.pending, "", "half: d/f healed (%s missing)", s.missing);
     is_str(s.missing, "", "half: d/f is on every brick");
-    ok(gfid_on(&v, 2, "d/f", &f), "half: c2's d/f has the file's GFID");
+    ok(cg_gfid_on(&v, 2, "d/f", &f), "half: c2's d/f has the file's GFID");
     ok(cg_content_is(&v, 2, "d/f", "hello"), "half: c2's d/f holds the data");
     s = heal_settles(&v, &g);
     is_str(s.pending, "", "half: d/g healed (%s missing)", s.missing);

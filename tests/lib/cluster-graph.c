@@ -748,6 +748,22 @@ bool cg_handle_present(const char *dir, const struct bfs_gfid *g)
     return lstat(hp, &sb) == 0;
 }
 
+void cg_half_create(struct cg_vol *v, int i, const char *rel, const struct bfs_gfid *g)
+{
+    int fd = open(cg_on(v, i, rel), O_CREAT | O_EXCL | O_WRONLY, 0644);
+    if (fd >= 0 && g)
+        (void)fsetxattr(fd, "trusted.brickfs.gfid", g->b, sizeof(g->b), 0);
+    if (fd >= 0)
+        close(fd);
+}
+
+bool cg_gfid_on(struct cg_vol *v, int i, const char *rel, const struct bfs_gfid *g)
+{
+    struct bfs_gfid got;
+    return getxattr(cg_on(v, i, rel), "trusted.brickfs.gfid", got.b, sizeof(got.b)) ==
+               sizeof(got.b) && bfs_gfid_eq(&got, g);
+}
+
 void cg_graph_stop(struct bfs_graph *g)
 {
     if (!g)

@@ -23,7 +23,12 @@
  *   metadata  mode (not symlinks), owner, times, and the source's xattrs;
  *   entry     names of the sources missing on a sink are made there with
  *             their GFID (files empty: their version 0 makes them stale, so
- *             their data heal follows); names only on a sink are removed.
+ *             their data heal follows); names a sink kept half made (a
+ *             brick killed in the middle of a create: no GFID, or no
+ *             handle; lib/heal-name.h) are completed there with the
+ *             source's GFID, for the file's own heals work by GFID and no
+ *             client may ever look the name up; names only on a sink are
+ *             removed.
  * Lifetime: a job from request to the end of its run; a struct ec_hctx on
  * the heal thread's stack for one heal.
  */
@@ -37,6 +42,7 @@
 
 #include "core/graph.h"
 #include "disperse.h"
+#include "xlators/lib/heal-name.h"
 
 #define HEAL_STRIPES 64 /* stripes per run of the data heal */
 
@@ -385,6 +391,15 @@ static const struct bfs_dirent *find(const struct bfs_dirents *l, const char *na
     return NULL;
 }
 
+/* Child i's copy of a with a's owner and times (and `also`: BFS_SET_MODE). */
+static void own_like(struct ec_hctx *h, int i, const struct bfs_iatt *a, uint32_t also)
+{
+    struct bfs_setattr_req req = {.attr = *a, .valid = BFS_SET_UID | BFS_SET_GID |
+                                                       BFS_SET_ATIME | BFS_SET_MTIME | also};
+    req.loc.gfid = a->gfid;
+    (void)hsync(h, i, BFS_FOP_SETATTR, &req, NULL);
+}
+
 /* Makes entry e of source src on child i, with its GFID. */
 static int make_entry(struct ec_hctx *h, int src, int i, const struct bfs_dirent *e)
 {
@@ -423,12 +438,22 @@ static int make_entry(struct ec_hctx *h, int src, int i, const struct bfs_dirent
         rc = hsync(h, i, BFS_FOP_MKNOD, &req, NULL);
     }
     bfs_dict_unref(x);
-    if (rc >= 0) { /* made by uid 0: the source's owner and times (its versions are 0 too) */
-        struct bfs_setattr_req sreq = {.attr = a, .valid = BFS_SET_UID | BFS_SET_GID |
-                                                           BFS_SET_ATIME | BFS_SET_MTIME};
-        sreq.loc.gfid = a.gfid;
-        (void)hsync(h, i, BFS_FOP_SETATTR, &sreq, NULL);
-    }
+    if (rc >= 0) /* made by uid 0: the source's owner and times (its versions are 0 too) */
+        own_like(h, i, &a, 0);
+    return rc;
+}
+
+/* Name e of source src is half made on child i (lib/heal-name.h: a brick
+ * killed in the middle of a create kept it with no GFID, or with no
+ * handle): completed there with e's GFID, then given the source's mode,
+ * owner and times as a made one. Its versions are a new copy's (0: it
+ * never took a change by GFID), so it is stale against written sources
+ * and the file's own heals, which now find it, rebuild it. */
+static int complete_entry(struct ec_hctx *h, int i, const struct bfs_dirent *e)
+{
+    int rc = bfs_heal_name_complete(h->p->xl, i, h->st, &h->gfid, e);
+    if (rc >= 0)
+        own_like(h, i, &e->attr, S_ISLNK(e->attr.mode) ? 0 : BFS_SET_MODE);
     return rc;
 }
 
@@ -471,9 +496,12 @@ int ec_heal_entry(struct ec_priv *p, const struct bfs_gfid *g, bool once)
         struct bfs_dirents kl = {0};
         bool stale = !bfs_mask_has(h.v.good[EC_ENTRY], i);
         int err = list_dir(&h, i, &kl);
-        for (uint32_t e = 0; err == 0 && e < sl.count; e++)
-            if (!find(&kl, sl.v[e].name) && make_entry(&h, src, i, &sl.v[e]) < 0)
+        for (uint32_t e = 0; err == 0 && e < sl.count; e++) {
+            const struct bfs_dirent *have = find(&kl, sl.v[e].name);
+            if (!have ? make_entry(&h, src, i, &sl.v[e]) < 0
+                      : bfs_heal_name_half(have, &sl.v[e]) && complete_entry(&h, i, &sl.v[e]) < 0)
                 err = -EIO;
+        }
         for (uint32_t e = 0; err == 0 && stale && e < kl.count; e++)
             if (!find(&sl, kl.v[e].name))
                 (void)remove_entry(&h, i, &kl.v[e]);

@@ -26,6 +26,7 @@
 
 #include "core/graph.h"
 #include "replicate.h"
+#include "xlators/lib/heal-name.h"
 
 #define HEAL_DEPTH_MAX 256
 
@@ -177,43 +178,15 @@ static int create_on(struct afr_hctx *h, int k, int src, const struct bfs_dirent
 }
 
 /*
- * Name e of source src exists on sink k, of e's type, but half made: a
- * brick killed in the middle of a create keeps the name with no GFID (its
- * readdirplus gives no attributes) or with the GFID but not its handle (a
- * regular file whose link count, the handle hidden, reads 0). Its GFID's
- * heals fail on k, and only a lookup of the name completes it, which no
- * client may ever send (the self-heal daemon heals with no mount): look
- * it up here, asking for e's GFID (storage/posix adopts the name with it,
- * or repairs the handle). The source blames the copy first, as for a new
- * one (create_on): what it holds may be anything. Returns 0 or -errno.
+ * Name e of source src exists on sink k half made (lib/heal-name.h: no
+ * GFID, or no handle): completed there with e's GFID. The source blames
+ * the copy first, as for a new one (create_on): what it holds may be
+ * anything. Returns 0 or -errno.
  */
 static int complete_on(struct afr_hctx *h, int k, int src, const struct bfs_dirent *e)
 {
     int rc = afr_heal_mark_new(h, src, &e->attr.gfid, e->attr.mode, BFS_BIT(k));
-    struct bfs_lookup_req req = {.loc = entry_loc(&h->gfid, e->name),
-                                 .xdata = gfid_xdata(&e->attr.gfid)};
-    struct bfs_lookup_rep rep;
-    if (rc >= 0 && !req.xdata)
-        rc = -ENOMEM;
-    if (rc >= 0) {
-        rc = afr_hsync(h, k, BFS_FOP_LOOKUP, &req, &rep);
-        if (rc >= 0 && !bfs_gfid_eq(&rep.attr.gfid, &e->attr.gfid))
-            rc = -EIO; /* it took another GFID meanwhile: the next heal sees it */
-        bfs_lookup_rep_clear_dup(&rep);
-    }
-    bfs_dict_unref(req.xdata);
-    if (rc >= 0)
-        XL_INFO(h->p->xl, "entry heal: %s on %s was half made (no GFID or no handle): "
-                "completed", e->name, h->p->xl->children[k]->name);
-    return rc < 0 ? rc : 0;
-}
-
-/* The type a listed entry has (DT_* without attributes). */
-static uint32_t type_of(const struct bfs_dirent *e)
-{
-    if (e->has_attr)
-        return e->attr.mode & S_IFMT;
-    return e->d_type == DT_UNKNOWN ? 0 : DTTOIF(e->d_type);
+    return rc < 0 ? rc : bfs_heal_name_complete(h->p->xl, k, h->st, &h->gfid, e);
 }
 
 /* Name e (from source src) on sink k. Returns 0 or -errno. */
@@ -221,12 +194,11 @@ static int heal_name(struct afr_hctx *h, int k, int src, const struct bfs_dirent
                      const struct listing *lk, bool merge)
 {
     const struct bfs_dirent *have = find(lk, e->name);
-    uint32_t type = e->attr.mode & S_IFMT;
+    if (have && bfs_heal_name_half(have, e))
+        return complete_on(h, k, src, e);
     if (have && have->has_attr && bfs_gfid_eq(&have->attr.gfid, &e->attr.gfid) &&
-        type_of(have) == type)
-        return S_ISREG(type) && have->attr.nlink == 0 ? complete_on(h, k, src, e) : 0;
-    if (have && !have->has_attr && type_of(have) == type)
-        return complete_on(h, k, src, e); /* no GFID yet */
+        bfs_heal_dirent_type(have) == (e->attr.mode & S_IFMT))
+        return 0;
     if (have && merge)
         return -EIO; /* a conflict a merge cannot decide: the name stays EIO */
     if (have) {
