@@ -120,7 +120,8 @@ static bool dirty_gone_on(struct cg_vol *v, int i, const char *rel)
 static void test_window_marks(void)
 {
     struct cg_vol v;
-    if (cg_rep_open(&v, 3, false, " option cluster.post-op-delay-ms 10000\n") < 0)
+    if (cg_rep_open(&v, 3, false,
+                    " option cluster.post-op-delay-ms 10000\n option cluster.entry-eager-lock on\n") < 0)
         return;
     is_int(cg_put(&v, &bfs_gfid_root, "w1", "one", NULL), 0, "create under the root's window");
     ok(cg_counter(&v, 0, "", "dirty", 2) > 0, "the window's dirty mark is on c0");

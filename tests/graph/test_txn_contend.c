@@ -163,6 +163,7 @@ static int client_open(struct cg_vol *v, const struct cg_vol *paths)
                                 "end-volume\n", i, ports[i], i);
     snprintf(text + len, sizeof(text) - len,
              "volume rep\n type cluster/replicate\n option cluster.post-op-delay-ms %d\n"
+             " option cluster.entry-eager-lock on\n"
              " subvolumes c0 c1 c2\nend-volume\n",
              DELAY_MS);
     *v = *paths;
@@ -624,7 +625,7 @@ static bool clean_within(struct cg_vol *p, const char *rel, int ms)
     return false;
 }
 
-/* Entry windows (cluster.entry-eager-lock, on by default): a folder's
+/* Entry windows (cluster.entry-eager-lock, on in this graph): a folder's
  * entry lock is kept between one client's changes of names in it, and
  * given up promptly when another client (or a heal) asks for it. */
 static void entry_windows(struct cg_vol *va, struct cg_vol *vb, const struct cg_vol *paths)
