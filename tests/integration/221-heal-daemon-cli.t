@@ -239,7 +239,12 @@ h1=$(sed -n 1p <<<"$missed")
 h2=$(sed -n 2p <<<"$missed")
 TEST test -n "$h2"
 TEST touch "$B/r2/d/$h1"
-TEST eval "touch '$B/r2/d/$h2' && setfattr -n trusted.brickfs.gfid -v \$(getfattr -n trusted.brickfs.gfid -e hex --only-values '$B/r0/d/$h2') '$B/r2/d/$h2'"
+# (getfattr's --only-values prints the raw bytes whatever -e says: the
+# 0x form comes from the name=value line)
+g2=$(getfattr --absolute-names -n trusted.brickfs.gfid -e hex "$B/r0/d/$h2" | sed -n 's/^trusted\.brickfs\.gfid=//p')
+TEST test "${#g2}" -eq 34
+TEST eval "touch '$B/r2/d/$h2' && setfattr -n trusted.brickfs.gfid -v $g2 '$B/r2/d/$h2'"
+EXPECT "$g2" eval "getfattr --absolute-names -n trusted.brickfs.gfid -e hex '$B/r2/d/$h2' | sed -n 's/^trusted\.brickfs\.gfid=//p'"
 
 TEST start_brickfsd                                   # restarts the brick
 EXPECT_WITHIN "$PROCESS_UP_TIMEOUT" "1 1 1" online r3 3
