@@ -19,9 +19,8 @@
  *              side by side under it: their byte range is a hash of the
  *              name (one name's changes queue behind each other).
  *
- * Used by cluster/replicate (replicate-entry.c, cluster.entry-eager-lock);
- * cluster/disperse keeps its own copy of the same logic in
- * disperse-meta.c (disperse.other-eager-lock) for now.
+ * Used by cluster/replicate (replicate-entry.c, cluster.entry-eager-lock)
+ * and cluster/disperse (disperse-meta.c, disperse.other-eager-lock).
  *
  * Nothing here allocates or outlives the call.
  */

@@ -346,22 +346,11 @@ static int with_gfid_req(struct bfs_dict **xdata)
  * ranges are a hash of the name; one name's changes queue). */
 static struct bfs_txn_lock *entry_window(struct ec_priv *p, struct bfs_inode *parent)
 {
-    if (!parent || !__atomic_load_n(&p->eager_entry, __ATOMIC_RELAXED) ||
-        !__atomic_load_n(&p->cl.eager, __ATOMIC_RELAXED) ||
-        !__atomic_load_n(&p->cl.delay_ms, __ATOMIC_RELAXED))
+    if (!parent ||
+        !bfs_txn_entry_window_on(&p->cl, __atomic_load_n(&p->eager_entry, __ATOMIC_RELAXED)))
         return NULL;
     struct ec_inode *c = ec_ictx(p->xl, parent);
     return c ? &c->elock : NULL;
-}
-
-/* A range per name for the overlap rule of a shared lock: FNV-1a. */
-static void name_range(struct bfs_txn *t, const char *name)
-{
-    uint64_t h = 14695981039346656037ull;
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
-        h = (h ^ *c) * 1099511628211ull;
-    t->start = h >> 1;
-    t->end = t->start + 1;
 }
 
 static int entry_txn(struct ec_mtxn *m, struct bfs_frame *frame, const struct bfs_loc *l1,
@@ -375,40 +364,16 @@ static int entry_txn(struct ec_mtxn *m, struct bfs_frame *frame, const struct bf
     }
     m->inode = ec_inode_of_gfid(p->xl, &l1->pargfid, S_IFDIR);
     struct bfs_txn_lock *win = l2 ? NULL : entry_window(p, m->inode);
+    int rc;
     if (win) {
-        struct bfs_txn_target tg = {.nsets = 1, .nobj = 1, .inode = m->inode};
-        tg.lk[0].kind = BFS_LKSET_ENTRY; /* no name: the whole directory */
-        tg.lk[0].gfid = l1->pargfid;
-        tg.obj[0] = l1->pargfid;
         m->eager = true;
-        name_range(&m->t, l1->name);
-        m->t.fd_based = true; /* the window stays for the next change */
-        if (bfs_txn_init(&m->t, &p->cl, &ec_meta_fop, frame, BFS_TXN_ENTRY, win, &tg) < 0) {
-            mtxn_free(m);
-            return -ENOMEM;
-        }
-        bfs_txn_start(&m->t);
-        return 0;
+        rc = bfs_txn_init_entry_window(&m->t, &p->cl, &ec_meta_fop, frame, win, m->inode, l1);
+    } else {
+        struct bfs_txn_target tg;
+        bfs_txn_entry_target(&tg, l1, l2);
+        rc = bfs_txn_init(&m->t, &p->cl, &ec_meta_fop, frame, BFS_TXN_ENTRY, NULL, &tg);
     }
-    struct bfs_txn_target tg = {.nsets = 1, .nobj = 1};
-    const struct bfs_loc *first = l1, *second = l2;
-    if (l2 && bfs_lkset_entry_cmp(&l2->pargfid, l2->name, &l1->pargfid, l1->name) < 0) {
-        first = l2;
-        second = l1;
-    }
-    tg.lk[0].kind = BFS_LKSET_ENTRY;
-    tg.lk[0].gfid = first->pargfid;
-    tg.lk[0].name = first->name;
-    tg.obj[0] = l1->pargfid;
-    if (second) {
-        tg.nsets = 2;
-        tg.lk[1].kind = BFS_LKSET_ENTRY;
-        tg.lk[1].gfid = second->pargfid;
-        tg.lk[1].name = second->name;
-        if (!bfs_gfid_eq(&l1->pargfid, &l2->pargfid))
-            tg.obj[tg.nobj++] = l2->pargfid;
-    }
-    if (bfs_txn_init(&m->t, &p->cl, &ec_meta_fop, frame, BFS_TXN_ENTRY, NULL, &tg) < 0) {
+    if (rc < 0) {
         mtxn_free(m);
         return -ENOMEM;
     }
