@@ -55,18 +55,6 @@ static int vol_open(struct cg_vol *v, int heal_count)
     return cg_vol_open(v, N, layers, top);
 }
 
-/* A counter of disperse's dump ("lookups_early", ...). */
-static uint64_t ec_stat(struct cg_vol *v, const char *key)
-{
-    char pat[64];
-    snprintf(pat, sizeof(pat), "\"%s\":", key);
-    char *d = v->top->mod->dump(v->top);
-    const char *p = d ? strstr(d, pat) : NULL;
-    uint64_t n = p ? strtoull(p + strlen(pat), NULL, 10) : 0;
-    free(d);
-    return n;
-}
-
 static void hold(struct cg_vol *v, int i, const char *ms)
 {
     cg_reconf(v, i, "delay-ms", ms);
@@ -134,15 +122,15 @@ static void test_early(struct cg_vol *v)
     ok(clean_soon(v, "f"), "its marks are gone"); /* the eager window's post-op */
     hold(v, 4, "2000");
     hold(v, 5, "2000");
-    uint64_t e0 = ec_stat(v, "lookups_early"), w0 = ec_stat(v, "lookup_replies_waited");
-    uint64_t n0 = ec_stat(v, "lookups");
+    uint64_t e0 = cg_top_stat(v, "lookups_early"), w0 = cg_top_stat(v, "lookup_replies_waited");
+    uint64_t n0 = cg_top_stat(v, "lookups");
     is_int(cg_lookup(v, &ROOT, "f", &a), 0, "lookup with c4, c5 held back");
     is_int((int)a.size, 19, "the file's size");
     is_int(stat_gfid(v, &g, &a), 0, "stat by GFID");
     is_int((int)a.size, 19, "the file's size");
-    is_int((int)(ec_stat(v, "lookups") - n0), 2, "two answers");
-    is_int((int)(ec_stat(v, "lookups_early") - e0), 2, "both before every reply was in");
-    is_int((int)(ec_stat(v, "lookup_replies_waited") - w0), 8, "each on the 4 first replies");
+    is_int((int)(cg_top_stat(v, "lookups") - n0), 2, "two answers");
+    is_int((int)(cg_top_stat(v, "lookups_early") - e0), 2, "both before every reply was in");
+    is_int((int)(cg_top_stat(v, "lookup_replies_waited") - w0), 8, "each on the 4 first replies");
     hold(v, 4, "0");
     hold(v, 5, "0");
     ok(settle(v), "the held replies came back");
@@ -164,11 +152,11 @@ static void test_stale_first(struct cg_vol *v)
     cg_up(v, 0, true);
     hold(v, 4, "2000");
     hold(v, 5, "2000");
-    uint64_t e0 = ec_stat(v, "lookups_early"), w0 = ec_stat(v, "lookup_replies_waited");
+    uint64_t e0 = cg_top_stat(v, "lookups_early"), w0 = cg_top_stat(v, "lookup_replies_waited");
     is_int(stat_gfid(v, &g, &a), 0, "stat with c0 stale, c4 and c5 held back");
     is_int((int)a.size, (int)sizeof(big) - 1, "the new size, not c0's");
-    is_int((int)(ec_stat(v, "lookups_early") - e0), 0, "not answered early");
-    is_int((int)(ec_stat(v, "lookup_replies_waited") - w0), 6, "but on all six replies");
+    is_int((int)(cg_top_stat(v, "lookups_early") - e0), 0, "not answered early");
+    is_int((int)(cg_top_stat(v, "lookup_replies_waited") - w0), 6, "but on all six replies");
     hold(v, 4, "0");
     hold(v, 5, "0");
     ok(settle(v), "the held replies came back");
@@ -195,10 +183,10 @@ static void test_late_disagrees(struct cg_vol *v)
     ok(set && want > version_of(v, 5, "l", 0), "c0..c4's data version ahead of c5's");
     hold(v, 4, "1000");
     hold(v, 5, "1000");
-    uint64_t e0 = ec_stat(v, "lookups_early");
+    uint64_t e0 = cg_top_stat(v, "lookups_early");
     is_int(cg_lookup(v, &ROOT, "l", &a), 0, "lookup with stale c5 held back");
     is_int((int)a.size, 23, "the right size");
-    is_int((int)(ec_stat(v, "lookups_early") - e0), 1, "answered early");
+    is_int((int)(cg_top_stat(v, "lookups_early") - e0), 1, "answered early");
     hold(v, 4, "0");
     hold(v, 5, "0");
     bool healed = false;
@@ -253,9 +241,9 @@ static void test_change_after(struct cg_vol *v)
     cg_reconf(v, 5, "enable", "lookup");
     hold(v, 4, "1500");
     hold(v, 5, "1500");
-    uint64_t e0 = ec_stat(v, "lookups_early");
+    uint64_t e0 = cg_top_stat(v, "lookups_early");
     is_int(stat_gfid(v, &g, &a), 0, "stat answered");
-    is_int((int)(ec_stat(v, "lookups_early") - e0), 1, "early");
+    is_int((int)(cg_top_stat(v, "lookups_early") - e0), 1, "early");
     cg_reconf(v, 0, "enable", "setxattr");
     cg_reconf(v, 0, "failure", "100");
     is_int(set_x(v, &g, "new"), 0, "user.x = new while c0 fails it and the stat's replies are out");
@@ -278,12 +266,12 @@ static void test_down(struct cg_vol *v)
     ok(clean_soon(v, "d"), "its marks are gone");
     cg_down(v, 1, true);
     cg_down(v, 4, true);
-    uint64_t e0 = ec_stat(v, "lookups_early");
+    uint64_t e0 = cg_top_stat(v, "lookups_early");
     is_int(stat_gfid(v, &g, &a), 0, "stat with R children down");
     is_int((int)a.size, 16, "the right size");
     is_int(cg_lookup(v, &ROOT, "d", &a), 0, "lookup with R children down");
     is_int((int)a.size, 16, "the right size");
-    is_int((int)(ec_stat(v, "lookups_early") - e0), 0, "nothing early: all asked answered");
+    is_int((int)(cg_top_stat(v, "lookups_early") - e0), 0, "nothing early: all asked answered");
     cg_down(v, 2, true);
     /* attributes are whole on every child: a stat may answer from fewer
      * than k (they overlap every acknowledged change), the data may not */
@@ -314,9 +302,9 @@ static void test_foreground(void)
     ok(cg_put(&v, &ROOT, "f", "foreground", &a) == 0, "a file (foreground heals)");
     ok(clean_soon(&v, "f"), "its marks are gone");
     hold(&v, 5, "300");
-    uint64_t e0 = ec_stat(&v, "lookups_early");
+    uint64_t e0 = cg_top_stat(&v, "lookups_early");
     is_int(cg_lookup(&v, &ROOT, "f", &a), 0, "lookup with c5 held back");
-    is_int((int)(ec_stat(&v, "lookups_early") - e0), 0, "waits for every reply");
+    is_int((int)(cg_top_stat(&v, "lookups_early") - e0), 0, "waits for every reply");
     hold(&v, 5, "0");
     ok(settle(&v), "the held reply came back");
     cg_vol_close(&v);

@@ -483,18 +483,6 @@ static int lent_write_at(struct cg_vol *v, struct bfs_fd *fd, uint64_t off, size
     return rc;
 }
 
-/* A counter of replicate's own dump (the volume's top). */
-static uint64_t top_stat(struct cg_vol *v, const char *key)
-{
-    char pat[64];
-    snprintf(pat, sizeof(pat), "\"%s\":", key);
-    char *d = v->top->mod->dump(v->top);
-    const char *p = d ? strstr(d, pat) : NULL;
-    uint64_t n = p ? strtoull(p + strlen(pat), NULL, 10) : 0;
-    free(d);
-    return n;
-}
-
 static void test_lent_payload(void)
 {
     struct cg_vol v;
@@ -508,13 +496,13 @@ static void test_lent_payload(void)
     for (int i = 0; i < 3; i++)
         cg_reconf(&v, i, "delay-ms", "100");
     bool early1 = true, early2 = true;
-    uint64_t lent0 = top_stat(&v, "writes_lent"), copied0 = top_stat(&v, "writes_copied");
+    uint64_t lent0 = cg_top_stat(&v, "writes_lent"), copied0 = cg_top_stat(&v, "writes_copied");
     is_int(lent_write_at(&v, fd, 0, LEN, 'a', &early1), LEN, "first write (takes the lock)");
     ok(!early1, "it was not answered before its wind returned");
-    is_int(top_stat(&v, "writes_copied") - copied0, 1, "its payload was copied (wound later)");
+    is_int(cg_top_stat(&v, "writes_copied") - copied0, 1, "its payload was copied (wound later)");
     is_int(lent_write_at(&v, fd, LEN, LEN, 'b', &early2), LEN, "second write (joins the lock)");
     ok(!early2, "nor was the second");
-    is_int(top_stat(&v, "writes_lent") - lent0, 1, "its payload was not copied (wound at once)");
+    is_int(cg_top_stat(&v, "writes_lent") - lent0, 1, "its payload was not copied (wound at once)");
     for (int i = 0; i < 3; i++)
         cg_reconf(&v, i, "delay-ms", "0");
     cg_flush_close(&v, fd);
@@ -590,8 +578,8 @@ static void test_lent_race(void)
     }
     is_int(good, 3, "each copy holds one writer's bytes throughout (no scribble)");
     ok(cg_same_everywhere(&v, "race", 7, -1), "the copies are identical");
-    printf("# writes lent %llu, copied %llu\n", (unsigned long long)top_stat(&v, "writes_lent"),
-           (unsigned long long)top_stat(&v, "writes_copied"));
+    printf("# writes lent %llu, copied %llu\n", (unsigned long long)cg_top_stat(&v, "writes_lent"),
+           (unsigned long long)cg_top_stat(&v, "writes_copied"));
     cg_vol_close(&v);
 }
 

@@ -590,13 +590,26 @@ bool cg_exists(struct cg_vol *v, int i, const char *rel)
     return lstat(cg_on(v, i, rel), &st) == 0;
 }
 
-uint64_t cg_calls_of(struct cg_vol *v, int i)
+/* The number after pat in xl's dump (0 when absent or xl is NULL). */
+static uint64_t dump_num(struct bfs_xl *xl, const char *pat)
 {
-    char *d = cg_child(v, i)->mod->dump(cg_child(v, i));
-    const char *p = d ? strstr(d, "\"calls\":") : NULL;
-    uint64_t n = p ? strtoull(p + 8, NULL, 10) : 0;
+    char *d = xl ? xl->mod->dump(xl) : NULL;
+    const char *p = d ? strstr(d, pat) : NULL;
+    uint64_t n = p ? strtoull(p + strlen(pat), NULL, 10) : 0;
     free(d);
     return n;
+}
+
+uint64_t cg_calls_of(struct cg_vol *v, int i)
+{
+    return dump_num(cg_child(v, i), "\"calls\":");
+}
+
+uint64_t cg_top_stat(struct cg_vol *v, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof(pat), "\"%s\":", key);
+    return dump_num(v->top, pat);
 }
 
 /* A lookup that must answer within ms: a hang would stop the whole test,
@@ -686,12 +699,7 @@ static uint64_t brick_dump_num(struct cg_vol *v, int i, const char *pat)
 {
     char name[16];
     snprintf(name, sizeof(name), "s%d", i);
-    struct bfs_xl *s = bfs_graph_find(v->g, name);
-    char *d = s ? s->mod->dump(s) : NULL;
-    const char *p = d ? strstr(d, pat) : NULL;
-    uint64_t n = p ? strtoull(p + strlen(pat), NULL, 10) : 0;
-    free(d);
-    return n;
+    return dump_num(bfs_graph_find(v->g, name), pat);
 }
 
 void cg_fop_counts(struct cg_vol *v, const char *fop, uint64_t *out)

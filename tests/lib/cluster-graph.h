@@ -155,6 +155,9 @@ bool cg_same_everywhere(struct cg_vol *v, const char *rel, uint32_t mask, int ar
 bool cg_exists(struct cg_vol *v, int i, const char *rel);
 /* Calls that reached child i (its error-gen's dump). */
 uint64_t cg_calls_of(struct cg_vol *v, int i);
+/* The counter key ("lookups_early", ...) of the volume's top translator's
+ * own dump (0 when absent). */
+uint64_t cg_top_stat(struct cg_vol *v, const char *key);
 /* A counter of brick i's io-stats dump ("bytes_written", "bytes_read"). */
 uint64_t cg_brick_stat(struct cg_vol *v, int i, const char *key);
 /* Calls of fop that reached brick i (its io-stats s<i>: "lookup", "xattrop"). */
