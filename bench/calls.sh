@@ -43,7 +43,10 @@
 #   - with perf and CALLS_PERF=1 (the default on dist), the FUSE requests
 #     the phase made (tracepoint fuse:fuse_request_send, counted in
 #     smallfile's own context, so other mounts on the machine do not count;
-#     RELEASE and FORGET, sent from other contexts, are mostly missing).
+#     RELEASE and FORGET, sent from other contexts, are mostly missing);
+#   - disp: disperse's lookups (and stats) of the phase, how many were
+#     answered before every brick had replied, and the replies in at the
+#     answer on average (brickfs.graph dump; performance-notes.md 34).
 #     Recording slows the phase, which changes a few counts (on disp, 0.03
 #     more entry locks per created file at 100 files): compare runs made
 #     the same way.
