@@ -144,8 +144,8 @@ $(LIBEC): $(EC_OBJS)
 define XL_RULE
 $(XLDIR)/$(1).so: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/xlators/$(1)/*.c)) $(XL_LIB_OBJS) $(LIBBRICKFS) $(if $(filter cluster/disperse,$(1)),$(LIBEC))
 	@mkdir -p $$(@D)
-	$(CC) -shared -o $$@ $$(filter %.o,$$^) $(if $(filter cluster/disperse,$(1)),$(EC_LIBS)) $(LDFLAGS) -L$(LIBDIR) -lbrickfs $(JSON_LIBS) \
-	    $(if $(filter storage/posix,$(1)),$(CRYPTO_LIBS)) $$(RPATH_XL)
+	$(CC) -shared -o $$@ $$(filter %.o,$$^) $(if $(filter cluster/disperse,$(1)),$(EC_LIBS)) $(LDFLAGS) -L$(LIBDIR) -lbrickfs $$(JSON_LIBS) \
+	    $(if $(filter storage/posix,$(1)),$$(CRYPTO_LIBS)) $$(RPATH_XL)
 endef
 $(foreach x,$(XL_NAMES),$(eval $(call XL_RULE,$(x))))
 
@@ -153,8 +153,8 @@ define PROG_RULE
 $(BINDIR)/$(2): $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard src/$(1)/*.c)) $(LIBBRICKFS)
 	@mkdir -p $$(@D)
 	$(CC) -o $$@ $$(filter %.o,$$^) $(LDFLAGS) -L$(LIBDIR) -lbrickfs $$(RPATH_BIN) \
-	    $(if $(filter fuse,$(1)),$(FUSE_LIBS) $(CURL_LIBS)) $(if $(filter mgmt,$(1)),$(MHD_LIBS) $(CURL_LIBS)) \
-	    $(if $(filter cli,$(1)),$(CURL_LIBS)) -ldl $(JSON_LIBS)
+	    $(if $(filter fuse,$(1)),$$(FUSE_LIBS) $$(CURL_LIBS)) $(if $(filter mgmt,$(1)),$$(MHD_LIBS) $$(CURL_LIBS)) \
+	    $(if $(filter cli,$(1)),$$(CURL_LIBS)) -ldl $$(JSON_LIBS)
 endef
 $(foreach p,$(PROG_DIRS),$(eval $(call PROG_RULE,$(word 1,$(subst :, ,$(p))),$(word 2,$(subst :, ,$(p))))))
 
