@@ -228,7 +228,8 @@ int bfs_xl_notify_default(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *f
         bfs_xl_notify_parents(xl, BFS_EV_CHILD_UP, NULL);
         return 0;
     }
-    if (ev == BFS_EV_PARENT_UP || ev == BFS_EV_PARENT_DOWN || ev == BFS_EV_CLIENT_GONE) {
+    if (ev == BFS_EV_PARENT_UP || ev == BFS_EV_PARENT_DOWN || ev == BFS_EV_CLIENT_GONE ||
+        ev == BFS_EV_CLIENT_CLOSING) {
         for (int i = 0; i < xl->nchildren; i++) {
             struct bfs_xl *c = xl->children[i];
             if (c->mod->notify)

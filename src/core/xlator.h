@@ -87,6 +87,14 @@ enum bfs_event {
      * data is the stack->client value its calls carried. Server-side
      * translators drop that client's state (locks). */
     BFS_EV_CLIENT_GONE,
+    /* flows downward from protocol/server, before CLIENT_GONE: that client
+     * connection closed, but calls it made may still be running below
+     * (CLIENT_GONE follows once the last of them answered); data as for
+     * CLIENT_GONE. features/locks answers the client's queued lock
+     * requests and refuses new ones, and keeps its granted locks until
+     * CLIENT_GONE: a late post-op of the client's transaction must not
+     * land after another client took the lock. */
+    BFS_EV_CLIENT_CLOSING,
     /* flows upward from protocol/client, through every translator (cluster
      * translators pass it on even when they keep a child's CHILD_UP/DOWN to
      * themselves): that brick's connection went down or came back, so

@@ -15,6 +15,10 @@
  *   - a name a returning brick has half made (killed in the middle of a
  *     create: no GFID, or a GFID without its handle) is completed by the
  *     parent's entry heal, and the file then heals by GFID;
+ *   - a folder a returning brick has half made (killed in the middle of a
+ *     mkdir: no GFID, or a GFID without its handle) is removed by the
+ *     parent's entry heal when the sources lack the name, else completed,
+ *     and then heals by GFID ("halfdir");
  *   - heal.now does not wait for a busy file (its data lock held by another
  *     owner): it stays pending, and heals once the lock is released;
  *   - setxattr brickfs.heal.resolve: EPERM for non-root, EALREADY when not
@@ -340,6 +344,19 @@ static void test_heal_now(void)
     cg_vol_close(&v);
 }
 
+/* mkdir d on every brick, then c2 down. */
+static void dir_then_down(struct cg_vol *v, struct bfs_gfid *d, const char *what)
+{
+    is_int(mkdir_(v, &bfs_gfid_root, "d", d), 0, "%s: mkdir d", what);
+    /* its post-op (with the unlock) runs behind the answer: done before c2
+     * fails, or c2 keeps the lock and the mark (error-gen is no crash) */
+    bool settled = false;
+    for (int k = 0; k < 5 && !settled; k++)
+        settled = cg_clean_soon(v, ".");
+    ok(settled, "%s: the root's post-op done before c2 goes down", what);
+    down(v, 2);
+}
+
 /* A brick killed in the middle of a create keeps the name without the rest:
  * with no GFID (killed between the open and setting the GFID), or with the
  * GFID but no handle (killed before the handle's link). The file's data
@@ -353,14 +370,7 @@ static void test_half_created(void)
     struct bfs_gfid d, f, g;
     if (vol_open(&v, 3, NULL) < 0)
         return;
-    is_int(mkdir_(&v, &bfs_gfid_root, "d", &d), 0, "half: mkdir d");
-    /* its post-op (with the unlock) runs behind the answer: done before c2
-     * fails, or c2 keeps the lock and the mark (error-gen is no crash) */
-    bool settled = false;
-    for (int k = 0; k < 5 && !settled; k++)
-        settled = cg_clean_soon(&v, ".");
-    ok(settled, "half: the root's post-op done before c2 goes down");
-    down(&v, 2);
+    dir_then_down(&v, &d, "half");
     is_int(put(&v, &d, "f", "hello", &f), 0, "half: create d/f with c2 down");
     is_int(put(&v, &d, "g", "world", &g), 0, "half: create d/g with c2 down");
     cg_half_create(&v, 2, "d/f", NULL); /* c2 died before the GFID */
@@ -380,6 +390,54 @@ static void test_half_created(void)
     ok(cg_content_is(&v, 2, "d/g", "world"), "half: c2's d/g holds the data");
     for (int i = 0; i < 3; i++)
         is_int(index_settles(&v, i, 0), 0, "half: index of c%d empty", i);
+    cg_vol_close(&v);
+}
+
+static bool on_brick(struct cg_vol *v, int i, const char *rel)
+{
+    struct stat sb;
+    return lstat(cg_on(v, i, rel), &sb) == 0;
+}
+
+/* The same for a mkdir (212's flake): a folder name with no GFID, or with
+ * its GFID but no handle. Only on the returning brick (the sources never
+ * made it), the entry heal used to address it by GFID, could not list or
+ * remove it, and the parent stayed pending for good; on the sources too,
+ * a folder with a GFID but no handle passed for healthy and its own heal
+ * (by GFID) failed on that brick for good. */
+static void test_half_dir(void)
+{
+    struct cg_vol v;
+    struct bfs_gfid d, k, k2, x, gone2;
+    if (vol_open(&v, 3, NULL) < 0)
+        return;
+    dir_then_down(&v, &d, "halfdir");
+    is_int(mkdir_(&v, &d, "k", &k), 0, "halfdir: mkdir d/k with c2 down");
+    is_int(mkdir_(&v, &d, "k2", &k2), 0, "halfdir: mkdir d/k2 with c2 down");
+    is_int(put(&v, &k2, "x", "inside", &x), 0, "halfdir: create d/k2/x with c2 down");
+    bfs_gfid_generate(&gone2);
+    cg_half_mkdir(&v, 2, "d/k", NULL);        /* c2 died before the GFID */
+    cg_half_mkdir(&v, 2, "d/k2", &k2);        /* c2 died before the handle */
+    cg_half_mkdir(&v, 2, "d/gone", NULL);     /* a mkdir that failed: c2 only */
+    cg_half_mkdir(&v, 2, "d/gone2", &gone2);
+    ok(!cg_handle_present(v.brick[2], &k2), "halfdir: c2 has d/k2's GFID but no handle");
+    up(&v, 2);
+    struct status s = heal_settles(&v, &d);
+    is_str(s.pending, "", "halfdir: d healed");
+    ok(!on_brick(&v, 2, "d/gone"), "halfdir: c2's d/gone (no GFID, not on the sources) removed");
+    ok(!on_brick(&v, 2, "d/gone2"), "halfdir: c2's d/gone2 (no handle, not on the sources) removed");
+    ok(cg_gfid_on(&v, 2, "d/k", &k), "halfdir: c2's d/k has the folder's GFID");
+    ok(cg_handle_present(v.brick[2], &k), "halfdir: c2 has d/k's handle");
+    ok(cg_handle_present(v.brick[2], &k2), "halfdir: c2 has d/k2's handle");
+    s = heal_settles(&v, &k);
+    is_str(s.pending, "", "halfdir: d/k healed (%s missing)", s.missing);
+    s = heal_settles(&v, &k2);
+    is_str(s.pending, "", "halfdir: d/k2 healed (%s missing)", s.missing);
+    s = heal_settles(&v, &x);
+    is_str(s.pending, "", "halfdir: d/k2/x healed (%s missing)", s.missing);
+    ok(cg_content_is(&v, 2, "d/k2/x", "inside"), "halfdir: c2's d/k2/x holds the data");
+    for (int i = 0; i < 3; i++)
+        is_int(index_settles(&v, i, 0), 0, "halfdir: index of c%d empty", i);
     cg_vol_close(&v);
 }
 
@@ -474,6 +532,7 @@ int main(void)
     ok(cg_init("healapi") == 0, "process resources");
     test_heal_now();
     test_half_created();
+    test_half_dir();
     test_resolve();
     cg_fini();
     return done_testing();

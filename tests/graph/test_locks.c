@@ -2,7 +2,8 @@
  * test_locks.c — features/locks over storage/memory: POSIX byte-range locks
  * (conflicts, GETLK, split and merge, blocking waits), flock, flush and
  * release, inodelk domains, entrylk, leases, and what happens to locks and
- * waiters when a client connection goes away (BFS_EV_CLIENT_GONE).
+ * waiters when a client connection goes away (BFS_EV_CLIENT_GONE), and
+ * while it is closing (BFS_EV_CLIENT_CLOSING: its calls still running).
  *
  * Two "clients" are two stacks with different stack->client pointers, as
  * protocol/server would give two connections. Blocking requests are wound
@@ -602,6 +603,41 @@ static void test_client_gone(struct bfs_stack *a, struct bfs_stack *b, struct bf
     bfs_stack_unref(c);
 }
 
+/* A closing client (its connection closed, its calls still running in the
+ * brick): its granted locks stay until it is gone, or a late post-op of
+ * its transaction lands after another client took the lock (212's
+ * negative counters); its queued requests answer ENOTCONN at once, and a
+ * new lock request is refused, so that its calls all end and "gone" can
+ * come. */
+static void test_closing(struct bfs_stack *a, struct bfs_stack *b, const struct bfs_gfid *g)
+{
+    struct bfs_stack *a6 = stack_for(&client_a, 6);
+    is_int(inodelk(a, "closing", g, BFS_LK_SETLK, F_WRLCK, 0, 0), 0, "closing: A holds an inodelk");
+    struct bfs_inodelk_req req = ilk_req("closing", g, BFS_LK_SETLKW, F_WRLCK, 0, 0);
+    struct pending *pa = start(BFS_FOP_INODELK, a6, &req);
+    struct pending *pb = start(BFS_FOP_INODELK, b, &req);
+    ok(!wait_for(pb, 50) && !is_done(pa), "closing: A's other owner and B wait on A");
+
+    top->mod->notify(top, BFS_EV_CLIENT_CLOSING, NULL, &client_a);
+    ok(wait_for(pa, 2000) && pa->rc == -ENOTCONN, "closing: A's queued request answers ENOTCONN");
+    ok(!wait_for(pb, 100), "closing: A's granted lock still keeps B waiting");
+    is_int(inodelk(a6, "closing-other", g, BFS_LK_SETLK, F_WRLCK, 0, 0), -ENOTCONN,
+           "closing: a new lock request of A is refused");
+    is_int(inodelk(b, "closing-b", g, BFS_LK_SETLK, F_WRLCK, 0, 0), 0,
+           "closing: B's own requests are served");
+    inodelk(b, "closing-b", g, BFS_LK_SETLK, F_UNLCK, 0, 0);
+
+    top->mod->notify(top, BFS_EV_CLIENT_GONE, NULL, &client_a);
+    ok(wait_for(pb, 2000) && pb->rc == 0, "closing: A gone: B granted");
+    inodelk(b, "closing", g, BFS_LK_SETLK, F_UNLCK, 0, 0);
+    is_int(inodelk(a, "closing", g, BFS_LK_SETLK, F_WRLCK, 0, 0), 0,
+           "closing: once gone, A's client id is served again (a new connection)");
+    inodelk(a, "closing", g, BFS_LK_SETLK, F_UNLCK, 0, 0);
+    pending_free(pa);
+    pending_free(pb);
+    bfs_stack_unref(a6);
+}
+
 static void test_bad_requests(struct bfs_stack *a, struct bfs_fd *fda, const struct bfs_gfid *g)
 {
     is_int(lk(a, fda, 99, F_WRLCK, 0, 0, 1, NULL), -EINVAL, "unknown lk cmd");
@@ -640,6 +676,7 @@ int main(void)
     test_contention(a, b, &g);
     test_leases(a, b, &g);
     test_client_gone(a, b, fda, fdb, &g);
+    test_closing(a, b, &g);
     test_bad_requests(a, fda, &g);
 
     bfs_fd_unref(fda);

@@ -87,6 +87,8 @@ EXPECT 0 wl violations
 # index with no client access, and the copies agree
 EXPECT_WITHIN "$HEAL_TIMEOUT" identical daemon_settle r3 "$B/r0" "$B/r1" "$B/r2"
 EXPECT 0 heal_pending r3
+# a heal that did not converge says what is left, brick by brick
+[ "$(heal_pending r3)" = 0 ] || rep_heal_dump "$B/r0" "$B/r1" "$B/r2"
 EXPECT ok wlc verify "$M" "$W"
 EXPECT_WITHIN "$HEAL_TIMEOUT" identical heal_settle "$M" "$B/r0" "$B/r1" "$B/r2"
 EXPECT ok wlc verify "$M" "$W"

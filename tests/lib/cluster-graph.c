@@ -765,6 +765,13 @@ void cg_half_create(struct cg_vol *v, int i, const char *rel, const struct bfs_g
         close(fd);
 }
 
+void cg_half_mkdir(struct cg_vol *v, int i, const char *rel, const struct bfs_gfid *g)
+{
+    const char *path = cg_on(v, i, rel);
+    if (mkdir(path, 0755) == 0 && g)
+        (void)setxattr(path, "trusted.brickfs.gfid", g->b, sizeof(g->b), 0);
+}
+
 bool cg_gfid_on(struct cg_vol *v, int i, const char *rel, const struct bfs_gfid *g)
 {
     struct bfs_gfid got;

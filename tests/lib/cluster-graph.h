@@ -173,6 +173,9 @@ bool cg_handle_present(const char *dir, const struct bfs_gfid *g);
 /* What brick i keeps of rel when killed in the middle of its create: the
  * name (a new empty file, 0644), with GFID g when not NULL, no handle. */
 void cg_half_create(struct cg_vol *v, int i, const char *rel, const struct bfs_gfid *g);
+/* The same for a mkdir: an empty directory (0755), with GFID g when not
+ * NULL, no handle. */
+void cg_half_mkdir(struct cg_vol *v, int i, const char *rel, const struct bfs_gfid *g);
 /* rel on brick i has GFID g (trusted.brickfs.gfid). */
 bool cg_gfid_on(struct cg_vol *v, int i, const char *rel, const struct bfs_gfid *g);
 

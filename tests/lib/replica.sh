@@ -26,6 +26,11 @@
 #                            emptied the pending indexes (asked to crawl by
 #                            `volume heal VOL`, no client access) and the
 #                            bricks compare equal
+#   rep_heal_dump BRICKS...  for a heal that did not converge: each brick's
+#                            heal index entries, the brickfs xattrs of each
+#                            (counters, GFID), and for a pending folder its
+#                            names with their GFID and handle (a half-made
+#                            name shows "no GFID" or "no handle")
 #
 # Heal is driven by heal_crawl (a find/stat/read of everything through the
 # mount: lookups heal in the foreground) in heal_settle, and by the
@@ -144,6 +149,68 @@ daemon_settle()
         echo "$last"
         ;;
     esac
+}
+
+# rep_heal_dump BRICKS...: what each brick's pending index holds, as TAP
+# comments (tests call it when heal does not converge, so that the flake
+# explains itself)
+rep_heal_dump()
+{
+    "$PYTHON" - "$@" <<'PY'
+import os, sys, uuid
+
+def handle(brick, g):
+    return os.path.join(brick, ".brickfs", g[0:2], g[2:4], g)
+
+def xattrs(path, follow=True):
+    try:
+        keys = os.listxattr(path, follow_symlinks=follow)
+    except OSError as e:
+        return "(%s)" % os.strerror(e.errno)
+    out = []
+    for k in sorted(keys):
+        if k.startswith("trusted.brickfs."):
+            try:
+                v = os.getxattr(path, k, follow_symlinks=follow)
+            except OSError as e:
+                v = os.strerror(e.errno).encode()
+            out.append("%s=0x%s" % (k[len("trusted.brickfs."):], v.hex()))
+    return " ".join(out) or "(no brickfs xattr)"
+
+def names(brick, d):
+    for n in sorted(os.listdir(d)):
+        p = os.path.join(d, n)
+        try:
+            raw = os.getxattr(p, "trusted.brickfs.gfid", follow_symlinks=False)
+            g = str(uuid.UUID(bytes=raw))
+            h = "" if os.path.lexists(handle(brick, g)) else " NO HANDLE"
+            yield "%s %s%s" % (n, g, h)
+        except OSError:
+            yield "%s NO GFID" % n
+
+for b in sys.argv[1:]:
+    idx = os.path.join(b, ".brickfs", "indices", "pending")
+    try:
+        pend = sorted(e for e in os.listdir(idx) if not e.startswith("."))
+    except OSError as e:
+        print("# %s: no index (%s)" % (b, os.strerror(e.errno)))
+        continue
+    print("# %s: %d pending" % (b, len(pend)))
+    for g in pend:
+        h = handle(b, g)
+        if not os.path.lexists(h):
+            print("#   %s: no handle on this brick" % g)
+            continue
+        isdir = os.path.isdir(h)
+        where = " -> " + os.readlink(h) if isdir and os.path.islink(h) else ""
+        print("#   %s%s: %s" % (g, where, xattrs(h)))
+        if isdir:
+            try:
+                for line in names(b, h):
+                    print("#     " + line)
+            except OSError as e:
+                print("#     (cannot list: %s)" % os.strerror(e.errno))
+PY
 }
 
 # in_set WORDS ALLOWED...: WORDS non-empty and each one of ALLOWED

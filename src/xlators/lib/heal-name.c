@@ -31,24 +31,51 @@ bool bfs_heal_name_half(const struct bfs_dirent *have, const struct bfs_dirent *
     return S_ISREG(type) && have->attr.nlink == 0 && bfs_gfid_eq(&have->attr.gfid, &e->attr.gfid);
 }
 
+int bfs_heal_name_lookup(struct bfs_xl *xl, int i, struct bfs_stack *st, const struct bfs_gfid *par,
+                         const char *name, const struct bfs_gfid *want, struct bfs_iatt *out)
+{
+    struct bfs_lookup_req req = {0};
+    struct bfs_lookup_rep rep;
+    req.loc.pargfid = *par;
+    req.loc.name = name;
+    if (want) {
+        req.xdata = bfs_dict_new();
+        if (!req.xdata || bfs_dict_set_bin(req.xdata, GFID_REQ, want->b, sizeof(want->b)) < 0) {
+            bfs_dict_unref(req.xdata);
+            return -ENOMEM;
+        }
+    }
+    int rc = bfs_sync_lookup(xl->children[i], st, &req, &rep);
+    if (rc >= 0)
+        *out = rep.attr;
+    bfs_lookup_rep_clear_dup(&rep);
+    bfs_dict_unref(req.xdata);
+    return rc < 0 ? rc : 0;
+}
+
+bool bfs_heal_dir_half(struct bfs_xl *xl, int i, struct bfs_stack *st,
+                       const struct bfs_dirent *have, const struct bfs_dirent *e)
+{
+    if (!have->has_attr || !e->has_attr || !S_ISDIR(have->attr.mode) ||
+        !S_ISDIR(e->attr.mode) || !bfs_gfid_eq(&have->attr.gfid, &e->attr.gfid))
+        return false;
+    struct bfs_lookup_req req = {0};
+    struct bfs_lookup_rep rep;
+    req.loc.gfid = e->attr.gfid;
+    int rc = bfs_sync_lookup(xl->children[i], st, &req, &rep);
+    bfs_lookup_rep_clear_dup(&rep);
+    return rc == -ENOENT || rc == -ESTALE;
+}
+
 int bfs_heal_name_complete(struct bfs_xl *xl, int i, struct bfs_stack *st,
                            const struct bfs_gfid *par, const struct bfs_dirent *e)
 {
-    struct bfs_lookup_req req = {.xdata = bfs_dict_new()};
-    struct bfs_lookup_rep rep;
-    req.loc.pargfid = *par;
-    req.loc.name = e->name;
-    int rc = req.xdata ? bfs_dict_set_bin(req.xdata, GFID_REQ, e->attr.gfid.b,
-                                          sizeof(e->attr.gfid.b)) : -ENOMEM;
-    if (rc >= 0) {
-        rc = bfs_sync_lookup(xl->children[i], st, &req, &rep);
-        if (rc >= 0 && !bfs_gfid_eq(&rep.attr.gfid, &e->attr.gfid))
-            rc = -EIO; /* it took another GFID meanwhile: the next heal sees it */
-        bfs_lookup_rep_clear_dup(&rep);
-    }
-    bfs_dict_unref(req.xdata);
+    struct bfs_iatt got;
+    int rc = bfs_heal_name_lookup(xl, i, st, par, e->name, &e->attr.gfid, &got);
+    if (rc >= 0 && !bfs_gfid_eq(&got.gfid, &e->attr.gfid))
+        rc = -EIO; /* it took another GFID meanwhile: the next heal sees it */
     if (rc >= 0)
         XL_INFO(xl, "entry heal: %s on %s was half made (no GFID or no handle): completed",
                 e->name, xl->children[i]->name);
-    return rc < 0 ? rc : 0;
+    return rc;
 }

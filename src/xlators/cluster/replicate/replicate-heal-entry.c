@@ -7,10 +7,13 @@
  *                       has that GFID under another name already), then
  *                       marked on the source so that the new entry's own
  *                       data/metadata/entries heal on its next access;
- *   only on a sink      removed there (a directory with everything in it);
+ *   only on a sink      removed there (a directory with everything in it,
+ *                       looked up by name first: a half-made one has no
+ *                       GFID or handle to reach it by);
  *   another GFID/type   removed on the sink and created again;
  *   half made on a sink a name left by a brick killed in the middle of a
- *                       create (no GFID, or no handle): looked up there
+ *                       create or mkdir (no GFID, or no handle; a folder
+ *                       of the source's GFID is tried by GFID): looked up there
  *                       with the source's GFID, which completes it, and
  *                       marked like a new one (complete_on).
  * A split-brain of entries is healed by a conservative merge: every
@@ -87,27 +90,31 @@ static struct bfs_loc entry_loc(const struct bfs_gfid *par, const char *name)
     return l;
 }
 
-/* Removes (par, name) on child k, a directory with all it holds. */
+/* Removes (par, name) of type `type` (0: unknown) on child k, a directory
+ * with all it holds. A folder is looked up BY NAME first: one a brick
+ * killed in the middle of its mkdir left with no GFID or no handle cannot
+ * be reached by GFID (the lookup gives it a GFID or its handle back). */
 static int expunge(struct afr_hctx *h, int k, const struct bfs_gfid *par, const char *name,
-                   const struct bfs_iatt *attr, int depth)
+                   uint32_t type, int depth)
 {
-    if (!S_ISDIR(attr->mode)) {
+    struct bfs_iatt a = {.mode = type};
+    int rc = 0;
+    if (type == 0 || S_ISDIR(type))
+        rc = bfs_heal_name_lookup(h->p->xl, k, h->st, par, name, NULL, &a);
+    if (rc < 0)
+        return rc == -ENOENT ? 0 : rc;
+    if (!S_ISDIR(a.mode)) {
         struct bfs_unlink_req req = {.loc = entry_loc(par, name)};
-        int rc = afr_hsync(h, k, BFS_FOP_UNLINK, &req, NULL);
+        rc = afr_hsync(h, k, BFS_FOP_UNLINK, &req, NULL);
         return rc == -ENOENT ? 0 : rc;
     }
     if (depth > HEAL_DEPTH_MAX)
         return -ELOOP;
     struct listing l = {0};
-    int rc = list_dir(h, k, &attr->gfid, &l);
+    rc = list_dir(h, k, &a.gfid, &l);
     for (uint32_t i = 0; rc >= 0 && i < l.d.count; i++) {
         const struct bfs_dirent *e = &l.d.v[i];
-        struct bfs_iatt a = e->attr;
-        if (!e->has_attr) {
-            memset(&a, 0, sizeof(a));
-            a.mode = e->d_type == DT_DIR ? S_IFDIR : S_IFREG;
-        }
-        rc = expunge(h, k, &attr->gfid, e->name, &a, depth + 1);
+        rc = expunge(h, k, &a.gfid, e->name, bfs_heal_dirent_type(e), depth + 1);
     }
     bfs_dirents_free(&l.d);
     if (rc >= 0) {
@@ -194,7 +201,7 @@ static int heal_name(struct afr_hctx *h, int k, int src, const struct bfs_dirent
                      const struct listing *lk, bool merge)
 {
     const struct bfs_dirent *have = find(lk, e->name);
-    if (have && bfs_heal_name_half(have, e))
+    if (have && (bfs_heal_name_half(have, e) || bfs_heal_dir_half(h->p->xl, k, h->st, have, e)))
         return complete_on(h, k, src, e);
     if (have && have->has_attr && bfs_gfid_eq(&have->attr.gfid, &e->attr.gfid) &&
         bfs_heal_dirent_type(have) == (e->attr.mode & S_IFMT))
@@ -202,12 +209,7 @@ static int heal_name(struct afr_hctx *h, int k, int src, const struct bfs_dirent
     if (have && merge)
         return -EIO; /* a conflict a merge cannot decide: the name stays EIO */
     if (have) {
-        struct bfs_iatt a = have->attr;
-        if (!have->has_attr) {
-            memset(&a, 0, sizeof(a));
-            a.mode = have->d_type == DT_DIR ? S_IFDIR : S_IFREG;
-        }
-        int rc = expunge(h, k, &h->gfid, have->name, &a, 0);
+        int rc = expunge(h, k, &h->gfid, have->name, bfs_heal_dirent_type(have), 0);
         if (rc < 0)
             return rc;
     }
@@ -245,12 +247,7 @@ static uint32_t heal_names(struct afr_hctx *h, uint32_t sources, uint32_t sinks,
             bool known = false;
             for (int s = 0; s < p->n && !known; s++)
                 known = bfs_mask_has(sources, s) && find(&l[s], e->name);
-            struct bfs_iatt a = e->attr;
-            if (!e->has_attr) {
-                memset(&a, 0, sizeof(a));
-                a.mode = e->d_type == DT_DIR ? S_IFDIR : S_IFREG;
-            }
-            if (!known && expunge(h, k, &h->gfid, e->name, &a, 0) < 0)
+            if (!known && expunge(h, k, &h->gfid, e->name, bfs_heal_dirent_type(e), 0) < 0)
                 bad |= BFS_BIT(k);
         }
     }

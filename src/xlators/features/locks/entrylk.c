@@ -162,6 +162,8 @@ static int entrylk_common(struct bfs_frame *frame, struct bfs_xl *xl, const stru
     if (a->basename && bfs_name_check(a->basename) < 0)
         return -EINVAL;
     bool unlocking = a->cmd == BFS_ENTRYLK_UNLOCK;
+    if (!unlocking && bfs__pl_closing(xl, frame))
+        return -ENOTCONN;
     struct pl_lock *lk = elk_lock_new(frame, a);
     struct pl_waiter *w = NULL;
     if (lk && a->cmd == BFS_ENTRYLK_LOCK && !(w = bfs__pl_waiter_new(frame, a->fop, a->fd))) {
@@ -222,28 +224,16 @@ int bfs__pl_fentrylk(struct bfs_frame *frame, struct bfs_xl *xl,
     return entrylk_common(frame, xl, &a);
 }
 
-void bfs__pl_entrylk_client_gone(struct pl_inode *pin, void *client, struct pl_list *wake)
+void bfs__pl_entrylk_client_gone(struct pl_inode *pin, void *client, struct pl_list *wake,
+                             bool waiters_only)
 {
-    struct pl_list *dpos, *pos, *tmp;
+    struct pl_list *dpos;
     pl_foreach(dpos, &pin->domains)
     {
         struct pl_domain *d = pl_entry(dpos, struct pl_domain, link);
-        pl_foreach_safe(pos, tmp, &d->entrylks)
-        {
-            struct pl_lock *l = pl_entry(pos, struct pl_lock, link);
-            if (l->owner.client == client) {
-                pl_list_del(&l->link);
-                bfs__pl_lock_free(l);
-            }
-        }
-        pl_foreach_safe(pos, tmp, &d->entrylk_blocked)
-        {
-            struct pl_waiter *w = pl_entry(pos, struct pl_waiter, link);
-            if (w->lock->owner.client == client) {
-                pl_list_del(&w->link);
-                bfs__pl_waiter_done(w, -ENOTCONN, wake);
-            }
-        }
+        if (!waiters_only)
+            bfs__pl_locks_drop(&d->entrylks, client);
+        bfs__pl_waiters_drop(&d->entrylk_blocked, client, wake);
         grant_waiters(d, wake);
     }
 }

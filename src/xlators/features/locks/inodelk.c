@@ -170,6 +170,8 @@ static int inodelk_common(struct bfs_frame *frame, struct bfs_xl *xl, const stru
 
     struct pl_owner owner = {frame->stack->client, frame->stack->lk_owner};
     bool unlocking = fl->type == F_UNLCK;
+    if (!unlocking && bfs__pl_closing(xl, frame))
+        return -ENOTCONN;
     struct pl_lock *lk = bfs__pl_lock_new(PL_INODELK, &owner, fl->type, start, end, fl->pid);
     struct pl_waiter *w = NULL;
     if (lk && a->cmd == BFS_LK_SETLKW && !unlocking &&
@@ -230,28 +232,16 @@ int bfs__pl_finodelk(struct bfs_frame *frame, struct bfs_xl *xl,
     return inodelk_common(frame, xl, &a);
 }
 
-void bfs__pl_inodelk_client_gone(struct pl_inode *pin, void *client, struct pl_list *wake)
+void bfs__pl_inodelk_client_gone(struct pl_inode *pin, void *client, struct pl_list *wake,
+                             bool waiters_only)
 {
-    struct pl_list *dpos, *pos, *tmp;
+    struct pl_list *dpos;
     pl_foreach(dpos, &pin->domains)
     {
         struct pl_domain *d = pl_entry(dpos, struct pl_domain, link);
-        pl_foreach_safe(pos, tmp, &d->inodelks)
-        {
-            struct pl_lock *l = pl_entry(pos, struct pl_lock, link);
-            if (l->owner.client == client) {
-                pl_list_del(&l->link);
-                bfs__pl_lock_free(l);
-            }
-        }
-        pl_foreach_safe(pos, tmp, &d->inodelk_blocked)
-        {
-            struct pl_waiter *w = pl_entry(pos, struct pl_waiter, link);
-            if (w->lock->owner.client == client) {
-                pl_list_del(&w->link);
-                bfs__pl_waiter_done(w, -ENOTCONN, wake);
-            }
-        }
+        if (!waiters_only)
+            bfs__pl_locks_drop(&d->inodelks, client);
+        bfs__pl_waiters_drop(&d->inodelk_blocked, client, wake);
         grant_waiters(d, wake);
     }
 }

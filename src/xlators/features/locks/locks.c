@@ -1,7 +1,10 @@
 /*
  * locks.c — features/locks: the module, its table of per-inode lock state,
  * the waiter machinery shared by every lock kind, and the handling of a
- * client connection that goes away (BFS_EV_CLIENT_GONE).
+ * client connection that closes (BFS_EV_CLIENT_CLOSING: its queued lock
+ * requests answered, new ones refused, its locks kept while its calls
+ * still run below) and then goes away (BFS_EV_CLIENT_GONE: its locks
+ * released).
  *
  * The lock kinds themselves live in posix.c (lk, flush, release),
  * inodelk.c, entrylk.c and lease.c; dump.c renders the state as JSON.
@@ -268,20 +271,97 @@ void bfs__pl_wake_all(struct pl_list *wake)
     }
 }
 
-/* ---- client connection gone ---- */
+/* ---- client connection closing, then gone ---- */
 
-static void client_gone(struct bfs_xl *xl, void *client)
+struct pl_closing {
+    void *client;
+    struct pl_closing *next;
+};
+
+bool bfs__pl_locks_drop(struct pl_list *granted, void *client)
 {
+    bool dropped = false;
+    struct pl_list *pos, *tmp;
+    pl_foreach_safe(pos, tmp, granted)
+    {
+        struct pl_lock *l = pl_entry(pos, struct pl_lock, link);
+        if (l->owner.client == client) {
+            pl_list_del(&l->link);
+            bfs__pl_lock_free(l);
+            dropped = true;
+        }
+    }
+    return dropped;
+}
+
+void bfs__pl_waiters_drop(struct pl_list *blocked, void *client, struct pl_list *wake)
+{
+    struct pl_list *pos, *tmp;
+    pl_foreach_safe(pos, tmp, blocked)
+    {
+        struct pl_waiter *w = pl_entry(pos, struct pl_waiter, link);
+        if (w->lock->owner.client == client) {
+            pl_list_del(&w->link);
+            bfs__pl_waiter_done(w, -ENOTCONN, wake);
+        }
+    }
+}
+
+bool bfs__pl_closing(struct bfs_xl *xl, const struct bfs_frame *frame)
+{
+    struct pl_priv *priv = xl->private;
+    if (!__atomic_load_n(&priv->nclosing, __ATOMIC_ACQUIRE))
+        return false;
+    bool closing = false;
+    pthread_mutex_lock(&priv->lock);
+    for (struct pl_closing *c = priv->closing; c && !closing; c = c->next)
+        closing = c->client == frame->stack->client;
+    pthread_mutex_unlock(&priv->lock);
+    return closing;
+}
+
+/* Marks client closing (on) or forgets it (off: gone). A mark that cannot
+ * be allocated only costs the refusal of its late lock requests. */
+static void closing_mark(struct pl_priv *priv, void *client, bool on)
+{
+    struct pl_closing *c = on ? calloc(1, sizeof(*c)) : NULL;
+    pthread_mutex_lock(&priv->lock);
+    for (struct pl_closing **pp = &priv->closing; *pp;) {
+        struct pl_closing *e = *pp;
+        if (e->client != client) {
+            pp = &e->next;
+            continue;
+        }
+        *pp = e->next; /* on: replaced below, never twice on the list */
+        free(e);
+        __atomic_sub_fetch(&priv->nclosing, 1, __ATOMIC_RELEASE);
+    }
+    if (c) {
+        c->client = client;
+        c->next = priv->closing;
+        priv->closing = c;
+        __atomic_add_fetch(&priv->nclosing, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&priv->lock);
+}
+
+/* CLIENT_CLOSING (waiters_only): the client's queued requests answer
+ * ENOTCONN, its granted locks stay (its calls still running below may be
+ * a transaction's post-op under them). CLIENT_GONE: everything of it. */
+static void client_gone(struct bfs_xl *xl, void *client, bool waiters_only)
+{
+    closing_mark(xl->private, client, waiters_only);
     size_t n;
     struct pl_inode **all = bfs__pl_inode_all(xl, &n);
     for (size_t i = 0; i < n; i++) {
         struct pl_list wake;
         pl_list_init(&wake);
         pthread_mutex_lock(&all[i]->lock);
-        bfs__pl_posix_client_gone(all[i], client, &wake);
-        bfs__pl_inodelk_client_gone(all[i], client, &wake);
-        bfs__pl_entrylk_client_gone(all[i], client, &wake);
-        bfs__pl_lease_client_gone(all[i], client);
+        bfs__pl_posix_client_gone(all[i], client, &wake, waiters_only);
+        bfs__pl_inodelk_client_gone(all[i], client, &wake, waiters_only);
+        bfs__pl_entrylk_client_gone(all[i], client, &wake, waiters_only);
+        if (!waiters_only)
+            bfs__pl_lease_client_gone(all[i], client);
         struct pl_notices notes = {0};
         bfs__pl_contention_scan(xl, all[i], &notes);
         pthread_mutex_unlock(&all[i]->lock);
@@ -294,9 +374,11 @@ static void client_gone(struct bfs_xl *xl, void *client)
 
 static int pl_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from, void *data)
 {
-    if (ev == BFS_EV_CLIENT_GONE && data) {
-        XL_DBG(xl, "client %p gone: releasing its locks", data);
-        client_gone(xl, data == BFS_CLIENT_LOCAL ? NULL : data);
+    if ((ev == BFS_EV_CLIENT_GONE || ev == BFS_EV_CLIENT_CLOSING) && data) {
+        bool closing = ev == BFS_EV_CLIENT_CLOSING;
+        XL_DBG(xl, "client %p %s: %s", data, closing ? "closing" : "gone",
+               closing ? "answering its queued lock requests" : "releasing its locks");
+        client_gone(xl, data == BFS_CLIENT_LOCAL ? NULL : data, closing);
     }
     return bfs_xl_notify_default(xl, ev, from, data);
 }
@@ -409,6 +491,11 @@ static void pl_fini(struct bfs_xl *xl)
     }
     if (waiters)
         XL_WARN(xl, "fini with %zu blocked lock requests; dropped unanswered", waiters);
+    while (priv->closing) {
+        struct pl_closing *c = priv->closing;
+        priv->closing = c->next;
+        free(c);
+    }
     pthread_mutex_destroy(&priv->lock);
     free(priv->buckets);
     free(priv);

@@ -107,6 +107,10 @@ struct pl_priv {
     bool notify;               /* notify-contention */
     uint64_t notify_delay_ns;  /* notify-contention-delay */
     uint64_t notices;          /* statistics: contention notices sent */
+    /* clients between CLIENT_CLOSING and CLIENT_GONE (locks.c), under
+     * lock; nclosing (atomic) lets a lock request skip the list when 0 */
+    struct pl_closing *closing;
+    unsigned nclosing;
 };
 
 /* ---- locks.c: inode table, owners, waiters ---- */
@@ -122,6 +126,17 @@ int bfs__pl_domain_drop(struct bfs_xl *xl, const struct bfs_gfid *gfid, const ch
                         int (*unlock)(struct pl_domain *, const struct pl_lock *,
                                       struct pl_list *),
                         const struct pl_lock *want);
+
+/* Is the client of frame closing (CLIENT_CLOSING heard, CLIENT_GONE not
+ * yet)? Its lock requests are refused (-ENOTCONN): one queued now could
+ * wait for ever for a lock of its own client, which CLIENT_GONE alone
+ * releases, and CLIENT_GONE waits for the client's calls to end. */
+bool bfs__pl_closing(struct bfs_xl *xl, const struct bfs_frame *frame);
+/* pin->lock held: client's locks of list `granted` freed (true if any). */
+bool bfs__pl_locks_drop(struct pl_list *granted, void *client);
+/* pin->lock held: client's waiters of list `blocked` answered -ENOTCONN
+ * (put on wake). */
+void bfs__pl_waiters_drop(struct pl_list *blocked, void *client, struct pl_list *wake);
 
 bool bfs__pl_owner_eq(const struct pl_owner *a, const struct pl_owner *b);
 /* flock range -> inclusive [start, end]; -EINVAL on overflow. */
@@ -142,14 +157,18 @@ void bfs__pl_wake_all(struct pl_list *wake);
 int bfs__pl_lk(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_lk_req *req);
 int bfs__pl_flush(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_flush_req *req);
 void bfs__pl_release(struct bfs_xl *xl, struct bfs_fd *fd);
-/* pin->lock held: drop client's POSIX/flock locks and waiters, grant others. */
-void bfs__pl_posix_client_gone(struct pl_inode *pin, void *client, struct pl_list *wake);
+/* pin->lock held: drop client's POSIX/flock waiters and (unless
+ * waiters_only: the client is only closing) its locks, grant others. The
+ * same for inodelks and entrylks below. */
+void bfs__pl_posix_client_gone(struct pl_inode *pin, void *client, struct pl_list *wake,
+                             bool waiters_only);
 
 /* ---- inodelk.c ---- */
 int bfs__pl_inodelk(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_inodelk_req *req);
 int bfs__pl_finodelk(struct bfs_frame *frame, struct bfs_xl *xl,
                      const struct bfs_finodelk_req *req);
-void bfs__pl_inodelk_client_gone(struct pl_inode *pin, void *client, struct pl_list *wake);
+void bfs__pl_inodelk_client_gone(struct pl_inode *pin, void *client, struct pl_list *wake,
+                             bool waiters_only);
 /* Grants owner a whole-file write lock in domain on gfid at once (a create
  * asking for its new file's data lock): 0, -EAGAIN, -ENOMEM. */
 int bfs__pl_inodelk_grant(struct bfs_xl *xl, const struct pl_owner *owner, const char *domain,
@@ -162,7 +181,8 @@ int bfs__pl_inodelk_drop(struct bfs_xl *xl, const struct pl_owner *owner, const 
 int bfs__pl_entrylk(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_entrylk_req *req);
 int bfs__pl_fentrylk(struct bfs_frame *frame, struct bfs_xl *xl,
                      const struct bfs_fentrylk_req *req);
-void bfs__pl_entrylk_client_gone(struct pl_inode *pin, void *client, struct pl_list *wake);
+void bfs__pl_entrylk_client_gone(struct pl_inode *pin, void *client, struct pl_list *wake,
+                             bool waiters_only);
 /* Releases owner's entry lock (domain, basename) in directory gfid. */
 int bfs__pl_entrylk_drop(struct bfs_xl *xl, const struct pl_owner *owner, const char *domain,
                          const struct bfs_gfid *gfid, const char *basename);

@@ -275,6 +275,8 @@ static int lk_prepare(struct lk_call *c, struct bfs_fd *fd)
         return -EINVAL;
     if (fl->whence != SEEK_SET || (!is_flock && bfs__pl_range(fl, &start, &end) < 0))
         return -EINVAL;
+    if (fl->type != F_UNLCK && c->cmd != BFS_LK_GETLK && bfs__pl_closing(c->xl, c->frame))
+        return -ENOTCONN;
     struct pl_owner owner = {.client = c->frame->stack->client};
     if (is_flock)
         owner.id = (uint64_t)(uintptr_t)fd;
@@ -398,30 +400,15 @@ void bfs__pl_release(struct bfs_xl *xl, struct bfs_fd *fd)
     bfs__pl_inode_put(xl, pin);
 }
 
-void bfs__pl_posix_client_gone(struct pl_inode *pin, void *client, struct pl_list *wake)
+void bfs__pl_posix_client_gone(struct pl_inode *pin, void *client, struct pl_list *wake,
+                               bool waiters_only)
 {
     bool dropped = false;
-    struct pl_list *lists[] = {&pin->posix, &pin->flocks};
-    struct pl_list *pos, *tmp;
-    for (size_t i = 0; i < 2; i++) {
-        pl_foreach_safe(pos, tmp, lists[i])
-        {
-            struct pl_lock *l = pl_entry(pos, struct pl_lock, link);
-            if (l->owner.client == client) {
-                pl_list_del(&l->link);
-                bfs__pl_lock_free(l);
-                dropped = true;
-            }
-        }
+    if (!waiters_only) {
+        dropped = bfs__pl_locks_drop(&pin->posix, client);
+        dropped = bfs__pl_locks_drop(&pin->flocks, client) || dropped;
     }
-    pl_foreach_safe(pos, tmp, &pin->lk_blocked)
-    {
-        struct pl_waiter *w = pl_entry(pos, struct pl_waiter, link);
-        if (w->lock->owner.client == client) {
-            pl_list_del(&w->link);
-            bfs__pl_waiter_done(w, -ENOTCONN, wake);
-        }
-    }
+    bfs__pl_waiters_drop(&pin->lk_blocked, client, wake);
     if (dropped)
         grant_waiters(pin, wake);
 }

@@ -17,12 +17,16 @@
  *               handshake, a frame type a client must not send) is logged
  *               with the peer's address and closes the connection.
  *   close       on_close releases every fd of the table and sends
- *               BFS_EV_CLIENT_GONE down the graph, so features/locks drops
- *               the client's locks and fails its blocked lock requests.
- *               If requests were still in flight they may have taken state
- *               after that (a lock granted late), so CLIENT_GONE is sent
- *               once more when the last of them is answered, just before
- *               the connection's memory (its stack->client value) is freed.
+ *               BFS_EV_CLIENT_CLOSING down the graph: features/locks fails
+ *               the client's queued lock requests (and refuses new ones)
+ *               but keeps its granted locks, since requests of it may
+ *               still run in the brick's workers (a transaction's post-op
+ *               xattrop under its lock: had another client taken the lock
+ *               first, that late decrement broke its counters — 212).
+ *               BFS_EV_CLIENT_GONE, which releases the client's locks,
+ *               follows when the last of its requests is answered, just
+ *               before the connection's memory (its stack->client value)
+ *               is freed: at once when none was in flight.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -55,14 +59,15 @@ struct srv_conn *srv_conn_ref(struct srv_conn *sc)
     return sc;
 }
 
-static void notify_client_gone(struct srv_conn *sc)
+/* ev (CLIENT_CLOSING, CLIENT_GONE) about sc down the graph. */
+static void notify_client(struct srv_conn *sc, enum bfs_event ev)
 {
     struct bfs_xl *xl = sc->priv->xl;
     struct bfs_xl *child = FIRST_CHILD(xl);
     if (child->mod->notify)
-        child->mod->notify(child, BFS_EV_CLIENT_GONE, xl, sc);
+        child->mod->notify(child, ev, xl, sc);
     else
-        bfs_xl_notify_default(child, BFS_EV_CLIENT_GONE, xl, sc);
+        bfs_xl_notify_default(child, ev, xl, sc);
 }
 
 void srv_conn_unref(struct srv_conn *sc)
@@ -70,8 +75,8 @@ void srv_conn_unref(struct srv_conn *sc)
     if (atomic_fetch_sub(&sc->refs, 1) != 1)
         return;
     struct srv_priv *priv = sc->priv;
-    if (sc->busy_at_close)
-        notify_client_gone(sc);
+    if (sc->closed) /* its requests all answered: nothing of it runs below */
+        notify_client(sc, BFS_EV_CLIENT_GONE);
     pthread_mutex_lock(&priv->lock);
     if (sc->prev)
         sc->prev->next = sc->next;
@@ -456,7 +461,6 @@ static void srv_on_close(struct bfs_conn *c, int reason, void *arg)
 
     pthread_mutex_lock(&sc->lock);
     sc->closed = true;
-    sc->busy_at_close = sc->inflight > 0;
     struct bfs_idmap_node *all = bfs_idmap_take_all(&sc->fds);
     bool was_client = sc->handshaken;
     pthread_mutex_unlock(&sc->lock);
@@ -474,8 +478,8 @@ static void srv_on_close(struct bfs_conn *c, int reason, void *arg)
                 reason ? strerror(-reason) : "closed", nfds);
     else
         XL_DBG(priv->xl, "connection from %s closed before a handshake", sc->peer);
-    notify_client_gone(sc);
-    srv_conn_unref(sc); /* the open socket's reference */
+    notify_client(sc, BFS_EV_CLIENT_CLOSING);
+    srv_conn_unref(sc); /* the open socket's reference; the last: CLIENT_GONE */
 }
 
 void srv_close_all(struct srv_priv *priv)

@@ -72,7 +72,6 @@ struct srv_conn {
     bool contention;              /* takes lock contention upcalls (handshake xdata) */
     bool no_inval;                /* asked for no invalidations (handshake xdata) */
     bool closed;                  /* socket gone: no new fds */
-    bool busy_at_close;           /* requests were in flight at close */
     char *uuid, *client_name;     /* from the handshake */
     uint64_t inflight, requests;
     uint64_t connected_ms;
