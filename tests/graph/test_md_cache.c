@@ -23,7 +23,15 @@
  * and what cluster translators pass up of an open's mark (lib/upcall-mark.h):
  *   - replicate: marked when the open went lazily to the copy known good,
  *     not with cluster.lazy-open off (any copy answers);
- *   - disperse: never (a fragment's attributes).
+ *   - disperse: never (a fragment's attributes);
+ * and over disperse 2+1 (tests/lib/cluster-graph.h, md-cache on top), what
+ * it keeps of disperse's read (disperse-read.c vouches for what it
+ * assembled, performance-notes 41):
+ *   - after a read, the lookup of the name (a delete's) reaches no brick,
+ *     and answers the file's size, not a fragment's;
+ *   - another client's chmod or append (wound into disperse below
+ *     md-cache: the bricks' upcall reports it) makes the next lookup go
+ *     down and see it.
  * Needs root (storage/posix: trusted xattrs); skips otherwise.
  */
 #include <fcntl.h>
@@ -451,6 +459,103 @@ static void test_cluster_marks(void)
     }
 }
 
+/* ---- disperse's read: the attributes it vouches for (disperse-read.c) ---- */
+
+static const char *const ec_layers[] = {"features/locks l", "features/upcall u",
+                                        "debug/io-stats s", NULL};
+
+/* md-cache "mdc" over disperse 2+1 ("rep") over bricks with upcall. */
+static int ec_mdc_open(struct cg_vol *v)
+{
+    return cg_vol_open_above(v, 3, ec_layers,
+                             " type cluster/disperse\n option redundancy 1\n"
+                             " option cluster.background-self-heal-count 0\n",
+                             "volume mdc\n type performance/md-cache\n subvolumes rep\n"
+                             "end-volume\n");
+}
+
+/* Lookups that reached the bricks (their io-stats s<i>). */
+static uint64_t brick_lookups(struct cg_vol *v)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < v->n; i++)
+        n += cg_fop_calls(v, i, "lookup");
+    return n;
+}
+
+/* f made, looked up, opened O_RDONLY, read whole and closed through md-cache;
+ * then a lookup of f (the one before a delete): 0 when md-cache answered
+ * it, 1 when it went down, -1 on a failure (a TAP comment says which). */
+static int read_then_lookup(struct cg_vol *v, const char *name, struct bfs_iatt *a,
+                            struct bfs_iatt *l)
+{
+    char buf[64];
+    struct bfs_fd *fd = NULL;
+    if (cg_put_settled(v, &bfs_gfid_root, name, "hello", a) < 0 ||
+        cg_lookup(v, &bfs_gfid_root, name, a) < 0 || cg_open(v, &a->gfid, O_RDONLY, &fd) < 0) {
+        printf("# %s: put, lookup or open failed\n", name);
+        return -1;
+    }
+    int n = cg_read(v, fd, buf, sizeof(buf));
+    cg_flush_close(v, fd);
+    uint64_t l0 = brick_lookups(v);
+    if (n != 5 || cg_lookup(v, &bfs_gfid_root, name, l) < 0) {
+        printf("# %s: read %d, or the lookup failed\n", name, n);
+        return -1;
+    }
+    return brick_lookups(v) == l0 ? 0 : 1;
+}
+
+static void test_disperse_read(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a, l;
+    if (!ok(ec_mdc_open(&v) == 0, "md-cache over disperse 2+1 over bricks with upcall"))
+        return;
+    is_int(read_then_lookup(&v, "f", &a, &l), 0,
+           "after a read through disperse, the lookup of f is answered by md-cache "
+           "(no brick sees it)");
+    ok(bfs_gfid_eq(&l.gfid, &a.gfid) && l.size == 5 && (l.mode & S_IFMT) == S_IFREG,
+       "with the file's GFID, type and size (%llu), not a fragment's",
+       (unsigned long long)l.size);
+    cg_vol_close(&v);
+}
+
+/* Another client's changes (here: wound into disperse below md-cache,
+ * which the bricks' upcall reports as it does a remote client's) are seen
+ * after disperse's read was kept. */
+static void test_disperse_invalidated(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a, l;
+    if (!ok(ec_mdc_open(&v) == 0, "md-cache over disperse 2+1 over bricks with upcall"))
+        return;
+    is_int(read_then_lookup(&v, "f", &a, &l), 0, "f read, its lookup answered by md-cache");
+    struct cg_vol other = v;
+    other.top = bfs_graph_find(v.g, "rep");
+    struct bfs_setattr_req sr = {.valid = BFS_SET_MODE};
+    sr.loc.gfid = a.gfid;
+    sr.attr.mode = S_IFREG | 0600;
+    is_int(bfs_sync_setattr(other.top, other.st, &sr, NULL), 0,
+           "another client (below md-cache): chmod 600 f");
+    uint64_t l0 = brick_lookups(&v);
+    is_int(cg_lookup(&v, &bfs_gfid_root, "f", &l), 0, "lookup f");
+    ok(brick_lookups(&v) > l0, "goes to the bricks (the invalidation dropped the record)");
+    is_int((int)(l.mode & 07777), 0600, "and sees mode 600");
+
+    is_int(read_then_lookup(&v, "g", &a, &l), 0, "g read, its lookup answered by md-cache");
+    struct bfs_fd *fd = NULL;
+    is_int(cg_open(&other, &a.gfid, O_WRONLY, &fd), 0, "another client opens g for writing");
+    is_int(cg_write(&other, fd, 5, " world", 6), 6, "and appends 6 bytes");
+    if (fd)
+        cg_flush_close(&other, fd);
+    l0 = brick_lookups(&v);
+    is_int(cg_lookup(&v, &bfs_gfid_root, "g", &l), 0, "lookup g");
+    ok(brick_lookups(&v) > l0, "goes to the bricks");
+    is_int((int)l.size, 11, "and sees the 11 bytes");
+    cg_vol_close(&v);
+}
+
 int main(void)
 {
     plan_lazy();
@@ -464,6 +569,8 @@ int main(void)
         {"prefetched", test_prefetched},
         {"prefetched-unmarked", test_prefetched_unmarked},
         {"cluster-marks", test_cluster_marks},
+        {"disperse-read", test_disperse_read},
+        {"disperse-invalidated", test_disperse_invalidated},
     };
     cg_run(tests, sizeof(tests) / sizeof(tests[0]), "MDC_TEST");
     cg_fini();
