@@ -22,7 +22,10 @@
 #         with features/upcall, as volgen writes them), a client graph
 #         written the way volgen writes a mount's: protocol/client x6 ->
 #         cluster/disperse -> performance/md-cache (CALLS_MDC) ->
-#         debug/io-stats (named disp).
+#         debug/io-stats (named disp). CALLS_VOLGEN=1: a volume made by
+#         brickfsd instead (`volume create disp disperse 6 redundancy 2 ...
+#         force`: volgen's graphs, the md-cache timeout volgen writes, or
+#         CALLS_OPTS' performance.md-cache-timeout; CALLS_MDC then unused).
 #
 # smallfile runs create (FILES files of 4 KiB, default 500, in CALLS_DIRS
 # folders), stat, read and delete, one phase at a time, the page cache
@@ -70,7 +73,7 @@ FILES=${3:-500}
 case $LAYOUT in
 rep3) NB=3 DIRS=${CALLS_DIRS:-1} VOLGEN=${CALLS_VOLGEN:-0} VOL=rep3 PERF=${CALLS_PERF:-0} ;;
 dist) NB=${4:-3} DIRS=${CALLS_DIRS:-5} VOLGEN=1 VOL=dc PERF=${CALLS_PERF:-1} ;;
-disp) NB=6 DIRS=${CALLS_DIRS:-1} VOLGEN=0 VOL=disp PERF=${CALLS_PERF:-0} ;;
+disp) NB=6 DIRS=${CALLS_DIRS:-1} VOLGEN=${CALLS_VOLGEN:-0} VOL=disp PERF=${CALLS_PERF:-0} ;;
 *) echo "$usage" >&2; exit 2 ;;
 esac
 PHASES=${CALLS_PHASES:-create,stat,read,delete}
@@ -78,7 +81,7 @@ MDC=${CALLS_MDC:-10}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 export BFS_BUILD=$BUILD
 BFS_KEEP_TMP=${BENCH_KEEP_TMP:-0}
-[ "$LAYOUT" = disp ] && [ "$MDC" != 0 ] && export BFS_MD_CACHE=$MDC # bricks get features/upcall
+[ "$LAYOUT" = disp ] && [ "$VOLGEN" = 0 ] && [ "$MDC" != 0 ] && export BFS_MD_CACHE=$MDC # bricks get features/upcall
 # shellcheck source=tests/lib/cluster.sh
 source "$(dirname "$0")/../tests/lib/cluster.sh"
 # shellcheck source=tests/lib/mgmt.sh
@@ -175,7 +178,7 @@ hand_graph()
 case $LAYOUT in
 rep3) if [ "$VOLGEN" = 1 ]; then volgen_volume replica 3; else hand_graph; fi ;;
 dist) volgen_volume ;;
-disp) hand_graph ;;
+disp) if [ "$VOLGEN" = 1 ]; then volgen_volume disperse 6 redundancy 2; else hand_graph; fi ;;
 esac
 
 stats() { getfattr -n "$1" --only-values "$2" 2>/dev/null; }

@@ -23,7 +23,19 @@
  * and what cluster translators pass up of an open's mark (lib/upcall-mark.h):
  *   - replicate: marked when the open went lazily to the copy known good,
  *     not with cluster.lazy-open off (any copy answers);
- *   - disperse: never (a fragment's attributes).
+ *   - disperse: never (a fragment's attributes);
+ * and over disperse 2+1 (tests/lib/cluster-graph.h, md-cache on top), what
+ * it keeps of disperse's read (disperse-read.c vouches for what it
+ * assembled, performance-notes 41):
+ *   - after a read, the lookup of the name (a delete's) reaches no brick,
+ *     and answers the file's size, not a fragment's;
+ *   - another client's chmod or append (wound into disperse below
+ *     md-cache: the bricks' upcall reports it) makes the next lookup go
+ *     down and see it;
+ *   - the same over protocol/client (three bricks behind protocol/server,
+ *     A and B each a disperse client), the read answered from the open's
+ *     prefetch on every fragment (the bench's read phase): A's lookup after
+ *     it reaches no brick, and B's chmod still reaches A.
  * Needs root (storage/posix: trusted xattrs); skips otherwise.
  */
 #include <fcntl.h>
@@ -184,22 +196,38 @@ struct pf_env {
     char dir[PATH_MAX];
 };
 
-static int pf_client(struct cg_vol *v, int port, bool mdc)
+/* A client of the bricks listening on ports[0..n): protocol/client c<i>
+ * to each, over them (n > 1) cluster/disperse "rep" (redundancy 1), and
+ * with mdc io-stats "cnt" and md-cache "mdc" on top. */
+static int pf_client(struct cg_vol *v, const int *ports, int n, bool mdc)
 {
-    char vf[1024];
+    char vf[4096];
+    size_t len = 0;
     memset(v, 0, sizeof(*v));
-    snprintf(vf, sizeof(vf),
-             "volume c0\n type protocol/client\n option remote-host 127.0.0.1\n"
-             " option remote-port %d\n option remote-subvolume brick\nend-volume\n"
-             "%s", port,
-             mdc ? "volume cnt\n type debug/io-stats\n subvolumes c0\nend-volume\n"
-                   "volume mdc\n type performance/md-cache\n subvolumes cnt\nend-volume\n"
-                 : "");
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(vf + len, sizeof(vf) - len,
+                                "volume c%d\n type protocol/client\n option remote-host 127.0.0.1\n"
+                                " option remote-port %d\n option remote-subvolume brick\n"
+                                "end-volume\n", i, ports[i]);
+    const char *below = "c0";
+    if (n > 1) {
+        len += (size_t)snprintf(vf + len, sizeof(vf) - len,
+                                "volume rep\n type cluster/disperse\n option redundancy 1\n"
+                                " option cluster.background-self-heal-count 0\n subvolumes");
+        for (int i = 0; i < n; i++)
+            len += (size_t)snprintf(vf + len, sizeof(vf) - len, " c%d", i);
+        len += (size_t)snprintf(vf + len, sizeof(vf) - len, "\nend-volume\n");
+        below = "rep";
+    }
+    if (mdc)
+        snprintf(vf + len, sizeof(vf) - len,
+                 "volume cnt\n type debug/io-stats\n subvolumes %s\nend-volume\n"
+                 "volume mdc\n type performance/md-cache\n subvolumes cnt\nend-volume\n", below);
     if (!(v->g = cg_graph_start(vf, NULL)))
         return -1;
     v->top = v->g->top;
     v->st = bfs_stack_new();
-    v->n = 1;
+    v->n = n;
     for (int i = 0; i < 500; i++) { /* until the connection is up */
         if (cg_lookup(v, &bfs_gfid_root, NULL, NULL) == 0)
             return 0;
@@ -208,16 +236,14 @@ static int pf_client(struct cg_vol *v, int port, bool mdc)
     return -1;
 }
 
-/* A brick folder `name` behind protocol/server (upcall on or off), clients
- * A and B connected to it. */
-static int pf_open_env(struct pf_env *e, const char *name, bool upcall)
+/* Brick folder dir (made here) behind protocol/server in process bp
+ * (upcall on or off): its graph, *port the port it listens on. */
+static struct bfs_graph *brick_start(struct bfs_proc *bp, const char *dir, bool upcall, int *port)
 {
     char vf[PATH_MAX * 2 + 1024], portfile[PATH_MAX + 16];
-    memset(e, 0, sizeof(*e));
-    snprintf(e->dir, sizeof(e->dir), "%s/%s", cg_root(), name);
-    snprintf(portfile, sizeof(portfile), "%s.port", e->dir);
-    if (mkdir(e->dir, 0755) < 0 || !(e->bproc = bfs_proc_new("test_md_cache-brick", 2)))
-        return -1;
+    snprintf(portfile, sizeof(portfile), "%s.port", dir);
+    if (mkdir(dir, 0755) < 0)
+        return NULL;
     snprintf(vf, sizeof(vf),
              "volume px\n type storage/posix\n option directory %s\nend-volume\n"
              "volume lk\n type features/locks\n subvolumes px\nend-volume\n"
@@ -227,17 +253,23 @@ static int pf_open_env(struct pf_env *e, const char *name, bool upcall)
              "volume server\n type protocol/server\n"
              " option transport.listen-address 127.0.0.1\n option transport.listen-port 0\n"
              " option transport.port-file %s\n subvolumes brick\nend-volume\n",
-             e->dir, upcall ? "on" : "off", portfile);
-    if (!(e->sg = cg_graph_start(vf, e->bproc)))
-        return -1;
+             dir, upcall ? "on" : "off", portfile);
+    struct bfs_graph *g = cg_graph_start(vf, bp);
+    *port = g ? cg_read_port(portfile) : -1;
+    return g;
+}
+
+/* A brick folder `name` behind protocol/server (upcall on or off), clients
+ * A and B connected to it. */
+static int pf_open_env(struct pf_env *e, const char *name, bool upcall)
+{
+    memset(e, 0, sizeof(*e));
+    snprintf(e->dir, sizeof(e->dir), "%s/%s", cg_root(), name);
     int port = -1;
-    FILE *f = fopen(portfile, "r");
-    if (f) {
-        if (fscanf(f, "%d", &port) != 1)
-            port = -1;
-        fclose(f);
-    }
-    if (port <= 0 || pf_client(&e->a, port, true) < 0 || pf_client(&e->b, port, false) < 0)
+    if (!(e->bproc = bfs_proc_new("test_md_cache-brick", 2)) ||
+        !(e->sg = brick_start(e->bproc, e->dir, upcall, &port)))
+        return -1;
+    if (port <= 0 || pf_client(&e->a, &port, 1, true) < 0 || pf_client(&e->b, &port, 1, false) < 0)
         return -1;
     return 0;
 }
@@ -287,20 +319,44 @@ static long mdc_counter(struct cg_vol *v, const char *key)
     return n;
 }
 
-/* A file of 100 bytes made by B with an old atime (the prefetch read moves
- * it on a relatime brick), looked up by A. */
-static int pf_file(struct pf_env *e, const char *name, struct bfs_iatt *a)
+/* A file of 100 bytes made by client `by` with an old atime (the prefetch
+ * read moves it on a relatime brick), looked up by client `at`. */
+static int pf_file_on(struct cg_vol *by, struct cg_vol *at, const char *name, struct bfs_iatt *a)
 {
     static const char hundred[] = "0123456789012345678901234567890123456789012345678901234567890"
                                   "123456789012345678901234567890123456789";
-    if (cg_put(&e->b, &bfs_gfid_root, name, hundred, a) < 0)
+    if (cg_put(by, &bfs_gfid_root, name, hundred, a) < 0)
         return -1;
     struct bfs_setattr_req sr = {.valid = BFS_SET_ATIME};
     sr.loc.gfid = a->gfid;
     sr.attr.atime_sec = 1000;
-    if (bfs_sync_setattr(e->b.top, e->b.st, &sr, NULL) < 0)
+    if (bfs_sync_setattr(by->top, by->st, &sr, NULL) < 0)
         return -1;
-    return cg_lookup(&e->a, &bfs_gfid_root, name, a);
+    return cg_lookup(at, &bfs_gfid_root, name, a);
+}
+
+static int pf_file(struct pf_env *e, const char *name, struct bfs_iatt *a)
+{
+    return pf_file_on(&e->b, &e->a, name, a);
+}
+
+/* Client `by` makes name (g) mode 600; true once `at`'s lookup of it sees
+ * that (within 5 s: the invalidation travels on its own). */
+static bool chmod_seen(struct cg_vol *by, struct cg_vol *at, const struct bfs_gfid *g,
+                       const char *name)
+{
+    struct bfs_setattr_req sr = {.valid = BFS_SET_MODE};
+    struct bfs_iatt l;
+    sr.loc.gfid = *g;
+    sr.attr.mode = S_IFREG | 0600;
+    if (bfs_sync_setattr(by->top, by->st, &sr, NULL) < 0)
+        return false;
+    for (int i = 0; i < 500; i++) {
+        if (cg_lookup(at, &bfs_gfid_root, name, &l) == 0 && (l.mode & 07777) == 0600)
+            return true;
+        usleep(10000);
+    }
+    return false;
 }
 
 static void test_prefetched(void)
@@ -336,17 +392,8 @@ static void test_prefetched(void)
        (unsigned long long)l.size);
 
     /* another client's change invalidates it */
-    struct bfs_setattr_req sr = {.valid = BFS_SET_MODE};
-    sr.loc.gfid = a.gfid;
-    sr.attr.mode = S_IFREG | 0600;
-    is_int(bfs_sync_setattr(e.b.top, e.b.st, &sr, NULL), 0, "B: chmod 600 pf");
-    bool seen = false;
-    for (int i = 0; i < 500 && !seen; i++) {
-        seen = cg_lookup(&e.a, &bfs_gfid_root, "pf", &l) == 0 && (l.mode & 07777) == 0600;
-        if (!seen)
-            usleep(10000);
-    }
-    ok(seen, "A's lookup sees mode 600 (B's change invalidated A's record)");
+    ok(chmod_seen(&e.b, &e.a, &a.gfid, "pf"),
+       "B: chmod 600 pf; A's lookup sees mode 600 (B's change invalidated A's record)");
     ok(below(&e.a, "lookup") - l0 >= 1, "... from the brick");
 
     /* a change by B between A's open and read: not restored by the read */
@@ -451,6 +498,175 @@ static void test_cluster_marks(void)
     }
 }
 
+/* ---- disperse's read: the attributes it vouches for (disperse-read.c) ---- */
+
+static const char *const ec_layers[] = {"features/locks l", "features/upcall u",
+                                        "debug/io-stats s", NULL};
+
+/* md-cache "mdc" over disperse 2+1 ("rep") over bricks with upcall. */
+static int ec_mdc_open(struct cg_vol *v)
+{
+    return cg_vol_open_above(v, 3, ec_layers,
+                             " type cluster/disperse\n option redundancy 1\n"
+                             " option cluster.background-self-heal-count 0\n",
+                             "volume mdc\n type performance/md-cache\n subvolumes rep\n"
+                             "end-volume\n");
+}
+
+/* Lookups that reached the bricks (their io-stats s<i>). */
+static uint64_t brick_lookups(struct cg_vol *v)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < v->n; i++)
+        n += cg_fop_calls(v, i, "lookup");
+    return n;
+}
+
+/* f made, looked up, opened O_RDONLY, read whole and closed through md-cache;
+ * then a lookup of f (the one before a delete): 0 when md-cache answered
+ * it, 1 when it went down, -1 on a failure (a TAP comment says which). */
+static int read_then_lookup(struct cg_vol *v, const char *name, struct bfs_iatt *a,
+                            struct bfs_iatt *l)
+{
+    char buf[64];
+    struct bfs_fd *fd = NULL;
+    if (cg_put_settled(v, &bfs_gfid_root, name, "hello", a) < 0 ||
+        cg_lookup(v, &bfs_gfid_root, name, a) < 0 || cg_open(v, &a->gfid, O_RDONLY, &fd) < 0) {
+        printf("# %s: put, lookup or open failed\n", name);
+        return -1;
+    }
+    int n = cg_read(v, fd, buf, sizeof(buf));
+    cg_flush_close(v, fd);
+    uint64_t l0 = brick_lookups(v);
+    if (n != 5 || cg_lookup(v, &bfs_gfid_root, name, l) < 0) {
+        printf("# %s: read %d, or the lookup failed\n", name, n);
+        return -1;
+    }
+    return brick_lookups(v) == l0 ? 0 : 1;
+}
+
+static void test_disperse_read(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a, l;
+    if (!ok(ec_mdc_open(&v) == 0, "md-cache over disperse 2+1 over bricks with upcall"))
+        return;
+    is_int(read_then_lookup(&v, "f", &a, &l), 0,
+           "after a read through disperse, the lookup of f is answered by md-cache "
+           "(no brick sees it)");
+    ok(bfs_gfid_eq(&l.gfid, &a.gfid) && l.size == 5 && (l.mode & S_IFMT) == S_IFREG,
+       "with the file's GFID, type and size (%llu), not a fragment's",
+       (unsigned long long)l.size);
+    cg_vol_close(&v);
+}
+
+/* Another client's changes (here: wound into disperse below md-cache,
+ * which the bricks' upcall reports as it does a remote client's) are seen
+ * after disperse's read was kept. */
+static void test_disperse_invalidated(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a, l;
+    if (!ok(ec_mdc_open(&v) == 0, "md-cache over disperse 2+1 over bricks with upcall"))
+        return;
+    is_int(read_then_lookup(&v, "f", &a, &l), 0, "f read, its lookup answered by md-cache");
+    struct cg_vol other = v;
+    other.top = bfs_graph_find(v.g, "rep");
+    struct bfs_setattr_req sr = {.valid = BFS_SET_MODE};
+    sr.loc.gfid = a.gfid;
+    sr.attr.mode = S_IFREG | 0600;
+    is_int(bfs_sync_setattr(other.top, other.st, &sr, NULL), 0,
+           "another client (below md-cache): chmod 600 f");
+    uint64_t l0 = brick_lookups(&v);
+    is_int(cg_lookup(&v, &bfs_gfid_root, "f", &l), 0, "lookup f");
+    ok(brick_lookups(&v) > l0, "goes to the bricks (the invalidation dropped the record)");
+    is_int((int)(l.mode & 07777), 0600, "and sees mode 600");
+
+    is_int(read_then_lookup(&v, "g", &a, &l), 0, "g read, its lookup answered by md-cache");
+    struct bfs_fd *fd = NULL;
+    is_int(cg_open(&other, &a.gfid, O_WRONLY, &fd), 0, "another client opens g for writing");
+    is_int(cg_write(&other, fd, 5, " world", 6), 6, "and appends 6 bytes");
+    if (fd)
+        cg_flush_close(&other, fd);
+    l0 = brick_lookups(&v);
+    is_int(cg_lookup(&v, &bfs_gfid_root, "g", &l), 0, "lookup g");
+    ok(brick_lookups(&v) > l0, "goes to the bricks");
+    is_int((int)l.size, 11, "and sees the 11 bytes");
+    cg_vol_close(&v);
+}
+
+/* ---- disperse over protocol/client: fragments from the open's prefetch ---- */
+
+struct ep_env {
+    struct bfs_proc *bproc;
+    struct bfs_graph *sg[3]; /* bricks behind protocol/server, with upcall */
+    struct cg_vol a, b;      /* A: disperse -> io-stats "cnt" -> md-cache; B: disperse */
+};
+
+static int ep_open_env(struct ep_env *e)
+{
+    int ports[3];
+    char dir[PATH_MAX];
+    memset(e, 0, sizeof(*e));
+    if (!(e->bproc = bfs_proc_new("test_md_cache-bricks", 2)))
+        return -1;
+    for (int i = 0; i < 3; i++) {
+        snprintf(dir, sizeof(dir), "%s/ec-b%d", cg_root(), i);
+        if (!(e->sg[i] = brick_start(e->bproc, dir, true, &ports[i])) || ports[i] <= 0)
+            return -1;
+    }
+    return pf_client(&e->a, ports, 3, true) < 0 || pf_client(&e->b, ports, 3, false) < 0 ? -1 : 0;
+}
+
+static void ep_close_env(struct ep_env *e)
+{
+    if (e->a.g)
+        vol_close(&e->a);
+    if (e->b.g)
+        vol_close(&e->b);
+    for (int i = 0; i < 3; i++)
+        cg_graph_stop(e->sg[i]);
+    if (e->bproc)
+        bfs_proc_free(e->bproc);
+}
+
+static long ep_brick_reads(struct ep_env *e)
+{
+    long n = 0;
+    for (int i = 0; i < 3; i++)
+        n += counted(e->sg[i], "brick", "read");
+    return n;
+}
+
+static void test_disperse_prefetched(void)
+{
+    struct ep_env e;
+    char buf[256];
+    struct bfs_iatt a, l;
+    struct bfs_fd *fd = NULL;
+    if (!ok(ep_open_env(&e) == 0, "3 bricks with upcall behind protocol/server; A (disperse "
+            "2+1, md-cache) and B (disperse 2+1)") ||
+        !ok(pf_file_on(&e.b, &e.a, "pf", &a) == 0, "B made pf (100 bytes), A looked it up")) {
+        ep_close_env(&e);
+        return;
+    }
+    long r0 = ep_brick_reads(&e);
+    is_int(pf_open_read(&e.a, &a.gfid, NULL, &fd), 0, "A opens pf O_RDONLY");
+    is_int(cg_read(&e.a, fd, buf, sizeof(buf)), 100, "A reads it whole");
+    is_int((int)(ep_brick_reads(&e) - r0), 0, "every fragment from the open's prefetch");
+    cg_flush_close(&e.a, fd);
+    long l0 = below(&e.a, "lookup");
+    is_int(cg_lookup(&e.a, &bfs_gfid_root, "pf", &l), 0, "A looks pf up (a delete's lookup)");
+    is_int((int)(below(&e.a, "lookup") - l0), 0, "answered by md-cache");
+    ok(l.size == 100 && bfs_gfid_eq(&l.gfid, &a.gfid), "with the file's size (%llu)",
+       (unsigned long long)l.size);
+
+    ok(chmod_seen(&e.b, &e.a, &a.gfid, "pf"),
+       "B: chmod 600 pf; A's lookup sees mode 600 (B's change invalidated A's record)");
+    ok(below(&e.a, "lookup") - l0 >= 1, "... from the bricks");
+    ep_close_env(&e);
+}
+
 int main(void)
 {
     plan_lazy();
@@ -464,6 +680,9 @@ int main(void)
         {"prefetched", test_prefetched},
         {"prefetched-unmarked", test_prefetched_unmarked},
         {"cluster-marks", test_cluster_marks},
+        {"disperse-read", test_disperse_read},
+        {"disperse-invalidated", test_disperse_invalidated},
+        {"disperse-prefetched", test_disperse_prefetched},
     };
     cg_run(tests, sizeof(tests) / sizeof(tests[0]), "MDC_TEST");
     cg_fini();

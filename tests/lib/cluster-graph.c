@@ -144,9 +144,9 @@ static void on_event(struct bfs_graph *g, enum bfs_event ev, void *data)
         __atomic_add_fetch(&cg_events_down, 1, __ATOMIC_RELAXED);
 }
 
-/* The volfile of cg_vol_open into text (cap bytes); its length, or 0. */
+/* The volfile of cg_vol_open_above into text (cap bytes); its length, or 0. */
 static size_t volfile(struct cg_vol *v, int n, const char *const *layers, const char *top,
-                      char *text, size_t cap)
+                      const char *above, char *text, size_t cap)
 {
     size_t len = 0;
     for (int i = 0; i < n; i++) {
@@ -180,10 +180,18 @@ static size_t volfile(struct cg_vol *v, int n, const char *const *layers, const 
         len += (size_t)snprintf(text + len, cap - len, " c%d", i);
     if (len < cap)
         len += (size_t)snprintf(text + len, cap - len, "\nend-volume\n");
+    if (above && len < cap)
+        len += (size_t)snprintf(text + len, cap - len, "%s", above);
     return len < cap ? len : 0;
 }
 
 int cg_vol_open(struct cg_vol *v, int n, const char *const *layers, const char *top)
+{
+    return cg_vol_open_above(v, n, layers, top, NULL);
+}
+
+int cg_vol_open_above(struct cg_vol *v, int n, const char *const *layers, const char *top,
+                      const char *above)
 {
     static char text[16384];
     char err[512] = "volfile too long or bad layer";
@@ -192,7 +200,7 @@ int cg_vol_open(struct cg_vol *v, int n, const char *const *layers, const char *
         return -1;
     v->n = n;
     scenario++;
-    size_t len = volfile(v, n, layers, top, text, sizeof(text));
+    size_t len = volfile(v, n, layers, top, above, text, sizeof(text));
     if (!len || bfs_graph_from_text(text, len, "cluster-graph.vol", proc, &v->g, err,
                                     sizeof(err)) < 0) {
         printf("# graph: %s\n", err);

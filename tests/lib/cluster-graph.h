@@ -72,6 +72,10 @@ void cg_graph_stop(struct bfs_graph *g);
  * volume "rep" whose lines are `top` (" type ...\n option ...\n"). 0 / -1.
  */
 int cg_vol_open(struct cg_vol *v, int n, const char *const *layers, const char *top);
+/* The same with the volumes of `above` (volfile text, NULL: none) over
+ * "rep": the last of them is the top calls go through (v->top). */
+int cg_vol_open_above(struct cg_vol *v, int n, const char *const *layers, const char *top,
+                      const char *above);
 /* replicate over posix, features/locks (l<i>), debug/io-stats (s<i>):
  * foreground heal and a 100 ms post-op delay unless `options` sets them,
  * `arbiter`: arbiter-count 1. */

@@ -23,6 +23,22 @@
  * ec_rtxn) starts the read op as its fop stage and is told its result
  * when the read has answered.
  *
+ * A read's answer carries features/upcall's mark (BFS_XDATA_UPCALL) when
+ * disperse vouches for the attributes it assembled as the file's, so that
+ * performance/md-cache keeps them (the LOOKUP before a delete of a file
+ * just read is then answered on the client; docs/design/
+ * cache-invalidation.md): the size is the context's, read under the
+ * window's lock, and the rest is either
+ *   - the first fragment's as its brick took them after reading, when
+ *     every child read marked its reply (invalidations flow from each)
+ *     and that child's metadata is good; or
+ *   - when no brick saw the read (protocol/client answered every fragment
+ *     from its open's prefetch: those attributes are the open's, maybe
+ *     older than an invalidation md-cache heard since), the ones this
+ *     read's refresh took under the lock, from a marked reply of a good
+ *     child (keep_fresh): nothing read the file after them.
+ * Anything else is answered unmarked, as before (md-cache forgets).
+ *
  * Lifetime: struct ec_rd from the fop call to its answer; struct ec_rtxn
  * until its transaction is over.
  */
@@ -60,6 +76,8 @@ struct ec_rd {
     uint32_t window;           /* read: the children of the window (0: any) */
     uint64_t win;              /* read: the window's name (lock's window count), 0: none */
     bool ro;                   /* read: a readers' window (no change of ours in flight) */
+    bool kept;                 /* read: fresh holds what the refresh vouches for */
+    struct bfs_iatt fresh;     /* read: the file's attributes from the refresh (keep_fresh) */
 };
 
 struct ec_rtxn {
@@ -138,6 +156,27 @@ static int start(struct ec_rd *r)
     return BFS_OP_WAIT;
 }
 
+static bool is_marked(const struct bfs_dict *x)
+{
+    int64_t v;
+    return x && bfs_dict_get_int(x, BFS_XDATA_UPCALL, &v) == 0 && v == 1;
+}
+
+/* A refresh in a readers' window (no change of ours in flight; size and
+ * good children read under the lock): keeps the good child's attributes
+ * with the file's size, if its brick marked the reply. */
+static void keep_fresh(struct ec_rd *r, const struct ec_state *s, const struct ec_view *v)
+{
+    const struct bfs_op_reply *rep = &r->op.replies[v->child];
+    r->kept = false;
+    if (!r->ro || (s->attr[v->child].mode & S_IFMT) != S_IFREG || !rep->valid || !rep->rep ||
+        !is_marked(((const struct bfs_lookup_rep *)rep->rep)->xdata))
+        return;
+    r->fresh = s->attr[v->child];
+    ec_fix_iatt(r->p, &r->fresh, v->size);
+    r->kept = true;
+}
+
 static int after_refresh(struct ec_rd *r)
 {
     struct ec_priv *p = r->p;
@@ -149,6 +188,8 @@ static int after_refresh(struct ec_rd *r)
     ec_refresh_gather(p, &r->op, r->using, s, rc);
     ec_combine(p, s, r->using, rc, &v);
     uint32_t mode = v.rc == 0 ? s->attr[v.child].mode : 0;
+    if (v.rc == 0)
+        keep_fresh(r, s, &v);
     free(s);
     bfs_op_reset_replies(&r->op);
     r->using = 0;
@@ -226,6 +267,39 @@ static int read_pick(struct ec_rd *r)
     return BFS_OP_WAIT;
 }
 
+/* The attributes the read answers with (*a: the first fragment's, size
+ * fixed), and whether disperse vouches for them (see the top). */
+static bool fresh_attr_for(struct ec_rd *r, int first, struct bfs_iatt *a)
+{
+    int marked = 0, prefetched = 0, n = bfs_mask_count(r->using);
+    for (int i = 0; i < r->p->n; i++) {
+        if (!bfs_mask_has(r->using, i))
+            continue;
+        const struct bfs_dict *x = ((const struct bfs_read_rep *)r->op.replies[i].rep)->xdata;
+        int64_t v;
+        marked += is_marked(x);
+        prefetched += x && bfs_dict_get_int(x, BFS_XDATA_PREFETCHED, &v) == 0 && v == 1;
+    }
+    if (prefetched == n && r->kept && bfs_gfid_eq(&r->fresh.gfid, &a->gfid)) {
+        *a = r->fresh;
+        return true;
+    }
+    return marked == n && r->c && bfs_mask_has(ec_ictx_good(r->c, EC_META, NULL, NULL), first);
+}
+
+/* Answers rep, marked when vouched for. */
+static void answer_read(struct ec_rd *r, int rc, struct bfs_read_rep *rep, bool vouched)
+{
+    struct bfs_dict *x = vouched ? bfs_dict_new() : NULL;
+    if (x && bfs_dict_set_int(x, BFS_XDATA_UPCALL, 1) < 0) {
+        bfs_dict_unref(x); /* unmarked: md-cache forgets, only a cost */
+        x = NULL;
+    }
+    rep->xdata = x;
+    answer(r, rc, rep);
+    bfs_dict_unref(x);
+}
+
 static int read_done(struct ec_rd *r)
 {
     struct ec_priv *p = r->p;
@@ -281,9 +355,8 @@ static int read_done(struct ec_rd *r)
     rep.data.data = buf + (q->offset - s0 * p->stripe);
     rep.data.len = len;
     rep.eof = q->offset + len >= size;
-    rep.xdata = NULL;
     ec_fix_iatt(p, &rep.attr, size);
-    answer(r, (int)len, &rep);
+    answer_read(r, (int)len, &rep, fresh_attr_for(r, first, &rep.attr));
     free(buf);
     return BFS_OP_DONE;
 }
