@@ -196,9 +196,35 @@ struct pf_env {
     char dir[PATH_MAX];
 };
 
+/* 0 when each of v's connections to its bricks (protocol/client c<i>,
+ * below io-stats "cnt" and md-cache) answered a stat of the root, asked
+ * now. A brick sends a change's invalidations to the other clients before
+ * it answers the changer, and a connection delivers its frames in order,
+ * announcing the connection (md-cache empties itself then) before any
+ * answer: so v has heard every invalidation of the changes answered before
+ * this was called, and no connection of v comes up later. */
+static int bricks_answer(struct cg_vol *v)
+{
+    for (int i = 0; i < v->n; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "c%d", i);
+        struct bfs_xl *c = bfs_graph_find(v->g, name);
+        struct bfs_stat_req req = {0};
+        struct bfs_stat_rep rep;
+        req.loc.gfid = bfs_gfid_root;
+        int rc = c ? bfs_sync_stat(c, v->st, &req, &rep) : -1;
+        if (rc < 0)
+            return rc;
+        bfs_stat_rep_clear_dup(&rep);
+    }
+    return 0;
+}
+
 /* A client of the bricks listening on ports[0..n): protocol/client c<i>
  * to each, over them (n > 1) cluster/disperse "rep" (redundancy 1), and
- * with mdc io-stats "cnt" and md-cache "mdc" on top. */
+ * with mdc io-stats "cnt" and md-cache "mdc" on top; returns once every
+ * connection is up (disperse answers with 2 of 3: a third coming up later
+ * would empty md-cache in the middle of a test). */
 static int pf_client(struct cg_vol *v, const int *ports, int n, bool mdc)
 {
     char vf[4096];
@@ -228,8 +254,8 @@ static int pf_client(struct cg_vol *v, const int *ports, int n, bool mdc)
     v->top = v->g->top;
     v->st = bfs_stack_new();
     v->n = n;
-    for (int i = 0; i < 500; i++) { /* until the connection is up */
-        if (cg_lookup(v, &bfs_gfid_root, NULL, NULL) == 0)
+    for (int i = 0; i < 500; i++) { /* until every connection is up */
+        if (bricks_answer(v) == 0 && cg_lookup(v, &bfs_gfid_root, NULL, NULL) == 0)
             return 0;
         usleep(10000);
     }
@@ -320,7 +346,11 @@ static long mdc_counter(struct cg_vol *v, const char *key)
 }
 
 /* A file of 100 bytes made by client `by` with an old atime (the prefetch
- * read moves it on a relatime brick), looked up by client `at`. */
+ * read moves it on a relatime brick), looked up by client `at` once `at`
+ * has heard the invalidations of by's changes. They travel on at's own
+ * connections, unordered with by's answers: one heard while at's lookup
+ * is out makes md-cache refuse its reply (it may predate the change), so
+ * the name would not be known and the lookup after a read go down. */
 static int pf_file_on(struct cg_vol *by, struct cg_vol *at, const char *name, struct bfs_iatt *a)
 {
     static const char hundred[] = "0123456789012345678901234567890123456789012345678901234567890"
@@ -330,7 +360,7 @@ static int pf_file_on(struct cg_vol *by, struct cg_vol *at, const char *name, st
     struct bfs_setattr_req sr = {.valid = BFS_SET_ATIME};
     sr.loc.gfid = a->gfid;
     sr.attr.atime_sec = 1000;
-    if (bfs_sync_setattr(by->top, by->st, &sr, NULL) < 0)
+    if (bfs_sync_setattr(by->top, by->st, &sr, NULL) < 0 || bricks_answer(at) < 0)
         return -1;
     return cg_lookup(at, &bfs_gfid_root, name, a);
 }
