@@ -235,10 +235,10 @@ static int pick(struct afr_read *r)
     if (r->child < 0 && r->fd && !r->fixed_open && r->fop != BFS_FOP_READDIR &&
         (afr_up(p) & ~afr_fd_opened(p->xl, r->fd)))
         return fix_open(r);
-    /* (a listing may ask too when it starts: later calls must stay on its
-     * copy, offsets are per brick) */
-    if (r->child < 0 && !r->refreshed && !r->tried && r->ictx &&
-        (r->fop != BFS_FOP_READDIR || r->readdir_offset == 0)) {
+    /* (a listing too, at its start or midway: a heal may have left its
+     * folder with no readable copy since it started; the calls after its
+     * first stay on its copy all the same, offsets are per brick) */
+    if (r->child < 0 && !r->refreshed && !r->tried && r->ictx) {
         r->refreshed_needed = true; /* what we knew leaves no copy: ask the children */
         r->op.state = RD_START;
         return BFS_OP_CONTINUE;
