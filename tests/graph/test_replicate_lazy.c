@@ -7,6 +7,8 @@
  *     the option off;
  *   - a read that must fail over (the copy faults, or goes down) opens the
  *     fd on the others first and answers the right bytes;
+ *   - an open that the reading copy fails (ENOTCONN, not yet known down)
+ *     goes to the others;
  *   - a copy that failed a write through another fd after the open is not
  *     read from, though the fd is open only there;
  *   - a POSIX lock through such an fd reaches every copy (and conflicts
@@ -59,6 +61,32 @@ static void test_one_copy(void)
     cg_fop_counts(&v, "open", o1);
     for (int i = 0; i < 3; i++)
         is_int((int)(o1[i] - o0[i]), 1, "lazy-open off: c%d opened it", i);
+    cg_vol_close(&v);
+}
+
+/* The reading copy's connection is lost while the lazy open is on its
+ * way (it fails ENOTCONN before replicate hears CHILD_DOWN): the open
+ * goes to the other copies instead of failing (an open through the mount
+ * failed ENOTCONN while a replace-brick stopped the reading copy: 243). */
+static void test_open_fault(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *fd = NULL;
+    uint64_t o0[3], o1[3];
+    if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n") < 0)
+        return;
+    ok(cg_put_known(&v, "of", "open fault", &a), "put of: clean copies, looked up");
+    cg_fault(&v, 0, "ENOTCONN", "open");
+    cg_fop_counts(&v, "open", o0);
+    is_int(cg_open(&v, &a.gfid, O_RDONLY, &fd), 0,
+           "c0, the reading copy, fails the open ENOTCONN: the open succeeds");
+    cg_fop_counts(&v, "open", o1);
+    is_int((int)(o1[1] - o0[1] + o1[2] - o0[2]), 2, "on c1 and c2");
+    ok(fd && read_is(&v, fd, "open fault"), "and reads the file");
+    cg_reconf(&v, 0, "failure", "0");
+    if (fd)
+        cg_flush_close(&v, fd);
     cg_vol_close(&v);
 }
 
@@ -221,6 +249,7 @@ int main(void)
         {"stale", test_stale_after_open},
         {"lock", test_lock_everywhere},
         {"concurrent", test_concurrent_failover},
+        {"openfault", test_open_fault},
     };
     plan_lazy();
     if (!cg_main("afrlazy", tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST"))

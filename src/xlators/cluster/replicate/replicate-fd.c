@@ -33,7 +33,9 @@
  * opened on them ("fix-open") when it needs them: a read that must fail
  * over (replicate-read.c), a lock, xattrop or fsync through it (here), a
  * change through it (replicate-write.c). Saves two opens and two releases
- * per small-file read on replica 3 (performance-notes.md, note 28).
+ * per small-file read on replica 3 (performance-notes.md, note 28). A lazy
+ * open that its copy fails with a fault (the connection lost before we
+ * heard it go down) is sent again to the other copies, as a whole open.
  *
  * Lifetime: struct afr_fan lives from the fop call to its answer.
  */
@@ -66,6 +68,7 @@ struct afr_fan {
     void *then_arg;
     uint32_t prefetch_ok;    /* open: copies known good when it was sent */
     bool lazy;               /* open: sent to the reading copy only (cluster.lazy-open) */
+    uint32_t skip;           /* open: children not to ask again (a lazy open's copy faulted) */
 };
 
 static void fan_destroy(struct bfs_op *op)
@@ -358,11 +361,25 @@ static int reopened(struct afr_fan *f, uint32_t ok)
     return BFS_OP_DONE;
 }
 
+/* A lazy open whose copy faulted (its connection lost before we heard it
+ * go down: a brick stopped, replaced) is sent again to the other copies,
+ * as an ordinary open, rather than failing while they are there. */
+static int open_elsewhere(struct afr_fan *f)
+{
+    f->skip |= f->asked;
+    f->lazy = false;
+    bfs_op_reset_replies(&f->op);
+    f->op.state = F_WIND;
+    return BFS_OP_CONTINUE;
+}
+
 static int fan_done(struct afr_fan *f)
 {
     uint32_t ok = ok_mask(f);
     switch (f->kind) {
     case FAN_OPEN:
+        if (!ok && f->lazy && afr_child_fault(fan_error(f)))
+            return open_elsewhere(f);
         if (!ok)
             return fan_answer(f, fan_error(f), -1);
         afr_fd_set_opened(f->p->xl, f->fd, ok, opened_gfid(f, ok),
@@ -433,7 +450,7 @@ static int fan_step(struct bfs_op *op)
         op->state = F_WIND;
         return BFS_OP_CONTINUE;
     case F_WIND:
-        f->asked = afr_up(p);
+        f->asked = afr_up(p) & ~f->skip;
         if (f->kind == FAN_REOPEN)
             f->asked &= f->chosen; /* the children it missed (set by afr_fix_open) */
         else if (f->fd && !f->new_fd)
