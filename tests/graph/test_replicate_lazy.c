@@ -8,7 +8,7 @@
  *   - a read that must fail over (the copy faults, or goes down) opens the
  *     fd on the others first and answers the right bytes;
  *   - an open that the reading copy fails (ENOTCONN, not yet known down)
- *     goes to the others;
+ *     goes to the others; a close once that copy is down succeeds;
  *   - a copy that failed a write through another fd after the open is not
  *     read from, though the fd is open only there;
  *   - a POSIX lock through such an fd reaches every copy (and conflicts
@@ -87,6 +87,26 @@ static void test_open_fault(void)
     cg_reconf(&v, 0, "failure", "0");
     if (fd)
         cg_flush_close(&v, fd);
+    cg_vol_close(&v);
+}
+
+/* The close of a lazily opened fd whose only copy has gone down (the
+ * other copies are up): nothing of the fd is left on a reachable brick,
+ * the close succeeds (it failed ENOTCONN: a read-only file's close in
+ * 243 while the replace-brick stopped its copy). */
+static void test_flush_down(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *fd = NULL;
+    if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n") < 0)
+        return;
+    ok(cg_put_known(&v, "fd", "flush down", &a), "put fd: clean copies, looked up");
+    is_int(cg_open(&v, &a.gfid, O_RDONLY, &fd), 0, "open O_RDONLY (on c0 only)");
+    ok(read_is(&v, fd, "flush down"), "read");
+    cg_down(&v, 0, true);
+    is_int(cg_flush_close(&v, fd), 0, "c0 down: the close succeeds");
+    cg_up(&v, 0, true);
     cg_vol_close(&v);
 }
 
@@ -250,6 +270,7 @@ int main(void)
         {"lock", test_lock_everywhere},
         {"concurrent", test_concurrent_failover},
         {"openfault", test_open_fault},
+        {"flushdown", test_flush_down},
     };
     plan_lazy();
     if (!cg_main("afrlazy", tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST"))

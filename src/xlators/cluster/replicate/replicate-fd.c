@@ -35,7 +35,8 @@
  * change through it (replicate-write.c). Saves two opens and two releases
  * per small-file read on replica 3 (performance-notes.md, note 28). A lazy
  * open that its copy fails with a fault (the connection lost before we
- * heard it go down) is sent again to the other copies, as a whole open.
+ * heard it go down) is sent again to the other copies, as a whole open;
+ * its close once that copy is down has nothing to flush (flush_nowhere).
  *
  * Lifetime: struct afr_fan lives from the fop call to its answer.
  */
@@ -434,6 +435,17 @@ static bool open_lazily(const struct afr_fan *f, int reader)
            __atomic_load_n(&f->p->lazy_open, __ATOMIC_RELAXED);
 }
 
+/* A flush of an fd open on no copy that is up, while others are (a lazy
+ * open's copy went down): there is nothing to flush. The bricks where it
+ * was open dropped its locks with the connection; those up never had it
+ * open, so hold nothing of it; its writes were answered one by one. */
+static int flush_nowhere(struct afr_fan *f)
+{
+    struct bfs_flush_rep rep = {0};
+    bfs_unwind_any(f->fop, f->op.frame, 0, &rep);
+    return BFS_OP_DONE;
+}
+
 static int fan_step(struct bfs_op *op)
 {
     struct afr_fan *f = (struct afr_fan *)op;
@@ -458,6 +470,8 @@ static int fan_step(struct bfs_op *op)
         if (f->fop == BFS_FOP_LK && (((const struct bfs_lk_req *)f->req)->cmd & ~BFS_LK_FLOCK) ==
                                         BFS_LK_GETLK)
             f->asked = afr_data_mask(p, f->asked) & -afr_data_mask(p, f->asked); /* one copy */
+        if (!f->asked && f->fop == BFS_FOP_FLUSH && afr_up(p))
+            return flush_nowhere(f);
         if (!f->asked)
             return f->kind == FAN_REOPEN ? reopened(f, 0) : fan_answer(f, -ENOTCONN, -1);
         int reader = f->kind == FAN_OPEN && f->fop == BFS_FOP_OPEN
