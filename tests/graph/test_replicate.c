@@ -858,6 +858,49 @@ static void test_concurrent_writes(void)
     cg_vol_close(&v);
 }
 
+/* The last readdir of a listing (the one that confirms the end) may come
+ * after the copy that served the listing went away (a replace-brick: the
+ * kernel asks once more at the end offset). The listing is complete: it
+ * is answered empty with end-of-directory, not ENOTCONN (an `ls` that
+ * failed in tests/integration/243 with cluster.entry-eager-lock on). */
+static void test_listing_end(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt d;
+    if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n") < 0)
+        return;
+    struct bfs_fd *dfd = cg_dir_of_names(&v, "ld", 3, &d);
+    if (!ok(dfd != NULL, "a folder of 3 names, opened")) {
+        cg_vol_close(&v);
+        return;
+    }
+    uint64_t r0 = cg_fop_calls(&v, 0, "readdir");
+    bool eod = false;
+    uint64_t off = 0, mid = 0, next = 0;
+    int names = 0, calls = 0;
+    for (int rc = 0; !eod && rc >= 0 && calls < 10; calls++) { /* one name per call */
+        rc = cg_readdir_at(&v, dfd, off, 8, &eod, &off);
+        names += rc > 0 ? rc : 0;
+        if (calls == 0)
+            mid = off;
+    }
+    is_int(names, 3, "the listing gives the 3 names, one per call");
+    ok(eod, "to the end of the directory");
+    ok(cg_fop_calls(&v, 0, "readdir") > r0, "c0 served it (first-up)");
+    cg_down(&v, 0, false);
+    is_int(cg_readdir_at(&v, dfd, off, 4096, &eod, &next), 0,
+           "c0 fails (not known down): the readdir at the end offset answers empty");
+    ok(eod, "with end-of-directory");
+    cg_down(&v, 0, true);
+    is_int(cg_readdir_at(&v, dfd, off, 4096, &eod, &next), 0, "c0 known down: empty again");
+    ok(eod, "with end-of-directory");
+    ok(cg_readdir_at(&v, dfd, mid, 4096, &eod, &next) < 0,
+       "a readdir from the middle of that listing still fails (its copy is gone)");
+    bfs_fd_unref(dfd);
+    cg_up(&v, 0, true);
+    cg_vol_close(&v);
+}
+
 static void test_misc_fops(void)
 {
     struct cg_vol v;
@@ -866,29 +909,15 @@ static void test_misc_fops(void)
     char buf[32];
     if (cg_rep_open(&v, 3, false, NULL) < 0)
         return;
-    cg_mkdir(&v, &bfs_gfid_root, "dir", &d);
-    for (int i = 0; i < 5; i++) {
-        char name[16];
-        snprintf(name, sizeof(name), "e%d", i);
-        cg_put(&v, &d.gfid, name, "e", NULL);
-    }
-    struct bfs_fd *dfd = bfs_fd_new(v.g, NULL, O_RDONLY, 1);
-    struct bfs_opendir_req oreq = {.fd = dfd};
-    oreq.loc.gfid = d.gfid;
-    is_int(bfs_sync_opendir(v.top, v.st, &oreq, NULL), 0, "opendir");
+    struct bfs_fd *dfd = cg_dir_of_names(&v, "dir", 5, &d);
+    ok(dfd != NULL, "opendir");
     int count = 0;
     uint64_t off = 0;
     for (bool eod = false; !eod;) {
-        struct bfs_readdir_req rr = {.fd = dfd, .size = 100, .offset = off};
-        struct bfs_readdir_rep rep;
-        int rc = bfs_sync_readdir(v.top, v.st, &rr, &rep);
+        int rc = cg_readdir_at(&v, dfd, off, 100, &eod, &off);
         if (rc < 0)
             break;
-        count += (int)rep.entries.count;
-        if (rep.entries.count)
-            off = rep.entries.v[rep.entries.count - 1].d_off;
-        eod = rep.eod || !rep.entries.count;
-        bfs_readdir_rep_clear_dup(&rep);
+        count += rc;
     }
     is_int(count, 5, "readdir in small pieces lists the 5 names once (sticky child)");
     bfs_fd_unref(dfd);
@@ -1090,7 +1119,7 @@ int main(void)
         {"unacked", test_quorum_lost_write}, {"plusattrs", test_readdirplus_attrs},
         {"lostpostop", test_lost_before_postop},
         {"recent", test_recent_lookup}, {"lent", test_lent_payload},
-        {"lentrace", test_lent_race},
+        {"lentrace", test_lent_race}, {"listend", test_listing_end},
     };
     plan_lazy();
     if (!cg_main("afr", tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST"))

@@ -172,6 +172,72 @@ static void test_eexist_listing(void)
     cg_vol_close(&v);
 }
 
+/* Sets brick i's dirty counter of type t on rel (a change in flight,
+ * as another client's pre-op leaves it). */
+static void set_dirty(struct cg_vol *v, int i, const char *rel, int t, int64_t n)
+{
+    uint64_t row[3] = {0, 0, 0};
+    row[t] = htobe64((uint64_t)n);
+    (void)setxattr(cg_on(v, i, rel), "trusted.brickfs.afr.dirty", row, sizeof(row), 0);
+}
+
+/* An entry heal that finds nothing to do once it holds the lock (the
+ * change that left the dirty mark a lookup saw was over by then: under
+ * another client's entry window that is most heals) changed nothing: the
+ * folder's copies stay readable, and a listing in progress goes on (it
+ * failed ENOTCONN: no readable copy, and a listing past its start did
+ * not look again; 244 and 243 with cluster.entry-eager-lock on). */
+static void test_heal_nothing(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt d;
+    if (cg_rep_open(&v, 3, false,
+                    " option cluster.background-self-heal-count 8\n"
+                    " option cluster.entry-eager-lock off\n"
+                    " option cluster.read-policy first-up\n") < 0)
+        return;
+    struct bfs_fd *dfd = cg_dir_of_names(&v, "hn", 3, &d);
+    if (!ok(dfd != NULL, "a folder of 3 names, opened")) {
+        cg_vol_close(&v);
+        return;
+    }
+    ok(cg_clean_soon(&v, "hn"), "its counters clean");
+    bool eod = false;
+    uint64_t off = 0;
+    is_int(cg_readdir_at(&v, dfd, 0, 8, &eod, &off), 1, "a listing starts: one name");
+    /* another client is creating a name in it */
+    is_int(cg_entrylk_on(&v, 1, &d.gfid, "x", true, 99), 0, "another client locks a name");
+    set_dirty(&v, 0, "hn", 2, 1);
+    uint64_t h0 = cg_top_stat(&v, "heals_done");
+    is_int(cg_lookup(&v, &bfs_gfid_root, "hn", NULL), 0,
+           "a lookup sees its dirty mark (the heal waits for the lock)");
+    set_dirty(&v, 0, "hn", 2, 0);
+    is_int(cg_entrylk_on(&v, 1, &d.gfid, "x", false, 99), 0, "its change is over: it unlocks");
+    bool done = false;
+    for (int k = 0; k < 500 && !done; k++) {
+        done = cg_top_stat(&v, "heals_done") > h0;
+        if (!done)
+            usleep(10000);
+    }
+    ok(done, "the heal ran and found nothing to do");
+    uint64_t l0[3];
+    cg_fop_counts(&v, "lookup", l0);
+    int names = 1, rc = 0;
+    for (int calls = 0; !eod && calls < 10; calls++) {
+        rc = cg_readdir_at(&v, dfd, off, 8, &eod, &off);
+        if (rc < 0)
+            break;
+        names += rc;
+    }
+    is_int(rc < 0 ? rc : names, 3, "the listing goes on to its end: 3 names");
+    uint64_t l1[3];
+    cg_fop_counts(&v, "lookup", l1);
+    ok(l1[0] == l0[0] && l1[1] == l0[1] && l1[2] == l0[2],
+       "without looking the folder up again (its copies stayed readable)");
+    bfs_fd_unref(dfd);
+    cg_vol_close(&v);
+}
+
 /* Heals take their locks without waiting for ever: a lock held elsewhere
  * (another client that stopped while holding it) delays a foreground heal
  * by cluster.heal-lock-timeout at most; the lookup answers from a good
@@ -411,7 +477,7 @@ int main(void)
     static const struct cg_test tests[] = {
         {"merge", test_entry_merge},     {"rename", test_rename_symlink_heal},
         {"healbusy", test_heal_lock_busy}, {"winmarks", test_window_marks},
-        {"eexist", test_eexist_listing},
+        {"eexist", test_eexist_listing}, {"healnothing", test_heal_nothing},
         {"sumheal", test_checksum_heal},  {"lkorder", test_lock_order},
     };
     plan_lazy();

@@ -7,6 +7,8 @@
  *     the option off;
  *   - a read that must fail over (the copy faults, or goes down) opens the
  *     fd on the others first and answers the right bytes;
+ *   - an open that the reading copy fails (ENOTCONN, not yet known down)
+ *     goes to the others; a close once that copy is down succeeds;
  *   - a copy that failed a write through another fd after the open is not
  *     read from, though the fd is open only there;
  *   - a POSIX lock through such an fd reaches every copy (and conflicts
@@ -59,6 +61,52 @@ static void test_one_copy(void)
     cg_fop_counts(&v, "open", o1);
     for (int i = 0; i < 3; i++)
         is_int((int)(o1[i] - o0[i]), 1, "lazy-open off: c%d opened it", i);
+    cg_vol_close(&v);
+}
+
+/* The reading copy's connection is lost while the lazy open is on its
+ * way (it fails ENOTCONN before replicate hears CHILD_DOWN): the open
+ * goes to the other copies instead of failing (an open through the mount
+ * failed ENOTCONN while a replace-brick stopped the reading copy: 243). */
+static void test_open_fault(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *fd = NULL;
+    uint64_t o0[3], o1[3];
+    if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n") < 0)
+        return;
+    ok(cg_put_known(&v, "of", "open fault", &a), "put of: clean copies, looked up");
+    cg_fault(&v, 0, "ENOTCONN", "open");
+    cg_fop_counts(&v, "open", o0);
+    is_int(cg_open(&v, &a.gfid, O_RDONLY, &fd), 0,
+           "c0, the reading copy, fails the open ENOTCONN: the open succeeds");
+    cg_fop_counts(&v, "open", o1);
+    is_int((int)(o1[1] - o0[1] + o1[2] - o0[2]), 2, "on c1 and c2");
+    ok(fd && read_is(&v, fd, "open fault"), "and reads the file");
+    cg_reconf(&v, 0, "failure", "0");
+    if (fd)
+        cg_flush_close(&v, fd);
+    cg_vol_close(&v);
+}
+
+/* The close of a lazily opened fd whose only copy has gone down (the
+ * other copies are up): nothing of the fd is left on a reachable brick,
+ * the close succeeds (it failed ENOTCONN: a read-only file's close in
+ * 243 while the replace-brick stopped its copy). */
+static void test_flush_down(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    struct bfs_fd *fd = NULL;
+    if (cg_rep_open(&v, 3, false, " option cluster.read-policy first-up\n") < 0)
+        return;
+    ok(cg_put_known(&v, "fd", "flush down", &a), "put fd: clean copies, looked up");
+    is_int(cg_open(&v, &a.gfid, O_RDONLY, &fd), 0, "open O_RDONLY (on c0 only)");
+    ok(read_is(&v, fd, "flush down"), "read");
+    cg_down(&v, 0, true);
+    is_int(cg_flush_close(&v, fd), 0, "c0 down: the close succeeds");
+    cg_up(&v, 0, true);
     cg_vol_close(&v);
 }
 
@@ -221,6 +269,8 @@ int main(void)
         {"stale", test_stale_after_open},
         {"lock", test_lock_everywhere},
         {"concurrent", test_concurrent_failover},
+        {"openfault", test_open_fault},
+        {"flushdown", test_flush_down},
     };
     plan_lazy();
     if (!cg_main("afrlazy", tests, sizeof(tests) / sizeof(tests[0]), "AFR_TEST"))

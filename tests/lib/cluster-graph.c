@@ -405,6 +405,42 @@ int cg_rmdir(struct cg_vol *v, const struct bfs_gfid *par, const char *name)
     return bfs_sync_rmdir(v->top, v->st, &req, NULL);
 }
 
+struct bfs_fd *cg_dir_of_names(struct cg_vol *v, const char *dir, int n, struct bfs_iatt *d)
+{
+    cg_mkdir(v, &bfs_gfid_root, dir, d);
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "e%d", i);
+        cg_put(v, &d->gfid, name, "e", NULL);
+    }
+    struct bfs_fd *dfd = bfs_fd_new(v->g, NULL, O_RDONLY, 1);
+    struct bfs_opendir_req oreq = {.fd = dfd};
+    oreq.loc.gfid = d->gfid;
+    if (dfd && bfs_sync_opendir(v->top, v->st, &oreq, NULL) == 0)
+        return dfd;
+    if (dfd)
+        bfs_fd_unref(dfd);
+    return NULL;
+}
+
+int cg_readdir_at(struct cg_vol *v, struct bfs_fd *dfd, uint64_t off, size_t size, bool *eod,
+                  uint64_t *next)
+{
+    struct bfs_readdir_req rr = {.fd = dfd, .size = size, .offset = off};
+    struct bfs_readdir_rep rep;
+    int rc = bfs_sync_readdir(v->top, v->st, &rr, &rep);
+    *eod = false;
+    *next = off;
+    if (rc < 0)
+        return rc;
+    *eod = rep.eod || !rep.entries.count;
+    if (rep.entries.count)
+        *next = rep.entries.v[rep.entries.count - 1].d_off;
+    rc = (int)rep.entries.count;
+    bfs_readdir_rep_clear_dup(&rep);
+    return rc;
+}
+
 /* Writes whole content to a new file and closes it. */
 int cg_put(struct cg_vol *v, const struct bfs_gfid *par, const char *name, const char *s,
            struct bfs_iatt *attr)

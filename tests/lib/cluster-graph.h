@@ -134,6 +134,15 @@ int cg_write_fails_on(struct cg_vol *v, int i, const struct bfs_gfid *g, const c
  * test out (TAP "Bail out!"), since a hang would stop it anyway. */
 int cg_lookup_within(struct cg_vol *v, const struct bfs_gfid *par, const char *name, int ms,
                      const char *what);
+/* A new folder `dir` of the root holding n files e0, e1, ... (d: its
+ * attributes), and an fd opened on it through the cluster translator
+ * (NULL if the opendir failed). */
+struct bfs_fd *cg_dir_of_names(struct cg_vol *v, const char *dir, int n, struct bfs_iatt *d);
+/* One readdir of dfd at off with size bytes: the entries it gave or
+ * -errno; *eod (the end, or no entry) and *next (where to continue: off
+ * when it gave no entry). */
+int cg_readdir_at(struct cg_vol *v, struct bfs_fd *dfd, uint64_t off, size_t size, bool *eod,
+                  uint64_t *next);
 /* Takes (lock) or drops an entry lock on (dir, name) directly on child i,
  * as another client would (its own lock owner), in replicate's domain. */
 int cg_entrylk_on(struct cg_vol *v, int i, const struct bfs_gfid *dir, const char *name,

@@ -33,7 +33,10 @@
  * opened on them ("fix-open") when it needs them: a read that must fail
  * over (replicate-read.c), a lock, xattrop or fsync through it (here), a
  * change through it (replicate-write.c). Saves two opens and two releases
- * per small-file read on replica 3 (performance-notes.md, note 28).
+ * per small-file read on replica 3 (performance-notes.md, note 28). A lazy
+ * open that its copy fails with a fault (the connection lost before we
+ * heard it go down) is sent again to the other copies, as a whole open;
+ * its close once that copy is down has nothing to flush (flush_nowhere).
  *
  * Lifetime: struct afr_fan lives from the fop call to its answer.
  */
@@ -66,6 +69,7 @@ struct afr_fan {
     void *then_arg;
     uint32_t prefetch_ok;    /* open: copies known good when it was sent */
     bool lazy;               /* open: sent to the reading copy only (cluster.lazy-open) */
+    uint32_t skip;           /* open: children not to ask again (a lazy open's copy faulted) */
 };
 
 static void fan_destroy(struct bfs_op *op)
@@ -358,11 +362,25 @@ static int reopened(struct afr_fan *f, uint32_t ok)
     return BFS_OP_DONE;
 }
 
+/* A lazy open whose copy faulted (its connection lost before we heard it
+ * go down: a brick stopped, replaced) is sent again to the other copies,
+ * as an ordinary open, rather than failing while they are there. */
+static int open_elsewhere(struct afr_fan *f)
+{
+    f->skip |= f->asked;
+    f->lazy = false;
+    bfs_op_reset_replies(&f->op);
+    f->op.state = F_WIND;
+    return BFS_OP_CONTINUE;
+}
+
 static int fan_done(struct afr_fan *f)
 {
     uint32_t ok = ok_mask(f);
     switch (f->kind) {
     case FAN_OPEN:
+        if (!ok && f->lazy && afr_child_fault(fan_error(f)))
+            return open_elsewhere(f);
         if (!ok)
             return fan_answer(f, fan_error(f), -1);
         afr_fd_set_opened(f->p->xl, f->fd, ok, opened_gfid(f, ok),
@@ -417,6 +435,17 @@ static bool open_lazily(const struct afr_fan *f, int reader)
            __atomic_load_n(&f->p->lazy_open, __ATOMIC_RELAXED);
 }
 
+/* A flush of an fd open on no copy that is up, while others are (a lazy
+ * open's copy went down): there is nothing to flush. The bricks where it
+ * was open dropped its locks with the connection; those up never had it
+ * open, so hold nothing of it; its writes were answered one by one. */
+static int flush_nowhere(struct afr_fan *f)
+{
+    struct bfs_flush_rep rep = {0};
+    bfs_unwind_any(f->fop, f->op.frame, 0, &rep);
+    return BFS_OP_DONE;
+}
+
 static int fan_step(struct bfs_op *op)
 {
     struct afr_fan *f = (struct afr_fan *)op;
@@ -433,7 +462,7 @@ static int fan_step(struct bfs_op *op)
         op->state = F_WIND;
         return BFS_OP_CONTINUE;
     case F_WIND:
-        f->asked = afr_up(p);
+        f->asked = afr_up(p) & ~f->skip;
         if (f->kind == FAN_REOPEN)
             f->asked &= f->chosen; /* the children it missed (set by afr_fix_open) */
         else if (f->fd && !f->new_fd)
@@ -441,6 +470,8 @@ static int fan_step(struct bfs_op *op)
         if (f->fop == BFS_FOP_LK && (((const struct bfs_lk_req *)f->req)->cmd & ~BFS_LK_FLOCK) ==
                                         BFS_LK_GETLK)
             f->asked = afr_data_mask(p, f->asked) & -afr_data_mask(p, f->asked); /* one copy */
+        if (!f->asked && f->fop == BFS_FOP_FLUSH && afr_up(p))
+            return flush_nowhere(f);
         if (!f->asked)
             return f->kind == FAN_REOPEN ? reopened(f, 0) : fan_answer(f, -ENOTCONN, -1);
         int reader = f->kind == FAN_OPEN && f->fop == BFS_FOP_OPEN

@@ -207,6 +207,14 @@ void afr_heal_end(struct afr_hctx *h, uint32_t healed, bool split)
     uint64_t v;
     if (inode && bfs_inode_ctx_get(inode, xl, &v) == 0 && v) {
         uint32_t readable = h->type == AFR_DATA ? afr_data_mask(p, healed) : healed;
+        /* An entry heal with nothing to do under the lock (the change
+         * whose dirty mark started it was over) changed nothing: the
+         * copies its decision found readable still are (none left the
+         * folder's listings failing ENOTCONN until its next lookup; most
+         * entry heals under another client's entry window end so). Only
+         * entries: data and metadata heals keep their rule. */
+        if (!healed && !split && h->type == AFR_ENTRY && !h->d.needs_heal)
+            readable = h->d.readable;
         afr_ictx_healed(p, (struct afr_inode *)(uintptr_t)v, h->type, readable, split);
     }
     if (inode)

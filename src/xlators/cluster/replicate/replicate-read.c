@@ -10,7 +10,9 @@
  * on a child fault try the next one — after opening the fd on the copies
  * it is not open on, once, when no copy it is open on is left (a lazy open
  * went to one copy: replicate-fd.c). readdir sticks to the child its first
- * call used (offsets are that brick's).
+ * call used (offsets are that brick's); the readdir that only confirms a
+ * listing's end is answered empty with end-of-directory when that child
+ * is gone (the listing is complete).
  *
  * Lifetime: struct afr_read lives from the fop call to its answer.
  */
@@ -185,6 +187,38 @@ static int fix_open(struct afr_read *r)
     return BFS_OP_WAIT;
 }
 
+/* A readdir at the offset where its listing already ended (the kernel
+ * asks once more to confirm the end)? It needs no copy: the one that
+ * served the listing may be gone by now (stopped, replaced). */
+static bool at_listing_end(struct afr_read *r)
+{
+    if (r->fop != BFS_FOP_READDIR || r->readdir_offset == 0)
+        return false;
+    struct afr_fd *f = afr_fdctx(r->p->xl, r->fd, false);
+    if (!f)
+        return false;
+    pthread_mutex_lock(&f->lock);
+    bool end = f->readdir_end && f->readdir_end_off == r->readdir_offset;
+    pthread_mutex_unlock(&f->lock);
+    return end;
+}
+
+/* What a listing's reply tells its fd: the copy it sticks to (from its
+ * first call) and whether (and where) it ended. */
+static void note_listing(struct afr_read *r, const struct bfs_readdir_rep *rep)
+{
+    struct afr_fd *f = afr_fdctx(r->p->xl, r->fd, true);
+    if (!f)
+        return;
+    uint32_t n = rep ? rep->entries.count : 0;
+    pthread_mutex_lock(&f->lock);
+    if (r->readdir_offset == 0)
+        f->readdir_child = r->child;
+    f->readdir_end = !rep || rep->eod || !n;
+    f->readdir_end_off = n ? rep->entries.v[n - 1].d_off : r->readdir_offset;
+    pthread_mutex_unlock(&f->lock);
+}
+
 static int pick(struct afr_read *r)
 {
     struct afr_priv *p = r->p;
@@ -194,13 +228,17 @@ static int pick(struct afr_read *r)
         return answer(r, err, NULL);
     r->child = afr_pick_read(cand, __atomic_load_n(&p->read_policy, __ATOMIC_RELAXED), &r->gfid,
                              p->load, p->n);
+    if (r->child < 0 && at_listing_end(r)) {
+        struct bfs_readdir_rep end = {.eod = true};
+        return answer(r, 0, &end);
+    }
     if (r->child < 0 && r->fd && !r->fixed_open && r->fop != BFS_FOP_READDIR &&
         (afr_up(p) & ~afr_fd_opened(p->xl, r->fd)))
         return fix_open(r);
-    /* (a listing may ask too when it starts: later calls must stay on its
-     * copy, offsets are per brick) */
-    if (r->child < 0 && !r->refreshed && !r->tried && r->ictx &&
-        (r->fop != BFS_FOP_READDIR || r->readdir_offset == 0)) {
+    /* (a listing too, at its start or midway: a heal may have left its
+     * folder with no readable copy since it started; the calls after its
+     * first stay on its copy all the same, offsets are per brick) */
+    if (r->child < 0 && !r->refreshed && !r->tried && r->ictx) {
         r->refreshed_needed = true; /* what we knew leaves no copy: ask the children */
         r->op.state = RD_START;
         return BFS_OP_CONTINUE;
@@ -275,14 +313,8 @@ static int answered(struct afr_read *r)
     }
     if (rc >= 0 && r->fop == BFS_FOP_READDIR && rep->rep)
         trust_dirents(p, r->child, (struct bfs_readdir_rep *)rep->rep);
-    if (rc >= 0 && r->fop == BFS_FOP_READDIR && r->readdir_offset == 0) {
-        struct afr_fd *f = afr_fdctx(p->xl, r->fd, true);
-        if (f) {
-            pthread_mutex_lock(&f->lock);
-            f->readdir_child = r->child;
-            pthread_mutex_unlock(&f->lock);
-        }
-    }
+    if (rc >= 0 && r->fop == BFS_FOP_READDIR)
+        note_listing(r, rep->rep);
     return answer(r, rc, rep->rep);
 }
 

@@ -67,13 +67,11 @@ static const struct bfs_option_desc afr_options[] = {
      .description = "resolve split-brain automatically: none, size, mtime, ctime or majority"},
     {.key = "cluster.eager-lock", .type = BFS_OPT_BOOL, .def = "on", .flags = CLIENT_OPT,
      .description = "keep a file's lock and changelog between writes through one fd"},
-    /* off by default until a listing that failed ENOTCONN right after a
-     * replace-brick with windows on (243, 1 run in 7-10) is understood */
-    {.key = "cluster.entry-eager-lock", .type = BFS_OPT_BOOL, .def = "off", .flags = CLIENT_OPT,
+    {.key = "cluster.entry-eager-lock", .type = BFS_OPT_BOOL, .def = "on", .flags = CLIENT_OPT,
      .description = "keep a directory's entry lock and changelog between the creates and "
                     "removals of names in it (with cluster.eager-lock and a post-op delay; "
                     "released when another client or a heal waits for it, and after 1 s at "
-                    "most); experimental, off by default"},
+                    "most)"},
     {.key = "cluster.post-op-delay-ms", .type = BFS_OPT_INT, .def = "500", .min = 0,
      .max = 10000, .flags = CLIENT_OPT,
      .description = "how long an idle eager lock is kept before post-op and unlock"},

@@ -120,6 +120,11 @@ struct afr_fd {
     pthread_mutex_t lock;
     uint32_t opened;             /* children where open/create/opendir succeeded */
     int readdir_child;           /* -1 until the first readdir */
+    /* The last reply of the listing was its end (end-of-directory, or no
+     * entry), to be continued at readdir_end_off: the readdir that
+     * confirms the end needs no copy (replicate-read.c, at_listing_end). */
+    bool readdir_end;
+    uint64_t readdir_end_off;
     struct bfs_gfid gfid;        /* of the file (for fds made without an inode) */
     uint32_t flags;              /* open flags, for re-opening on a child */
     uint64_t reopen_gen;         /* priv->gen at the last open or re-open attempt */
