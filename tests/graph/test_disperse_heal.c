@@ -10,7 +10,10 @@
  *     no handle (killed before the handle's link). The file's own heals
  *     work by GFID and fail on that brick, and no client may ever look the
  *     name up: the parent's entry heal must complete the name there, and
- *     the file then heals (fragments rebuilt, indices empty).
+ *     the file then heals (fragments rebuilt, indices empty);
+ *   - (not heal, but the same graph) the readdir that confirms a
+ *     listing's end, after the child that served the listing is gone,
+ *     answers empty with end-of-directory.
  *
  * Needs root (trusted xattrs); skips otherwise.
  */
@@ -184,9 +187,48 @@ static void test_half_created(void)
     cg_vol_close(&v);
 }
 
+/* The last readdir of a listing (the one that confirms the end) may come
+ * after the child that served the listing went away (a replace-brick:
+ * the kernel asks once more at the end offset). The listing is complete:
+ * it is answered empty with end-of-directory, not ENOTCONN (as replicate
+ * does, replicate-read.c). */
+static void test_listing_end(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt d;
+    if (vol_open(&v) < 0) {
+        ok(0, "listend: graph");
+        return;
+    }
+    struct bfs_fd *dfd = cg_dir_of_names(&v, "ld", 3, &d);
+    if (!ok(dfd != NULL, "listend: a folder of 3 names, opened")) {
+        cg_vol_close(&v);
+        return;
+    }
+    bool eod = false;
+    uint64_t off = 0, mid = 0, next = 0;
+    int names = cg_list_to_end(&v, dfd, 8, &eod, &mid, &off); /* one name per call */
+    is_int(names, 3, "listend: the listing gives the 3 names, one per call");
+    ok(eod, "listend: to the end of the directory");
+    cg_down(&v, 0, false); /* c0 (the first good child) served it */
+    is_int(cg_readdir_at(&v, dfd, off, 4096, &eod, &next), 0,
+           "listend: c0 fails (not known down): the readdir at the end offset answers empty");
+    ok(eod, "listend: with end-of-directory");
+    cg_down(&v, 0, true);
+    is_int(cg_readdir_at(&v, dfd, off, 4096, &eod, &next), 0,
+           "listend: c0 known down: empty again");
+    ok(eod, "listend: with end-of-directory");
+    ok(cg_readdir_at(&v, dfd, mid, 4096, &eod, &next) < 0,
+       "listend: a readdir from the middle of that listing still fails (its child is gone)");
+    bfs_fd_unref(dfd);
+    cg_up(&v, 0, true);
+    cg_vol_close(&v);
+}
+
 int main(void)
 {
-    static const struct cg_test tests[] = {{"half", test_half_created}};
+    static const struct cg_test tests[] = {{"half", test_half_created},
+                                         {"listend", test_listing_end}};
     plan_lazy();
     if (!cg_main("echeal", tests, sizeof(tests) / sizeof(tests[0]), "EC_TEST"))
         return 0;
