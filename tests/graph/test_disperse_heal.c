@@ -10,7 +10,13 @@
  *     no handle (killed before the handle's link). The file's own heals
  *     work by GFID and fail on that brick, and no client may ever look the
  *     name up: the parent's entry heal must complete the name there, and
- *     the file then heals (fragments rebuilt, indices empty).
+ *     the file then heals (fragments rebuilt, indices empty);
+ *   - the same for a mkdir ("halfdir"): a folder with no GFID, or with its
+ *     GFID and no handle (the listing cannot tell: a lookup by GFID does),
+ *     completed, or removed when no other child has the name;
+ *   - (not heal, but the same graph) the readdir that confirms a
+ *     listing's end, after the child that served the listing is gone,
+ *     answers empty with end-of-directory.
  *
  * Needs root (trusted xattrs); skips otherwise.
  */
@@ -184,9 +190,104 @@ static void test_half_created(void)
     cg_vol_close(&v);
 }
 
+/* The same for a mkdir: child 1 keeps d/k with no GFID and d/k2 with its
+ * GFID and no handle (killed in the middle of their mkdirs), and d/gone,
+ * d/gone2 (no GFID / a GFID, no handle) that no other child has (mkdirs
+ * that failed). The parent's entry heal must remove what the others lack
+ * (reachable by name only) and complete the rest; the folders then heal
+ * by GFID. */
+static void test_half_dir(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a;
+    struct bfs_gfid d, k, k2, x, gone2;
+    char tx[2501];
+    text(tx, 'k');
+    if (vol_open(&v) < 0) {
+        ok(0, "halfdir: graph");
+        return;
+    }
+    is_int(cg_mkdir(&v, &bfs_gfid_root, "d", &a), 0, "halfdir: mkdir d");
+    d = a.gfid;
+    ok(clean_soon(&v, "."), "halfdir: the root's post-op done before c1 goes down");
+    cg_down(&v, 1, true);
+    is_int(cg_mkdir(&v, &d, "k", &a), 0, "halfdir: mkdir d/k with c1 down");
+    k = a.gfid;
+    is_int(cg_mkdir(&v, &d, "k2", &a), 0, "halfdir: mkdir d/k2 with c1 down");
+    k2 = a.gfid;
+    is_int(cg_put(&v, &k2, "x", tx, &a), 0, "halfdir: create d/k2/x with c1 down");
+    x = a.gfid;
+    bfs_gfid_generate(&gone2);
+    cg_half_mkdir(&v, 1, "d/k", NULL);    /* c1 died before the GFID */
+    cg_half_mkdir(&v, 1, "d/k2", &k2);    /* c1 died before the handle */
+    cg_half_mkdir(&v, 1, "d/gone", NULL); /* mkdirs that failed: c1 only */
+    cg_half_mkdir(&v, 1, "d/gone2", &gone2);
+    ok(!cg_handle_present(v.brick[1], &k2), "halfdir: c1 has d/k2's GFID but no handle");
+    cg_up(&v, 1, true);
+    struct status s = heal_settles(&v, &d);
+    is_str(s.pending, "", "halfdir: d healed");
+    ok(!cg_exists(&v, 1, "d/gone"), "halfdir: c1's d/gone (no GFID, on no other child) removed");
+    ok(!cg_exists(&v, 1, "d/gone2"), "halfdir: c1's d/gone2 (no handle, on no other child) removed");
+    ok(cg_gfid_on(&v, 1, "d/k", &k), "halfdir: c1's d/k has the folder's GFID");
+    ok(cg_handle_present(v.brick[1], &k), "halfdir: c1 has d/k's handle");
+    ok(cg_handle_present(v.brick[1], &k2), "halfdir: c1 has d/k2's handle");
+    const struct bfs_gfid *heals[3] = {&k, &k2, &x};
+    static const char *const rel[3] = {"d/k", "d/k2", "d/k2/x"};
+    for (int j = 0; j < 3; j++) {
+        s = heal_settles(&v, heals[j]);
+        is_str(s.pending, "", "halfdir: %s healed (%s missing)", rel[j], s.missing);
+    }
+    for (int i = 0; i < v.n; i++)
+        is_int(index_settles(&v, i), 0, "halfdir: index of c%d empty", i);
+    cg_down(&v, 0, true); /* reads need c1's rebuilt fragment */
+    ok(reads(&v, &x, tx), "halfdir: d/k2/x reads right with c1's rebuilt fragment (c0 down)");
+    cg_up(&v, 0, true);
+    cg_vol_close(&v);
+}
+
+/* The last readdir of a listing (the one that confirms the end) may come
+ * after the child that served the listing went away (a replace-brick:
+ * the kernel asks once more at the end offset). The listing is complete:
+ * it is answered empty with end-of-directory, not ENOTCONN (as replicate
+ * does, replicate-read.c). */
+static void test_listing_end(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt d;
+    if (vol_open(&v) < 0) {
+        ok(0, "listend: graph");
+        return;
+    }
+    struct bfs_fd *dfd = cg_dir_of_names(&v, "ld", 3, &d);
+    if (!ok(dfd != NULL, "listend: a folder of 3 names, opened")) {
+        cg_vol_close(&v);
+        return;
+    }
+    bool eod = false;
+    uint64_t off = 0, mid = 0, next = 0;
+    int names = cg_list_to_end(&v, dfd, 8, &eod, &mid, &off); /* one name per call */
+    is_int(names, 3, "listend: the listing gives the 3 names, one per call");
+    ok(eod, "listend: to the end of the directory");
+    cg_down(&v, 0, false); /* c0 (the first good child) served it */
+    is_int(cg_readdir_at(&v, dfd, off, 4096, &eod, &next), 0,
+           "listend: c0 fails (not known down): the readdir at the end offset answers empty");
+    ok(eod, "listend: with end-of-directory");
+    cg_down(&v, 0, true);
+    is_int(cg_readdir_at(&v, dfd, off, 4096, &eod, &next), 0,
+           "listend: c0 known down: empty again");
+    ok(eod, "listend: with end-of-directory");
+    ok(cg_readdir_at(&v, dfd, mid, 4096, &eod, &next) < 0,
+       "listend: a readdir from the middle of that listing still fails (its child is gone)");
+    bfs_fd_unref(dfd);
+    cg_up(&v, 0, true);
+    cg_vol_close(&v);
+}
+
 int main(void)
 {
-    static const struct cg_test tests[] = {{"half", test_half_created}};
+    static const struct cg_test tests[] = {{"half", test_half_created},
+                                         {"listend", test_listing_end},
+                                         {"halfdir", test_half_dir}};
     plan_lazy();
     if (!cg_main("echeal", tests, sizeof(tests) / sizeof(tests[0]), "EC_TEST"))
         return 0;

@@ -441,6 +441,21 @@ int cg_readdir_at(struct cg_vol *v, struct bfs_fd *dfd, uint64_t off, size_t siz
     return rc;
 }
 
+int cg_list_to_end(struct cg_vol *v, struct bfs_fd *dfd, size_t size, bool *eod, uint64_t *mid,
+                   uint64_t *end)
+{
+    int names = 0;
+    *eod = false;
+    *end = 0;
+    for (int rc = 0, calls = 0; !*eod && rc >= 0 && calls < 10; calls++) {
+        rc = cg_readdir_at(v, dfd, *end, size, eod, end);
+        names += rc > 0 ? rc : 0;
+        if (calls == 0)
+            *mid = *end;
+    }
+    return names;
+}
+
 /* Writes whole content to a new file and closes it. */
 int cg_put(struct cg_vol *v, const struct bfs_gfid *par, const char *name, const char *s,
            struct bfs_iatt *attr)

@@ -143,6 +143,11 @@ struct bfs_fd *cg_dir_of_names(struct cg_vol *v, const char *dir, int n, struct 
  * when it gave no entry). */
 int cg_readdir_at(struct cg_vol *v, struct bfs_fd *dfd, uint64_t off, size_t size, bool *eod,
                   uint64_t *next);
+/* dfd listed from offset 0 to its end (at most 10 readdirs of size
+ * bytes): the entries they gave; *eod (the end was reached), *mid (where
+ * the first call said to continue), *end (the listing's end offset). */
+int cg_list_to_end(struct cg_vol *v, struct bfs_fd *dfd, size_t size, bool *eod, uint64_t *mid,
+                   uint64_t *end);
 /* Takes (lock) or drops an entry lock on (dir, name) directly on child i,
  * as another client would (its own lock owner), in replicate's domain. */
 int cg_entrylk_on(struct cg_vol *v, int i, const struct bfs_gfid *dir, const char *name,

@@ -24,8 +24,8 @@
  *   entry     names of the sources missing on a sink are made there with
  *             their GFID (files empty: their version 0 makes them stale, so
  *             their data heal follows); names a sink kept half made (a
- *             brick killed in the middle of a create: no GFID, or no
- *             handle; lib/heal-name.h) are completed there with the
+ *             brick killed in the middle of a create or a mkdir: no GFID,
+ *             or no handle; lib/heal-name.h) are completed there with the
  *             source's GFID, for the file's own heals work by GFID and no
  *             client may ever look the name up; names only on a sink are
  *             removed.
@@ -443,6 +443,16 @@ static int make_entry(struct ec_hctx *h, int src, int i, const struct bfs_dirent
     return rc;
 }
 
+/* Is `have`, child i's entry for source entry e, half made: a name with
+ * no GFID or a file with no handle (the listing tells), or a folder of
+ * e's GFID that child i cannot reach by it (a mkdir killed before the
+ * handle's link: one lookup by GFID tells; lib/heal-name.h)? */
+static bool half_made(struct ec_hctx *h, int i, const struct bfs_dirent *have,
+                      const struct bfs_dirent *e)
+{
+    return bfs_heal_name_half(have, e) || bfs_heal_dir_half(h->p->xl, i, h->st, have, e);
+}
+
 /* Name e of source src is half made on child i (lib/heal-name.h: a brick
  * killed in the middle of a create kept it with no GFID, or with no
  * handle): completed there with e's GFID, then given the source's mode,
@@ -499,7 +509,7 @@ int ec_heal_entry(struct ec_priv *p, const struct bfs_gfid *g, bool once)
         for (uint32_t e = 0; err == 0 && e < sl.count; e++) {
             const struct bfs_dirent *have = find(&kl, sl.v[e].name);
             if (!have ? make_entry(&h, src, i, &sl.v[e]) < 0
-                      : bfs_heal_name_half(have, &sl.v[e]) && complete_entry(&h, i, &sl.v[e]) < 0)
+                      : half_made(&h, i, have, &sl.v[e]) && complete_entry(&h, i, &sl.v[e]) < 0)
                 err = -EIO;
         }
         for (uint32_t e = 0; err == 0 && stale && e < kl.count; e++)

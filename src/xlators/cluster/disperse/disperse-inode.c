@@ -221,7 +221,7 @@ struct ec_fd *ec_fdctx(struct bfs_xl *xl, struct bfs_fd *fd, bool create)
         f = (struct ec_fd *)(uintptr_t)v;
     } else if ((f = calloc(1, sizeof(*f)))) {
         pthread_mutex_init(&f->lock, NULL);
-        f->readdir_child = -1;
+        bfs_listing_init(&f->listing);
         if (bfs_fd_ctx_set(fd, xl, (uintptr_t)f) < 0) {
             pthread_mutex_destroy(&f->lock);
             free(f);

@@ -12,7 +12,10 @@
  *            fewer than k: EIO, never a guess;
  *   others   one good child, the next one on a child fault; readdir sticks
  *            to the child of its first call (offsets are that brick's) and
- *            drops the attributes of regular files (fragment sizes).
+ *            drops the attributes of regular files (fragment sizes); the
+ *            readdir that only confirms a listing's end is answered empty
+ *            with end-of-directory when that child is gone (the listing
+ *            is complete).
  *
  * A read runs inside a window of the file's shared data lock (lib/txn.h,
  * "Readers"): it joins our own writers' window, or takes a readers' window
@@ -371,6 +374,24 @@ static void strip_file_attrs(struct bfs_readdir_rep *rep)
             rep->entries.v[e].has_attr = false;
 }
 
+/* A readdir at the offset where its listing already ended (the kernel
+ * asks once more to confirm the end)? It needs no child: the one that
+ * served the listing may be gone by now (stopped, replaced). */
+static bool at_listing_end(struct ec_rd *r)
+{
+    struct ec_fd *f = r->fop == BFS_FOP_READDIR ? ec_fdctx(r->p->xl, r->fd, false) : NULL;
+    return f && bfs_listing_at_end(&f->lock, &f->listing, r->readdir_offset);
+}
+
+/* What a listing's reply tells its fd: the child it sticks to (from its
+ * first call) and whether (and where) it ended. */
+static void note_listing(struct ec_rd *r, const struct bfs_readdir_rep *rep)
+{
+    struct ec_fd *f = ec_fdctx(r->p->xl, r->fd, true);
+    if (f)
+        bfs_listing_note(&f->lock, &f->listing, r->child, r->readdir_offset, rep);
+}
+
 static int one_pick(struct ec_rd *r)
 {
     struct ec_priv *p = r->p;
@@ -389,7 +410,7 @@ static int one_pick(struct ec_rd *r)
         int sticky = -1;
         if (f) {
             pthread_mutex_lock(&f->lock);
-            sticky = f->readdir_child;
+            sticky = f->listing.child;
             pthread_mutex_unlock(&f->lock);
         }
         if (sticky >= 0)
@@ -400,6 +421,10 @@ static int one_pick(struct ec_rd *r)
         r->last_rc = 1;
         r->op.state = RD_START;
         return BFS_OP_CONTINUE;
+    }
+    if (r->child < 0 && at_listing_end(r)) {
+        struct bfs_readdir_rep end = {.eod = true};
+        return answer(r, 0, &end);
     }
     if (r->child < 0)
         return answer(r, r->last_rc < 0 ? r->last_rc : -ENOTCONN, NULL);
@@ -412,7 +437,6 @@ static int one_pick(struct ec_rd *r)
 
 static int one_done(struct ec_rd *r)
 {
-    struct ec_priv *p = r->p;
     struct bfs_op_reply *rep = &r->op.replies[r->child];
     int rc = rep->valid ? rep->rc : -EIO;
     if (rc < 0 && ec_child_fault(rc)) {
@@ -422,14 +446,7 @@ static int one_done(struct ec_rd *r)
         return BFS_OP_CONTINUE;
     }
     if (rc >= 0 && r->fop == BFS_FOP_READDIR) {
-        if (r->readdir_offset == 0) {
-            struct ec_fd *f = ec_fdctx(p->xl, r->fd, true);
-            if (f) {
-                pthread_mutex_lock(&f->lock);
-                f->readdir_child = r->child;
-                pthread_mutex_unlock(&f->lock);
-            }
-        }
+        note_listing(r, rep->rep);
         strip_file_attrs(rep->rep);
     }
     return answer(r, rc, rep->rep);

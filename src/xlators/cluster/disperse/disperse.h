@@ -30,6 +30,7 @@
 #include "ec/ec-codec.h"
 #include "xlators/lib/cluster.h"
 #include "xlators/lib/healq.h"
+#include "xlators/lib/listing.h"
 #include "xlators/lib/txn.h"
 
 #define EC_MAX BFS_CLUSTER_MAX
@@ -122,7 +123,7 @@ struct ec_inode {
 struct ec_fd {
     pthread_mutex_t lock;
     uint32_t opened;             /* children where open/create/opendir succeeded */
-    int readdir_child;           /* -1 until the first readdir */
+    struct bfs_listing listing;  /* readdir's child and the listing's end (lib/listing.h) */
     struct bfs_gfid gfid;
     uint32_t flags;              /* the caller's open flags */
 };

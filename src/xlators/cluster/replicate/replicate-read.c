@@ -140,7 +140,7 @@ static uint32_t candidates(struct afr_read *r, int *err)
         int sticky = -1;
         if (f) {
             pthread_mutex_lock(&f->lock);
-            sticky = f->readdir_child;
+            sticky = f->listing.child;
             pthread_mutex_unlock(&f->lock);
         }
         if (r->readdir_offset != 0 && sticky >= 0) /* a listing cannot change copy midway */
@@ -192,15 +192,8 @@ static int fix_open(struct afr_read *r)
  * served the listing may be gone by now (stopped, replaced). */
 static bool at_listing_end(struct afr_read *r)
 {
-    if (r->fop != BFS_FOP_READDIR || r->readdir_offset == 0)
-        return false;
-    struct afr_fd *f = afr_fdctx(r->p->xl, r->fd, false);
-    if (!f)
-        return false;
-    pthread_mutex_lock(&f->lock);
-    bool end = f->readdir_end && f->readdir_end_off == r->readdir_offset;
-    pthread_mutex_unlock(&f->lock);
-    return end;
+    struct afr_fd *f = r->fop == BFS_FOP_READDIR ? afr_fdctx(r->p->xl, r->fd, false) : NULL;
+    return f && bfs_listing_at_end(&f->lock, &f->listing, r->readdir_offset);
 }
 
 /* What a listing's reply tells its fd: the copy it sticks to (from its
@@ -208,15 +201,8 @@ static bool at_listing_end(struct afr_read *r)
 static void note_listing(struct afr_read *r, const struct bfs_readdir_rep *rep)
 {
     struct afr_fd *f = afr_fdctx(r->p->xl, r->fd, true);
-    if (!f)
-        return;
-    uint32_t n = rep ? rep->entries.count : 0;
-    pthread_mutex_lock(&f->lock);
-    if (r->readdir_offset == 0)
-        f->readdir_child = r->child;
-    f->readdir_end = !rep || rep->eod || !n;
-    f->readdir_end_off = n ? rep->entries.v[n - 1].d_off : r->readdir_offset;
-    pthread_mutex_unlock(&f->lock);
+    if (f)
+        bfs_listing_note(&f->lock, &f->listing, r->child, r->readdir_offset, rep);
 }
 
 static int pick(struct afr_read *r)

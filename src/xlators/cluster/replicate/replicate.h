@@ -31,6 +31,7 @@
 #include "replicate-decide.h"
 #include "xlators/lib/cluster.h"
 #include "xlators/lib/healq.h"
+#include "xlators/lib/listing.h"
 #include "xlators/lib/txn.h"
 
 #define AFR_KEY_PREFIX "trusted.brickfs.afr."
@@ -119,12 +120,7 @@ struct afr_fix_wait {             /* replicate-fd.c, afr_fix_open */
 struct afr_fd {
     pthread_mutex_t lock;
     uint32_t opened;             /* children where open/create/opendir succeeded */
-    int readdir_child;           /* -1 until the first readdir */
-    /* The last reply of the listing was its end (end-of-directory, or no
-     * entry), to be continued at readdir_end_off: the readdir that
-     * confirms the end needs no copy (replicate-read.c, at_listing_end). */
-    bool readdir_end;
-    uint64_t readdir_end_off;
+    struct bfs_listing listing;  /* readdir's child and the listing's end (lib/listing.h) */
     struct bfs_gfid gfid;        /* of the file (for fds made without an inode) */
     uint32_t flags;              /* open flags, for re-opening on a child */
     uint64_t reopen_gen;         /* priv->gen at the last open or re-open attempt */
