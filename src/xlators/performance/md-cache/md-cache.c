@@ -647,9 +647,9 @@ static void mdc_fini(struct bfs_xl *xl)
 }
 
 /* Volume options (`volume set`): volgen places md-cache in a mount's
- * client graph unless performance.md-cache is off, and on volumes with
- * cluster translators writes a shorter timeout unless one is set
- * (src/mgmt/volgen.c, docs/design/cache-invalidation.md "Defaults"). */
+ * client graph unless performance.md-cache is off, with the default
+ * timeout unless one is set (src/mgmt/volgen.c,
+ * docs/design/cache-invalidation.md "Defaults"). */
 static const struct bfs_option_desc mdc_options[] = {
     {.key = MDC_OPT_ON, .type = BFS_OPT_BOOL, .def = "on",
      .description = "cache attributes and names on the client, kept valid by the bricks' "
@@ -658,9 +658,9 @@ static const struct bfs_option_desc mdc_options[] = {
      .flags = BFS_OPT_F_CLIENT | BFS_OPT_F_SETTABLE},
     {.key = MDC_OPT_TIMEOUT, .type = BFS_OPT_TIME, .def = "60", .min = 0, .max = 3600,
      .description = "seconds a cached attribute or name may be used after it was fetched "
-                    "(0 = off); only replies of bricks running features/upcall are cached. "
-                    "volgen writes 10 on volumes with replicate, disperse or distribute "
-                    "unless set (their heals move times below md-cache)",
+                    "(0 = off); only replies of bricks running features/upcall are cached; "
+                    "it bounds staleness only when a brick's connection is dead but not yet "
+                    "noticed (every change is invalidated otherwise)",
      .flags = BFS_OPT_F_CLIENT | BFS_OPT_F_SETTABLE},
     {.key = MDC_OPT_SIZE, .type = BFS_OPT_INT, .def = "65536", .min = 1024, .max = 16777216,
      .description = "most inode records and most names kept (each table is emptied when full)",
