@@ -143,6 +143,9 @@ struct bfs_upcall {
      * drops what it names; the FUSE bridge leaves the kernel's caches
      * alone (its own attribute timeout covers such times). */
     bool local;
+    /* local only: the change moved times only (a post-op's xattrop), the
+     * names in a directory did not change: md-cache keeps them. */
+    bool times_only;
 };
 
 /* xdata key features/upcall adds to replies: the brick that answered sends

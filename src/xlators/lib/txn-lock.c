@@ -415,7 +415,7 @@ void bfs__txn_postop_announce(struct bfs_txn_lock *lk, const struct bfs_op *op)
         for (int i = 0; i < n && !sent; i++)
             sent = op->replies[o * n + i].valid;
         if (sent)
-            bfs_upcall_local(lk->cl->xl, &lk->obj[o]);
+            bfs_upcall_local(lk->cl->xl, &lk->obj[o], true);
     }
 }
 

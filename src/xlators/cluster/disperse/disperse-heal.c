@@ -74,7 +74,7 @@ static void heal_end(struct ec_hctx *h)
     /* a heal that got its locks may have moved times below md-cache (cold
      * path: told after every such heal, changed or not) */
     if (ran)
-        bfs_upcall_local(h->p->xl, &h->gfid);
+        bfs_upcall_local(h->p->xl, &h->gfid, false);
 }
 
 static uint32_t up_of(void *arg)
