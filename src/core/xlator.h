@@ -137,6 +137,15 @@ struct bfs_upcall {
      * (NULL: a caller inside the brick's process); protocol/server sends a
      * contention notice to that client only. */
     void *to;
+    /* Not on the wire, invalidations only: raised inside this client by a
+     * cluster translator for a change it made itself below the caches
+     * (changelog post-op, heal on access; lib/upcall-mark.h). md-cache
+     * drops what it names; the FUSE bridge leaves the kernel's caches
+     * alone (its own attribute timeout covers such times). */
+    bool local;
+    /* local only: the change moved times only (a post-op's xattrop), the
+     * names in a directory did not change: md-cache keeps them. */
+    bool times_only;
 };
 
 /* xdata key features/upcall adds to replies: the brick that answered sends

@@ -52,7 +52,7 @@ static void on_event(struct bfs_graph *g, enum bfs_event ev, void *data)
         break;
     }
     case BFS_EV_UPCALL:
-        if (data)
+        if (data && !((const struct bfs_upcall *)data)->local)
             bfs_fuse_notify_post(fu->notify, data);
         break;
     default:

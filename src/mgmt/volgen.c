@@ -26,11 +26,12 @@
  * daemon and rebalance change files below them by design, want every answer
  * from the bricks and every write done when it is answered. Volume options
  * performance.write-behind off and performance.md-cache off leave them out.
- * On a replicated or dispersed volume, whose changelog moves the ctime
- * without an upcall and whose heals move times below it, md-cache's timeout
- * is MDC_CLUSTER_TIMEOUT unless performance.md-cache-timeout is set. A pure
- * distribute volume keeps the translator's default: the only change below
- * md-cache there is a directory heal's merged times
+ * md-cache keeps the translator's default timeout (60 s) on every volume
+ * type unless performance.md-cache-timeout is set: the changes below it are
+ * invalidated exactly (replicate's and disperse's changelog xattrops and
+ * heals: the bricks' upcall tells the other clients, the cluster
+ * translator this one); on distribute, a directory heal's merged times
+ * follow a brick's return, which empties md-cache
  * (docs/design/cache-invalidation.md, "Defaults").
  *
  * shd.vol, the self-heal daemon's graph, is client.vol with two options
@@ -67,8 +68,6 @@
 
 #define MDC_TYPE "performance/md-cache"
 #define MDC_OPT_ON "performance.md-cache"
-#define MDC_OPT_TIMEOUT "performance.md-cache-timeout"
-#define MDC_CLUSTER_TIMEOUT "10"
 #define WB_TYPE "performance/write-behind"
 #define WB_OPT_ON "performance.write-behind"
 #define SHD_CLIENT_OPT "client.invalidations"
@@ -199,8 +198,6 @@ static const char *put_md_cache(struct bfs_mgmt *m, struct buf *b, const struct 
     snprintf(name, len, "%s-md-cache", v->name);
     put(b, "volume %s\n    type %s\n", name, MDC_TYPE);
     put_set_opts(m, b, v, MDC_TYPE);
-    if ((v->replica > 1 || v->disperse > 0) && !bfs_volume_opt(v, MDC_OPT_TIMEOUT))
-        put(b, "    option %s %s\n", MDC_OPT_TIMEOUT, MDC_CLUSTER_TIMEOUT);
     put(b, "    subvolumes %s\nend-volume\n\n", top_child);
     return name;
 }

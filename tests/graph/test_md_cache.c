@@ -35,9 +35,20 @@
  *   - the same over protocol/client (three bricks behind protocol/server,
  *     A and B each a disperse client), the read answered from the open's
  *     prefetch on every fragment (the bench's read phase): A's lookup after
- *     it reaches no brick, and B's chmod still reaches A.
+ *     it reaches no brick, and B's chmod still reaches A;
+ * and, same setup over replicate 3 and disperse 2+1, the changelog's
+ * post-op (it runs when the writer's eager lock ends, after md-cache
+ * learned the file) moves the ctime below md-cache: once it ran, A's lookup
+ * answers a ctime one of the bricks has (cache-invalidation.md,
+ * "Messages"):
+ *   - A's own write (the cluster translator's local invalidation);
+ *   - B's write (the bricks' upcall of B's post-op xattrop);
+ *   - A's create in a directory (replicate): the post-op on the directory
+ *     drops its attributes (a stat of it answers the bricks' ctime) but
+ *     not its names (a missing name is still answered by md-cache).
  * Needs root (storage/posix: trusted xattrs); skips otherwise.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -225,7 +236,16 @@ static int bricks_answer(struct cg_vol *v)
  * with mdc io-stats "cnt" and md-cache "mdc" on top; returns once every
  * connection is up (disperse answers with 2 of 3: a third coming up later
  * would empty md-cache in the middle of a test). */
+static int pf_client_of(struct cg_vol *v, const int *ports, int n, bool mdc, const char *type);
+
 static int pf_client(struct cg_vol *v, const int *ports, int n, bool mdc)
+{
+    return pf_client_of(v, ports, n, mdc, " type cluster/disperse\n option redundancy 1\n"
+                                          " option cluster.background-self-heal-count 0\n");
+}
+
+/* The same with the cluster translator's lines `type` (n > 1). */
+static int pf_client_of(struct cg_vol *v, const int *ports, int n, bool mdc, const char *type)
 {
     char vf[4096];
     size_t len = 0;
@@ -238,8 +258,7 @@ static int pf_client(struct cg_vol *v, const int *ports, int n, bool mdc)
     const char *below = "c0";
     if (n > 1) {
         len += (size_t)snprintf(vf + len, sizeof(vf) - len,
-                                "volume rep\n type cluster/disperse\n option redundancy 1\n"
-                                " option cluster.background-self-heal-count 0\n subvolumes");
+                                "volume rep\n%s subvolumes", type);
         for (int i = 0; i < n; i++)
             len += (size_t)snprintf(vf + len, sizeof(vf) - len, " c%d", i);
         len += (size_t)snprintf(vf + len, sizeof(vf) - len, "\nend-volume\n");
@@ -631,21 +650,32 @@ struct ep_env {
     struct bfs_proc *bproc;
     struct bfs_graph *sg[3]; /* bricks behind protocol/server, with upcall */
     struct cg_vol a, b;      /* A: disperse -> io-stats "cnt" -> md-cache; B: disperse */
+    char dir[3][PATH_MAX];   /* the brick folders */
 };
 
-static int ep_open_env(struct ep_env *e)
+/* Bricks <root>/<prefix><i> behind protocol/server; A and B clients with
+ * cluster translator lines `type` over them. */
+static int ep_open_env_of(struct ep_env *e, const char *prefix, const char *type)
 {
     int ports[3];
-    char dir[PATH_MAX];
     memset(e, 0, sizeof(*e));
     if (!(e->bproc = bfs_proc_new("test_md_cache-bricks", 2)))
         return -1;
     for (int i = 0; i < 3; i++) {
-        snprintf(dir, sizeof(dir), "%s/ec-b%d", cg_root(), i);
-        if (!(e->sg[i] = brick_start(e->bproc, dir, true, &ports[i])) || ports[i] <= 0)
+        snprintf(e->dir[i], sizeof(e->dir[i]), "%s/%s%d", cg_root(), prefix, i);
+        if (!(e->sg[i] = brick_start(e->bproc, e->dir[i], true, &ports[i])) || ports[i] <= 0)
             return -1;
     }
-    return pf_client(&e->a, ports, 3, true) < 0 || pf_client(&e->b, ports, 3, false) < 0 ? -1 : 0;
+    return pf_client_of(&e->a, ports, 3, true, type) < 0 ||
+                   pf_client_of(&e->b, ports, 3, false, type) < 0
+               ? -1
+               : 0;
+}
+
+static int ep_open_env(struct ep_env *e)
+{
+    return ep_open_env_of(e, "ec-b", " type cluster/disperse\n option redundancy 1\n"
+                                     " option cluster.background-self-heal-count 0\n");
 }
 
 static void ep_close_env(struct ep_env *e)
@@ -668,6 +698,36 @@ static long ep_brick_reads(struct ep_env *e)
     return n;
 }
 
+/* The ctime of name on brick folder i (-1: no such file). */
+static int64_t brick_ctime_ns(struct ep_env *e, int i, const char *name)
+{
+    char path[PATH_MAX + 64];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", e->dir[i], name);
+    if (stat(path, &st) < 0)
+        return -1;
+    return (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+}
+
+/* Until no brick's ctime of name moved for 3 s (the post-op that ends
+ * the eager lock has run), at most 12 s. */
+static bool bricks_settled(struct ep_env *e, const char *name)
+{
+    int64_t last[3] = {0};
+    int still = 0;
+    for (int k = 0; k < 240 && still < 60; k++) {
+        bool moved = false;
+        for (int i = 0; i < 3; i++) {
+            int64_t c = brick_ctime_ns(e, i, name);
+            moved = moved || c != last[i];
+            last[i] = c;
+        }
+        still = moved ? 0 : still + 1;
+        usleep(50000);
+    }
+    return still >= 60;
+}
+
 static void test_disperse_prefetched(void)
 {
     struct ep_env e;
@@ -676,7 +736,10 @@ static void test_disperse_prefetched(void)
     struct bfs_fd *fd = NULL;
     if (!ok(ep_open_env(&e) == 0, "3 bricks with upcall behind protocol/server; A (disperse "
             "2+1, md-cache) and B (disperse 2+1)") ||
-        !ok(pf_file_on(&e.b, &e.a, "pf", &a) == 0, "B made pf (100 bytes), A looked it up")) {
+        !ok(pf_file_on(&e.b, &e.a, "pf", &a) == 0 && bricks_settled(&e, "pf") &&
+                cg_lookup(&e.a, &bfs_gfid_root, "pf", &a) == 0,
+            "B made pf (100 bytes), its post-ops ran (their invalidations reach A), "
+            "A looked it up")) {
         ep_close_env(&e);
         return;
     }
@@ -697,12 +760,173 @@ static void test_disperse_prefetched(void)
     ep_close_env(&e);
 }
 
+/* ---- changes below md-cache: the changelog's post-op ---- */
+
+/* Heals in the background: a lookup that finds another client's dirty
+ * marks answers before its heal's lock ends that client's window. An idle
+ * eager lock lasts 2 s (replicate ends it by that delay, not at the
+ * close): long enough for the lookups before it on a loaded machine,
+ * shorter than bricks_settled's quiet time. */
+static const char *const rep3_type = " type cluster/replicate\n"
+                                     " option cluster.post-op-delay-ms 2000\n";
+static const char *const ec21_type = " type cluster/disperse\n option redundancy 1\n"
+                                     " option cluster.background-self-heal-count 0\n"
+                                     " option cluster.post-op-delay-ms 2000\n";
+
+/* A's lookup of name answers the ctime of one of the copies (fragments) on
+ * the bricks, as a client that kept nothing would see it. */
+static bool ctime_exact(struct ep_env *e, const char *name)
+{
+    struct bfs_iatt l;
+    if (cg_lookup(&e->a, &bfs_gfid_root, name, &l) < 0)
+        return false;
+    int64_t c = l.ctime_sec * 1000000000 + l.ctime_nsec;
+    for (int i = 0; i < 3; i++)
+        if (brick_ctime_ns(e, i, name) == c)
+            return true;
+    printf("# A's lookup: ctime %lld.%09u; bricks %lld %lld %lld\n", (long long)l.ctime_sec,
+           l.ctime_nsec, (long long)brick_ctime_ns(e, 0, name),
+           (long long)brick_ctime_ns(e, 1, name), (long long)brick_ctime_ns(e, 2, name));
+    return false;
+}
+
+/* A looks name up twice (the second answered by md-cache), then the
+ * writer's fd is closed (its eager lock ends: the post-op) and A's next
+ * lookup must answer the bricks' ctime. */
+static void kept_then_exact(struct ep_env *e, struct cg_vol *writer, struct bfs_fd *fd,
+                            const char *name, const char *what)
+{
+    struct bfs_iatt l;
+    is_int(cg_lookup(&e->a, &bfs_gfid_root, name, &l), 0, "A looks %s up", name);
+    long l0 = below(&e->a, "lookup");
+    is_int(cg_lookup(&e->a, &bfs_gfid_root, name, &l), 0, "and again");
+    is_int((int)(below(&e->a, "lookup") - l0), 0, "answered by md-cache");
+    cg_flush_close(writer, fd);
+    ok(bricks_settled(e, name), "the writer closed %s; the post-op ran on the bricks", name);
+    ok(ctime_exact(e, name), "A's lookup answers the ctime the bricks have after the post-op "
+       "(%s)", what);
+}
+
+static bool ep_opened(struct ep_env *e, const char *prefix, const char *type, const char *what)
+{
+    if (ok(ep_open_env_of(e, prefix, type) == 0, "3 bricks with upcall behind protocol/server; "
+           "A (%s, md-cache) and B", what))
+        return true;
+    ep_close_env(e);
+    return false;
+}
+
+/* A's own write: its post-op (at the close, 500 ms eager lock) moves the
+ * ctime on the bricks after A learned the file's attributes. */
+static void own_postop(const char *prefix, const char *type, const char *what)
+{
+    struct ep_env e;
+    struct bfs_iatt a;
+    struct bfs_fd *fd = NULL;
+    if (!ep_opened(&e, prefix, type, what))
+        return;
+    if (ok(cg_create(&e.a, &bfs_gfid_root, "own", &fd, &a) == 0, "A creates own")) {
+        is_int(cg_write(&e.a, fd, 0, "hello", 5), 5, "A writes 5 bytes (fd still open)");
+        kept_then_exact(&e, &e.a, fd, "own", what);
+    }
+    ep_close_env(&e);
+}
+
+/* A heard its invalidations: the count moved, then stopped moving. */
+static bool heard(struct cg_vol *v, long before)
+{
+    bool got = false;
+    for (int i = 0; i < 500 && !got; i++) {
+        got = mdc_counter(v, "invalidations") > before;
+        if (!got)
+            usleep(10000);
+    }
+    for (long n = -1; got && n != mdc_counter(v, "invalidations");) {
+        n = mdc_counter(v, "invalidations");
+        usleep(200000); /* the pre-op's and the write's, from every brick */
+    }
+    return got;
+}
+
+/* B's write: B's post-op moves the ctime after A learned the attributes
+ * the write's invalidation made it fetch again. */
+static void other_postop(const char *prefix, const char *type, const char *what)
+{
+    struct ep_env e;
+    struct bfs_iatt a, l;
+    struct bfs_fd *fd = NULL;
+    if (!ep_opened(&e, prefix, type, what))
+        return;
+    if (ok(cg_put(&e.b, &bfs_gfid_root, "oth", "hello", &a) == 0 && bricks_settled(&e, "oth") &&
+               cg_lookup(&e.a, &bfs_gfid_root, "oth", &l) == 0,
+           "B made oth, A looked it up")) {
+        long inv = mdc_counter(&e.a, "invalidations");
+        is_int(cg_open(&e.b, &a.gfid, O_WRONLY, &fd), 0, "B opens oth for writing");
+        is_int(cg_write(&e.b, fd, 0, "HELLO", 5), 5, "B writes (fd still open)");
+        ok(heard(&e.a, inv), "A heard B's write");
+        kept_then_exact(&e, &e.b, fd, "oth", what);
+    }
+    ep_close_env(&e);
+}
+
+/* A's create in a directory A made: the entry transaction's post-op on
+ * the directory (after the create's answer) moves its times, not its
+ * names: what md-cache knows of its names still answers (here a missing
+ * one: the kernel's LOOKUP before the next create), its attributes not. */
+static void test_rep_postop_names(void)
+{
+    struct ep_env e;
+    struct bfs_iatt d, f, l;
+    struct bfs_fd *fd = NULL;
+    if (!ep_opened(&e, "rep-names-b", rep3_type, "replicate 3"))
+        return;
+    if (ok(cg_mkdir(&e.a, &bfs_gfid_root, "d", &d) == 0 &&
+               cg_create(&e.a, &d.gfid, "f1", &fd, &f) == 0,
+           "A made d and d/f1")) {
+        cg_flush_close(&e.a, fd);
+        ok(bricks_settled(&e, "d"), "the post-op on d ran on the bricks");
+        long l0 = below(&e.a, "lookup");
+        is_int(cg_lookup(&e.a, &d.gfid, "nx", &l), -ENOENT, "A looks d/nx up: no such name");
+        is_int((int)(below(&e.a, "lookup") - l0), 0, "answered by md-cache");
+        struct bfs_stat_req sr = {0};
+        struct bfs_stat_rep srep;
+        sr.loc.gfid = d.gfid;
+        is_int(bfs_sync_stat(e.a.top, e.a.st, &sr, &srep), 0, "A stats d");
+        int64_t c = srep.attr.ctime_sec * 1000000000 + srep.attr.ctime_nsec;
+        ok(c == brick_ctime_ns(&e, 0, "d") || c == brick_ctime_ns(&e, 1, "d") ||
+               c == brick_ctime_ns(&e, 2, "d"),
+           "with the ctime the bricks have after the post-op");
+        bfs_stat_rep_clear_dup(&srep);
+    }
+    ep_close_env(&e);
+}
+
+static void test_rep_own_postop(void)
+{
+    own_postop("rep-own-b", rep3_type, "replicate 3");
+}
+
+static void test_ec_own_postop(void)
+{
+    own_postop("ec-own-b", ec21_type, "disperse 2+1");
+}
+
+static void test_rep_other_postop(void)
+{
+    other_postop("rep-oth-b", rep3_type, "replicate 3");
+}
+
+static void test_ec_other_postop(void)
+{
+    other_postop("ec-oth-b", ec21_type, "disperse 2+1");
+}
+
 int main(void)
 {
     plan_lazy();
     if (!cg_can_run())
         return 0;
-    alarm(120);
+    alarm(300);
     ok(cg_init("mdc") == 0, "process resources");
     static const struct cg_test tests[] = {
         {"learned", test_learned},
@@ -713,6 +937,11 @@ int main(void)
         {"disperse-read", test_disperse_read},
         {"disperse-invalidated", test_disperse_invalidated},
         {"disperse-prefetched", test_disperse_prefetched},
+        {"rep-own-postop", test_rep_own_postop},
+        {"rep-postop-names", test_rep_postop_names},
+        {"disperse-own-postop", test_ec_own_postop},
+        {"rep-other-postop", test_rep_other_postop},
+        {"disperse-other-postop", test_ec_other_postop},
     };
     cg_run(tests, sizeof(tests) / sizeof(tests[0]), "MDC_TEST");
     cg_fini();

@@ -3,9 +3,9 @@
 # 114-mgmt-md-cache.t — cache invalidation in the graphs brickfsd makes
 # (src/mgmt/volgen.c, docs/design/cache-invalidation.md "Defaults"):
 #   - every brick graph has features/upcall; a mount's graph has
-#     performance/md-cache (default timeout on one brick and on distribute,
-#     10 s on a volume with replicate or disperse unless set); the client.vol brickfsd's own
-#     daemons run has none;
+#     performance/md-cache (the translator's default timeout on every volume
+#     type, replicate and disperse included, unless set); the client.vol
+#     brickfsd's own daemons run has none;
 #   - two mounts of a one-brick volume: a change made through one is seen
 #     through the other (polled: upcalls are asynchronous), and the other's
 #     md-cache answers stats without the brick;
@@ -107,8 +107,11 @@ EXPECT 1 eval "api body GET /v1/volumes/v2/volfile/client | grep -c 'md-cache-ti
 EXPECT 0 eval "api body GET /v1/volumes/v2/volfile/client | grep -c 'md-cache-timeout 10\$'"
 TEST umount_fuse "$T/m3"
 
-# ---- a replicated volume: the changelog moves ctimes without an upcall, so 10 s ----
+# ---- replicated and dispersed volumes: the default too (their changelog and
+# heals are invalidated exactly: cache-invalidation.md, "Defaults") ----
 TEST cli volume create v4 replica 2 "127.0.0.1:$B/r1" "127.0.0.1:$B/r2" force
-EXPECT 1 eval "api body GET /v1/volumes/v4/volfile/client | grep -c 'option performance.md-cache-timeout 10\$'"
+EXPECT 0 eval "api body GET /v1/volumes/v4/volfile/client | grep -c 'md-cache-timeout'"
+TEST cli volume create v5 disperse 3 redundancy 1 "127.0.0.1:$B/e1" "127.0.0.1:$B/e2" "127.0.0.1:$B/e3" force
+EXPECT 0 eval "api body GET /v1/volumes/v5/volfile/client | grep -c 'md-cache-timeout'"
 
 done_testing

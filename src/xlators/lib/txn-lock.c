@@ -17,6 +17,7 @@
 
 #include "core/fops-util.h"
 #include "txn-priv.h"
+#include "upcall-mark.h"
 
 enum { R_POSTOP = 1, R_POSTOP_DONE, R_UNLOCK };
 
@@ -406,6 +407,18 @@ void bfs__txn_wind_changelog(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_
     bfs__txn_wind_changelog_x(lk, op, mask, dirty, blame, by, read_row, NULL);
 }
 
+void bfs__txn_postop_announce(struct bfs_txn_lock *lk, const struct bfs_op *op)
+{
+    int n = lk->cl->n;
+    for (int o = 0; o < lk->nobj; o++) {
+        bool sent = false; /* a failed reply may still have reached the brick */
+        for (int i = 0; i < n && !sent; i++)
+            sent = op->replies[o * n + i].valid;
+        if (sent)
+            bfs_upcall_local(lk->cl->xl, &lk->obj[o], true);
+    }
+}
+
 bool bfs__txn_marks_unacked(const struct bfs_txn_lock *lk)
 {
     const struct bfs_changelog_ops *ops = lk->cl->cl;
@@ -495,6 +508,7 @@ static int release_step(struct bfs_op *op)
     }
     case R_POSTOP_DONE:
         bfs__txn_postop_unlocked(lk, op); /* those need no unlock of their own */
+        bfs__txn_postop_announce(lk, op);
         bfs_op_reset_replies(op); /* a failed post-op leaves a dirty mark: healed later */
         op->state = R_UNLOCK;
         return BFS_OP_CONTINUE;

@@ -78,6 +78,10 @@ void bfs__txn_wind_postop(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t m
 /* After that post-op: children whose brick released the lock leave the
  * lock set's locked mask (and are remembered as able to piggyback). */
 void bfs__txn_postop_unlocked(struct bfs_txn_lock *lk, const struct bfs_op *op);
+/* After that post-op: the objects it reached on some brick changed (their
+ * ctime moved after every answer of the window): md-cache above is told
+ * (lib/upcall-mark.h, bfs_upcall_local). */
+void bfs__txn_postop_announce(struct bfs_txn_lock *lk, const struct bfs_op *op);
 /* Right after locking: true when t's pre-op goes in its fop (t->piggy set,
  * lk->set = locked, lk->dirtied filled in after the fop). */
 bool bfs__txn_piggy_preop(struct bfs_txn *t, uint32_t locked);

@@ -546,6 +546,7 @@ static int txn_step(struct bfs_op *op)
     }
     case T_POSTOP_DONE:
         bfs__txn_postop_unlocked(lk, op);
+        bfs__txn_postop_announce(lk, op);
         bfs_op_reset_replies(op);
         op->state = T_UNLOCK;
         return BFS_OP_CONTINUE;

@@ -29,4 +29,19 @@ static inline void bfs_unwind_open_unmarked(struct bfs_frame *frame, int rc,
     bfs_dict_unref(r.xdata);
 }
 
+/* Tells the translators above xl (performance/md-cache) that this client
+ * changed g below them without a fop they saw: a changelog xattrop moved
+ * its ctime (times_only), or a heal ran on it. The bricks' upcall tells
+ * every other client; this one is the origin and is left out, so its
+ * invalidation goes up here, with no message (docs/design/
+ * cache-invalidation.md, "Messages"). Call it once the change is on the
+ * bricks (their replies are in). */
+static inline void bfs_upcall_local(struct bfs_xl *xl, const struct bfs_gfid *g, bool times_only)
+{
+    struct bfs_upcall up = {.kind = BFS_UPCALL_INODE, .gfid = *g, .local = true,
+                            .times_only = times_only};
+    if (!bfs_gfid_is_null(g))
+        bfs_xl_notify_parents(xl, BFS_EV_UPCALL, &up);
+}
+
 #endif

@@ -43,6 +43,7 @@
 #include "core/graph.h"
 #include "disperse.h"
 #include "xlators/lib/heal-name.h"
+#include "xlators/lib/upcall-mark.h"
 
 #define HEAL_STRIPES 64 /* stripes per run of the data heal */
 
@@ -66,9 +67,14 @@ static int hsync(struct ec_hctx *h, int i, int fop, const void *req, void *rep)
 
 static void heal_end(struct ec_hctx *h)
 {
+    bool ran = h->locked != 0;
     bfs_lkset_unlock_sync(&h->lk, h->p->xl, h->st, h->locked);
     bfs_lkset_clear(&h->lk);
     bfs_stack_unref(h->st);
+    /* a heal that got its locks may have moved times below md-cache (cold
+     * path: told after every such heal, changed or not) */
+    if (ran)
+        bfs_upcall_local(h->p->xl, &h->gfid, false);
 }
 
 static uint32_t up_of(void *arg)

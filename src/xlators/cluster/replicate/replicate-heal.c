@@ -28,6 +28,7 @@
 #include "core/event.h"
 #include "core/graph.h"
 #include "replicate.h"
+#include "xlators/lib/upcall-mark.h"
 
 /* ---- building blocks ---- */
 
@@ -220,6 +221,7 @@ void afr_heal_end(struct afr_hctx *h, uint32_t healed, bool split)
     if (inode)
         bfs_inode_unref(inode);
     unlock_all(h);
+    bfs_upcall_local(xl, &h->gfid, false); /* the heal changed copies below md-cache */
     hctx_free(h);
     if (split)
         __atomic_add_fetch(&p->n_split, 1, __ATOMIC_RELAXED);

@@ -107,6 +107,7 @@ static struct up_note *note_of(int fop, const void *req, int *rc)
     case BFS_FOP_FREMOVEXATTR: case BFS_FOP_COPY_FILE_RANGE: case BFS_FOP_CREATE:
     case BFS_FOP_MKNOD: case BFS_FOP_MKDIR: case BFS_FOP_SYMLINK: case BFS_FOP_LINK:
     case BFS_FOP_UNLINK: case BFS_FOP_RMDIR: case BFS_FOP_RENAME:
+    case BFS_FOP_XATTROP: case BFS_FOP_FXATTROP: /* the changelog: its ctime */
         break;
     default:
         return NULL;
@@ -124,6 +125,8 @@ static struct up_note *note_of(int fop, const void *req, int *rc)
     case BFS_FOP_REMOVEXATTR:
         *rc = note_loc(n, &((const struct bfs_removexattr_req *)req)->loc);
         break;
+    case BFS_FOP_XATTROP: *rc = note_loc(n, &((const struct bfs_xattrop_req *)req)->loc); break;
+    case BFS_FOP_FXATTROP: note_fd(n, ((const struct bfs_fxattrop_req *)req)->fd); break;
     case BFS_FOP_WRITE: note_fd(n, ((const struct bfs_write_req *)req)->fd); break;
     case BFS_FOP_FTRUNCATE: note_fd(n, ((const struct bfs_ftruncate_req *)req)->fd); break;
     case BFS_FOP_FSETATTR: note_fd(n, ((const struct bfs_fsetattr_req *)req)->fd); break;

@@ -26,6 +26,11 @@
  * is not older than anything the tables were told. Calls that learn carry
  * a struct mdc_call as cookie, freed in their callback.
  *
+ * Invalidations come from the bricks (features/upcall: another client's
+ * change) and from the cluster translators below (local: this client's own
+ * post-op or heal, lib/upcall-mark.h); a post-op's moves times only, so it
+ * drops only the attributes, and only of its inode (tseq, not seq).
+ *
  * setxattr of "brickfs.md-cache.flush" (any value) on any file empties the
  * cache without going down (setfattr -n brickfs.md-cache.flush -v 1 MOUNT).
  */
@@ -46,6 +51,7 @@ enum mdc_class { MDC_PASS, MDC_LEARN, MDC_ATIME, MDC_INODE, MDC_NEW, MDC_GONE, M
 struct mdc_call {
     enum mdc_class cls;
     uint64_t seq;   /* p->seq when wound (after our own bump for changes) */
+    uint64_t tseq;  /* p->tseq when wound */
     bool alone;     /* no change was in flight when wound */
     uint64_t until; /* what we learn is good until then */
     uint32_t uid, gid;
@@ -179,8 +185,11 @@ static bool answer_lookup(struct mdc_priv *p, struct bfs_frame *frame, const str
 {
     uint32_t uid = frame->stack->uid, gid = frame->stack->gid;
     struct mdc_inode *pin = bfs__mdc_inode_get(p, &l->pargfid);
-    if (!bfs__mdc_attr_valid(pin, now))
+    if (!bfs__mdc_names_valid(pin, now))
         return false;
+    /* the parent's own attributes, when its times are unknown: none (the
+     * bridges above read only the child's) */
+    struct bfs_iatt parent = pin->attr_ok ? pin->attr : (struct bfs_iatt){0};
     struct mdc_entry *e = bfs__mdc_entry_get(p, &l->pargfid, l->name);
     if (e) {
         struct mdc_inode *in = bfs__mdc_inode_get(p, &e->child);
@@ -189,14 +198,14 @@ static bool answer_lookup(struct mdc_priv *p, struct bfs_frame *frame, const str
             (!bfs_gfid_is_null(&l->gfid) && !bfs_gfid_eq(&l->gfid, &e->child)))
             return false;
         rep->attr = in->attr;
-        rep->parent = pin->attr;
+        rep->parent = parent;
         *rc = 0;
         p->hits++;
         return true;
     }
     if (pin->complete && now < pin->complete_until && pin->cuid == uid && pin->cgid == gid &&
         bfs_gfid_is_null(&l->gfid)) {
-        rep->parent = pin->attr;
+        rep->parent = parent;
         *rc = -ENOENT;
         p->neg_hits++;
         return true;
@@ -298,12 +307,21 @@ static const struct bfs_iatt *postparent(int fop, const void *rep)
     }
 }
 
+/* Attributes a's inode had when c was wound: not if our own post-op moved
+ * its times since (the reply may predate it). */
+static void learn_attr(struct mdc_priv *p, const struct mdc_call *c, const struct bfs_iatt *a)
+{
+    struct mdc_inode *in = bfs__mdc_inode_get(p, &a->gfid);
+    if (!in || in->tseq <= c->tseq)
+        bfs__mdc_attr_set(p, a, c->until);
+}
+
 static void learn_ok(struct mdc_priv *p, const struct mdc_call *c, int fop, const void *rep)
 {
     const struct bfs_iatt *post, *pp = postparent(fop, rep);
     (void)rep_xdata(fop, rep, &post);
     if (pp && bfs_gfid_eq(&pp->gfid, &c->par))
-        bfs__mdc_attr_set(p, pp, c->until);
+        learn_attr(p, c, pp);
     if (post && bfs_gfid_is_null(&post->gfid))
         post = NULL;
     if (post && c->cls == MDC_ATIME && !bfs_gfid_eq(&post->gfid, &c->gfid))
@@ -311,7 +329,7 @@ static void learn_ok(struct mdc_priv *p, const struct mdc_call *c, int fop, cons
     if (fop == BFS_FOP_OPEN && c->cls != MDC_ATIME)
         post = NULL; /* O_TRUNC: cluster translators answer the open's pre-truncate times */
     if (post)
-        bfs__mdc_attr_set(p, post, c->until);
+        learn_attr(p, c, post);
     if (c->name && c->cls == MDC_GONE)
         bfs__mdc_entry_drop(p, &c->par, c->name);
     else if (c->name && post)
@@ -356,7 +374,8 @@ static void learn_not(struct mdc_priv *p, const struct mdc_call *c, int rc)
 static bool restore_prefetched(struct mdc_priv *p, const struct mdc_call *c)
 {
     struct mdc_inode *in = bfs__mdc_inode_get(p, &c->gfid);
-    if (!c->had || !in || in->attr_ok || !bfs_gfid_eq(&c->prev.gfid, &c->gfid))
+    if (!c->had || !in || in->attr_ok || !bfs_gfid_eq(&c->prev.gfid, &c->gfid) ||
+        in->tseq > c->tseq)
         return false;
     in->attr = c->prev;
     in->attr_ok = true;
@@ -534,6 +553,7 @@ static int mdc_dispatch(struct bfs_frame *frame, struct bfs_xl *xl, int fop, con
     if (!c)
         return -ENOMEM;
     pthread_mutex_lock(&p->lock);
+    c->tseq = p->tseq;
     if (cls == MDC_LEARN) {
         c->alone = p->changing == 0;
         c->seq = p->seq;
@@ -557,11 +577,31 @@ static int mdc_dispatch(struct bfs_frame *frame, struct bfs_xl *xl, int fop, con
 
 /* ---- invalidations ---- */
 
+/* Our own post-op moved g's times (no name changed): its attributes go,
+ * names under it stay, and replies in flight teach nothing of g's
+ * attributes (tseq) but the rest of what they say is good. */
+static void times_moved(struct mdc_priv *p, const struct bfs_gfid *g)
+{
+    struct mdc_inode *in = bfs__mdc_inode_make(p, g);
+    p->tseq++;
+    if (in) {
+        in->tseq = p->tseq;
+        bfs__mdc_attr_stale(p, g);
+    } else {
+        p->seq++; /* no record to say it: nothing in flight counts */
+    }
+}
+
 static void invalidate(struct mdc_priv *p, const struct bfs_upcall *up)
 {
     pthread_mutex_lock(&p->lock);
-    p->seq++;
     p->invalidations++;
+    if (up->kind == 1 && up->local && up->times_only) {
+        times_moved(p, &up->gfid);
+        pthread_mutex_unlock(&p->lock);
+        return;
+    }
+    p->seq++;
     if (up->kind == 1) {
         bfs__mdc_attr_drop(p, &up->gfid);
     } else if (up->kind == 2 && up->name) {
@@ -647,9 +687,9 @@ static void mdc_fini(struct bfs_xl *xl)
 }
 
 /* Volume options (`volume set`): volgen places md-cache in a mount's
- * client graph unless performance.md-cache is off, and on volumes with
- * cluster translators writes a shorter timeout unless one is set
- * (src/mgmt/volgen.c, docs/design/cache-invalidation.md "Defaults"). */
+ * client graph unless performance.md-cache is off, with the default
+ * timeout unless one is set (src/mgmt/volgen.c,
+ * docs/design/cache-invalidation.md "Defaults"). */
 static const struct bfs_option_desc mdc_options[] = {
     {.key = MDC_OPT_ON, .type = BFS_OPT_BOOL, .def = "on",
      .description = "cache attributes and names on the client, kept valid by the bricks' "
@@ -658,9 +698,9 @@ static const struct bfs_option_desc mdc_options[] = {
      .flags = BFS_OPT_F_CLIENT | BFS_OPT_F_SETTABLE},
     {.key = MDC_OPT_TIMEOUT, .type = BFS_OPT_TIME, .def = "60", .min = 0, .max = 3600,
      .description = "seconds a cached attribute or name may be used after it was fetched "
-                    "(0 = off); only replies of bricks running features/upcall are cached. "
-                    "volgen writes 10 on volumes with replicate, disperse or distribute "
-                    "unless set (their heals move times below md-cache)",
+                    "(0 = off); only replies of bricks running features/upcall are cached; "
+                    "it bounds staleness only when a brick's connection is dead but not yet "
+                    "noticed (every change is invalidated otherwise)",
      .flags = BFS_OPT_F_CLIENT | BFS_OPT_F_SETTABLE},
     {.key = MDC_OPT_SIZE, .type = BFS_OPT_INT, .def = "65536", .min = 1024, .max = 16777216,
      .description = "most inode records and most names kept (each table is emptied when full)",

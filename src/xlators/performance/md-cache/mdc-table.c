@@ -121,6 +121,11 @@ bool bfs__mdc_attr_valid(const struct mdc_inode *in, uint64_t now)
     return in && in->attr_ok && now < in->attr_until;
 }
 
+bool bfs__mdc_names_valid(const struct mdc_inode *in, uint64_t now)
+{
+    return in && (in->attr_ok || in->names_ok) && now < in->attr_until;
+}
+
 void bfs__mdc_attr_set(struct mdc_priv *p, const struct bfs_iatt *a, uint64_t until)
 {
     struct mdc_inode *in = bfs__mdc_inode_make(p, &a->gfid);
@@ -128,6 +133,7 @@ void bfs__mdc_attr_set(struct mdc_priv *p, const struct bfs_iatt *a, uint64_t un
         return;
     in->attr = *a;
     in->attr_ok = true;
+    in->names_ok = false;
     in->attr_until = until;
 }
 
@@ -137,6 +143,7 @@ void bfs__mdc_attr_drop(struct mdc_priv *p, const struct bfs_gfid *g)
     if (!in)
         return;
     in->attr_ok = false;
+    in->names_ok = false;
     in->complete = false;
     in->gen++; /* every entry learned under it goes too */
 }
@@ -144,8 +151,10 @@ void bfs__mdc_attr_drop(struct mdc_priv *p, const struct bfs_gfid *g)
 void bfs__mdc_attr_stale(struct mdc_priv *p, const struct bfs_gfid *g)
 {
     struct mdc_inode *in = bfs__mdc_inode_get(p, g);
-    if (in)
+    if (in) {
+        in->names_ok = in->attr_ok || in->names_ok;
         in->attr_ok = false;
+    }
 }
 
 void bfs__mdc_complete_drop(struct mdc_priv *p, const struct bfs_gfid *dir)

@@ -28,6 +28,11 @@ struct mdc_inode {
     struct bfs_gfid gfid;
     struct bfs_iatt attr;
     bool attr_ok;
+    /* attributes dropped for their times only (an atime, a changelog
+     * post-op's ctime): the names under it and its completeness still
+     * hold until attr_until */
+    bool names_ok;
+    uint64_t tseq;          /* mdc_priv.tseq at its last times-only invalidation */
     uint64_t attr_until;    /* monotonic ns */
     uint64_t gen;           /* bumped when the attributes are dropped */
     bool complete;          /* a directory whose every name we know */
@@ -58,6 +63,11 @@ struct mdc_priv {
     /* Moves on every change sent and every invalidation received: a reply
      * is learned only if it did not move while the call was out. */
     uint64_t seq;
+    /* Moves on every local times-only invalidation (this client's own
+     * post-op, lib/upcall-mark.h), which leaves seq alone: the inode it
+     * names keeps the value (mdc_inode.tseq), and a reply wound before
+     * that teaches nothing of that inode's attributes (and only of it). */
+    uint64_t tseq;
     uint64_t changing; /* changes of this client in flight */
     /* counters for the dump and the tests */
     uint64_t hits, neg_hits, misses, invalidations, flushes;
@@ -73,9 +83,13 @@ struct mdc_inode *bfs__mdc_inode_get(struct mdc_priv *p, const struct bfs_gfid *
 struct mdc_inode *bfs__mdc_inode_make(struct mdc_priv *p, const struct bfs_gfid *g);
 /* Attributes usable at now. */
 bool bfs__mdc_attr_valid(const struct mdc_inode *in, uint64_t now);
+/* The names under it (entries, completeness) usable at now: its attributes
+ * are valid, or were dropped by bfs__mdc_attr_stale only. */
+bool bfs__mdc_names_valid(const struct mdc_inode *in, uint64_t now);
 void bfs__mdc_attr_set(struct mdc_priv *p, const struct bfs_iatt *a, uint64_t until);
 void bfs__mdc_attr_drop(struct mdc_priv *p, const struct bfs_gfid *g);
-/* Only the attributes (an atime moved): names under it and completeness stay. */
+/* Only the attributes (an atime or a ctime moved): names under it and
+ * completeness stay. */
 void bfs__mdc_attr_stale(struct mdc_priv *p, const struct bfs_gfid *g);
 
 struct mdc_entry *bfs__mdc_entry_get(struct mdc_priv *p, const struct bfs_gfid *par,
