@@ -106,7 +106,11 @@ static void test_dropped(void)
 {
     struct cg_vol v;
     struct bfs_iatt a;
-    if (cg_rep_open(&v, 3, false, NULL) < 0)
+    /* no entry window on the root (on by default since session 8): with
+     * the put's window still open, the child event below added a lookup
+     * per brick to the read's count in 1 run of 4; windows are not what
+     * this scenario is about */
+    if (cg_rep_open(&v, 3, false, " option cluster.entry-eager-lock off\n") < 0)
         return;
     put_forgotten(&v, "e", "event", &a);
     cg_down(&v, 2, true);
