@@ -165,7 +165,7 @@ static bool open_prefetched(struct cg_vol *v, const struct bfs_gfid *g)
  * knows the copies asks the reading copy only (c0 for about a third). */
 static void test_no_blind_prefetch(void)
 {
-    enum { N = 12 };
+    enum { N = 24 }; /* c0 serves none of them by chance: (2/3)^N */
     struct cg_vol v;
     struct bfs_iatt a[N];
     if (cg_rep_open(&v, 3, false, NULL) < 0)
@@ -175,7 +175,7 @@ static void test_no_blind_prefetch(void)
     for (int k = 0; k < N; k++) {
         char name[16];
         snprintf(name, sizeof(name), "p%d", k);
-        (void)cg_put(&v, &bfs_gfid_root, name, name, &a[k]);
+        (void)cg_put_settled(&v, &bfs_gfid_root, name, name, &a[k]); /* known: clean */
     }
     for (int k = 0; k < N; k++) /* nothing known: the put's inode is gone */
         blind += open_prefetched(&v, &a[k].gfid);
