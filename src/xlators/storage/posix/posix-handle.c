@@ -115,16 +115,26 @@ void bfs__px_unlock2(pthread_mutex_t *a, pthread_mutex_t *b)
 
 /* Through /proc/self/fd so that it works on O_PATH fds and on symlinks (the
  * magic link lands on the inode itself, nothing further is followed). */
-int bfs__px_gfid_get(int fd, struct bfs_gfid *out)
+static int gfid_read(ssize_t n, const struct bfs_gfid *out)
 {
-    char path[PX_PROC_FD_LEN];
-    bfs__px_proc_path(fd, path);
-    ssize_t n = SYS.getxattr(path, PX_GFID_XATTR, out->b, sizeof(out->b));
     if (n < 0)
         return errno == ERANGE ? -EIO : -errno;
     if (n != (ssize_t)sizeof(out->b) || bfs_gfid_is_null(out))
         return -EIO;
     return 0;
+}
+
+int bfs__px_gfid_get(int fd, struct bfs_gfid *out)
+{
+    char path[PX_PROC_FD_LEN];
+    bfs__px_proc_path(fd, path);
+    return gfid_read(SYS.getxattr(path, PX_GFID_XATTR, out->b, sizeof(out->b)), out);
+}
+
+/* The same on an fd open for I/O (not O_PATH): no procfs walk. */
+static int gfid_get_io(int fd, struct bfs_gfid *out)
+{
+    return gfid_read(SYS.fgetxattr(fd, PX_GFID_XATTR, out->b, sizeof(out->b)), out);
 }
 
 /* On an fd open for I/O directly: the /proc/self/fd path costs a lookup of
@@ -372,9 +382,13 @@ static int open_cached_path(struct px_priv *p, const struct bfs_gfid *g, struct 
     last = last ? last + 1 : path;
     if (parse_target(buf, &hpg, &name) < 0 || !bfs_gfid_eq(&hpg, &pg) || strcmp(name, last) != 0)
         return -ENOENT;
+    /* O_RDONLY, not O_PATH: as root a folder always opens so, and its GFID
+     * then reads with fgetxattr instead of through /proc/self/fd (0.8 µs
+     * less per resolution, performance note 44). Only folders: opening
+     * anything else could block (a FIFO) or act (a device). */
     struct px_obj cur = PX_OBJ_INIT;
-    cur.fd = SYS.openat_beneath(p->root_fd, path, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
-    if (cur.fd < 0 || SYS.fstat(cur.fd, &cur.st) < 0 || bfs__px_gfid_get(cur.fd, &cur.gfid) < 0 ||
+    cur.fd = SYS.openat_beneath(p->root_fd, path, O_RDONLY | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+    if (cur.fd < 0 || SYS.fstat(cur.fd, &cur.st) < 0 || gfid_get_io(cur.fd, &cur.gfid) < 0 ||
         !bfs_gfid_eq(&cur.gfid, g)) {
         bfs__px_obj_close(&cur);
         return -ENOENT;
