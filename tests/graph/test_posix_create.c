@@ -14,9 +14,12 @@
  *   - a create's preparent (taken from the parent's resolution instead of a
  *     second fstat) is the parent before the create: its mtime is not the
  *     postparent's once the clock moved, and its link count and type are
- *     the folder's.
+ *     the folder's;
+ *   - a new file's GFID goes through its own fd and its attributes are taken
+ *     once, after its handle (note 44): the answer is what a stat finds.
  * Needs root (storage/posix: trusted xattrs); skips otherwise.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -33,10 +36,11 @@ static char tmpdir[64], brickdir[128];
 static struct bfs_stack *st;
 static struct bfs_graph *g;
 
-static int create(const char *name, mode_t mode, mode_t um, struct bfs_create_rep *out)
+static int create_in(const struct bfs_gfid *dir, const char *name, mode_t mode, mode_t um,
+                     struct bfs_create_rep *out)
 {
     struct bfs_fd *fd = bfs_fd_new(g, NULL, O_RDWR, 0);
-    struct bfs_create_req q = {.loc = {.pargfid = bfs_gfid_root, .name = name}, .fd = fd,
+    struct bfs_create_req q = {.loc = {.pargfid = *dir, .name = name}, .fd = fd,
                                .flags = O_RDWR | O_CREAT | O_EXCL, .mode = mode, .umask = um};
     struct bfs_create_rep r;
     int rc = bfs_sync_create(g->top, st, &q, &r);
@@ -49,6 +53,23 @@ static int create(const char *name, mode_t mode, mode_t um, struct bfs_create_re
     }
     bfs_fd_unref(fd);
     return rc;
+}
+
+static int create(const char *name, mode_t mode, mode_t um, struct bfs_create_rep *out)
+{
+    return create_in(&bfs_gfid_root, name, mode, um, out);
+}
+
+static int mkdir_sub(const char *name, struct bfs_gfid *out)
+{
+    struct bfs_mkdir_req q = {.loc = {.pargfid = bfs_gfid_root, .name = name}, .mode = 0755};
+    struct bfs_mkdir_rep r;
+    int rc = bfs_sync_mkdir(g->top, st, &q, &r);
+    if (rc >= 0) {
+        *out = r.attr.gfid;
+        bfs_mkdir_rep_clear_dup(&r);
+    }
+    return rc < 0 ? rc : 0;
 }
 
 static mode_t mode_on_brick(const char *name)
@@ -145,6 +166,94 @@ static void test_preparent(void)
        "postparent is later than preparent");
 }
 
+/* ---- a create's own system calls (performance note 44) ---- */
+
+static int (*real_fstat)(int, struct stat *);
+static int (*real_setxattr)(const char *, const char *, const void *, size_t, int);
+static int (*real_fsetxattr)(int, const char *, const void *, size_t, int);
+static ssize_t (*real_getxattr)(const char *, const char *, void *, size_t);
+static int n_fstat, n_setxattr, n_fsetxattr, n_getxattr;
+
+static int count_fstat(int fd, struct stat *s)
+{
+    n_fstat++;
+    return real_fstat(fd, s);
+}
+
+static int count_setxattr(const char *p, const char *k, const void *v, size_t n, int f)
+{
+    n_setxattr++;
+    return real_setxattr(p, k, v, n, f);
+}
+
+static int count_fsetxattr(int fd, const char *k, const void *v, size_t n, int f)
+{
+    n_fsetxattr++;
+    return real_fsetxattr(fd, k, v, n, f);
+}
+
+static ssize_t count_getxattr(const char *p, const char *k, void *v, size_t n)
+{
+    n_getxattr++;
+    return real_getxattr(p, k, v, n);
+}
+
+static int stat_rep(const struct bfs_gfid *gf, struct bfs_iatt *out)
+{
+    struct bfs_stat_req q = {.loc = {.gfid = *gf}};
+    struct bfs_stat_rep r;
+    int rc = bfs_sync_stat(g->top, st, &q, &r);
+    if (rc >= 0)
+        *out = r.attr;
+    bfs_stat_rep_clear_dup(&r);
+    return rc;
+}
+
+/* A new file's GFID is written through its own fd (fsetxattr, not the
+ * /proc/self/fd path), and its attributes are taken once, after its
+ * handle: three fstat in all with the folder's resolution and postparent,
+ * and the answer is still the file as a stat finds it. */
+static void test_syscalls(void)
+{
+    int (*override)(const char *, void *, void **) =
+        (int (*)(const char *, void *, void **))dlsym(g->top->dlhandle, "bfs_posix_sys_override");
+    void *o1 = NULL, *o2 = NULL, *o3 = NULL, *o4 = NULL;
+    if (!override || override("fstat", (void *)count_fstat, &o1) < 0 ||
+        override("setxattr", (void *)count_setxattr, &o2) < 0 ||
+        override("fsetxattr", (void *)count_fsetxattr, &o3) < 0 ||
+        override("getxattr", (void *)count_getxattr, &o4) < 0) {
+        ok(0, "syscalls: fstat, setxattr, fsetxattr and getxattr can be counted");
+        return;
+    }
+    real_getxattr = (ssize_t(*)(const char *, const char *, void *, size_t))o4;
+    real_fstat = (int (*)(int, struct stat *))o1;
+    real_setxattr = (int (*)(const char *, const char *, const void *, size_t, int))o2;
+    real_fsetxattr = (int (*)(int, const char *, const void *, size_t, int))o3;
+    struct bfs_create_rep r;
+    struct bfs_gfid sub;
+    ok(mkdir_sub("sys", &sub) == 0, "syscalls: a folder");
+    ok(create_in(&sub, "s0", 0644, 0, NULL) >= 0, "syscalls: a create (warms the folder's path)");
+    n_fstat = n_setxattr = n_fsetxattr = n_getxattr = 0;
+    ok(create_in(&sub, "s1", 0640, 0, &r) >= 0, "syscalls: another create");
+    ok(n_fsetxattr == 1 && n_setxattr == 0,
+       "... sets the GFID through the file's fd (%d fsetxattr, %d setxattr)", n_fsetxattr,
+       n_setxattr);
+    ok(n_fstat == 3, "... with three fstat: folder, file after its handle, postparent (%d)",
+       n_fstat);
+    is_int(n_getxattr, 0, "... and its folder found by its last path reads no xattr through /proc");
+    override("fstat", NULL, NULL);
+    override("setxattr", NULL, NULL);
+    override("fsetxattr", NULL, NULL);
+    override("getxattr", NULL, NULL);
+    struct bfs_iatt a;
+    is_int(stat_rep(&r.attr.gfid, &a), 0, "syscalls: the new file stats by GFID");
+    ok(a.ino == r.attr.ino && a.mode == r.attr.mode && a.nlink == r.attr.nlink &&
+           a.size == 0 && r.attr.mode == (S_IFREG | 0640) && bfs_gfid_eq(&a.gfid, &r.attr.gfid),
+       "... and the create answered what a stat finds (ino, mode, links, size, GFID)");
+    ok(a.ctime_sec == r.attr.ctime_sec && a.ctime_nsec == r.attr.ctime_nsec,
+       "... its ctime taken after the GFID and handle were made");
+}
+
 int main(void)
 {
     plan_lazy();
@@ -171,6 +280,7 @@ int main(void)
         test_umask();
         test_handle_folders();
         test_preparent();
+        test_syscalls();
         if (g->top->mod->notify)
             g->top->mod->notify(g->top, BFS_EV_PARENT_DOWN, NULL, NULL);
         bfs_graph_free(g);

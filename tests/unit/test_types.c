@@ -4,8 +4,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../lib/tap.h"
 #include "core/types.h"
@@ -138,6 +141,69 @@ static void test_gfid_entry_runs(void)
     ok(whole && runs >= 5, "runs of 256 calls share their first two bytes (%d runs seen)", runs);
 }
 
+static int gfid_cmp(const void *a, const void *b)
+{
+    return memcmp(a, b, sizeof(struct bfs_gfid));
+}
+
+/* Draws pre GFIDs, forks, and draws 8 more in both: how many of the
+ * child's are among the parent's (-1 if the child failed). */
+static int fork_shared(int pre)
+{
+    enum { K = 8 };
+    struct bfs_gfid mine[K], theirs[K];
+    for (int i = 0; i < pre; i++)
+        bfs_gfid_generate(&mine[0]);
+    int fds[2];
+    if (pipe(fds) < 0)
+        return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int i = 0; i < K; i++)
+            bfs_gfid_generate(&theirs[i]);
+        ssize_t w = write(fds[1], theirs, sizeof(theirs));
+        _exit(w == (ssize_t)sizeof(theirs) ? 0 : 1);
+    }
+    close(fds[1]);
+    for (int i = 0; i < K; i++)
+        bfs_gfid_generate(&mine[i]);
+    ssize_t got = pid > 0 ? read(fds[0], theirs, sizeof(theirs)) : -1;
+    close(fds[0]);
+    int status = 0;
+    if (pid > 0)
+        waitpid(pid, &status, 0);
+    if (got != (ssize_t)sizeof(theirs) || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return -1;
+    int same = 0;
+    for (int i = 0; i < K; i++)
+        for (int j = 0; j < K; j++)
+            same += gfid_cmp(&mine[i], &theirs[j]) == 0;
+    return same;
+}
+
+/* GFIDs come from a buffer of random bytes per thread (performance note
+ * 44): every one handed out once, and a forked child does not hand out
+ * what its parent's buffer still holds. */
+static void test_gfid_pool(void)
+{
+    enum { N = 2000 };
+    static struct bfs_gfid g[N];
+    for (int i = 0; i < N; i++)
+        bfs_gfid_generate(&g[i]);
+    qsort(g, N, sizeof(g[0]), gfid_cmp);
+    int dups = 0;
+    for (int i = 1; i < N; i++)
+        dups += gfid_cmp(&g[i - 1], &g[i]) == 0;
+    is_int(dups, 0, "2,000 generated gfids are distinct");
+
+    /* twice, one GFID apart: whatever the buffer held before, it holds
+     * unused bytes at one of the two forks */
+    int a = fork_shared(1), b = fork_shared(1);
+    ok(a == 0 && b == 0, "a forked child's gfids are not its parent's next ones (%d, %d shared)",
+       a, b);
+}
+
 static void test_iatt(void)
 {
     struct stat st, back;
@@ -257,6 +323,7 @@ int main(void)
     test_gfid_parse();
     test_gfid_ino();
     test_gfid_entry_runs();
+    test_gfid_pool();
     test_iatt();
     test_dirents();
     test_names();

@@ -115,11 +115,8 @@ void bfs__px_unlock2(pthread_mutex_t *a, pthread_mutex_t *b)
 
 /* Through /proc/self/fd so that it works on O_PATH fds and on symlinks (the
  * magic link lands on the inode itself, nothing further is followed). */
-int bfs__px_gfid_get(int fd, struct bfs_gfid *out)
+static int gfid_read(ssize_t n, const struct bfs_gfid *out)
 {
-    char path[PX_PROC_FD_LEN];
-    bfs__px_proc_path(fd, path);
-    ssize_t n = SYS.getxattr(path, PX_GFID_XATTR, out->b, sizeof(out->b));
     if (n < 0)
         return errno == ERANGE ? -EIO : -errno;
     if (n != (ssize_t)sizeof(out->b) || bfs_gfid_is_null(out))
@@ -127,11 +124,32 @@ int bfs__px_gfid_get(int fd, struct bfs_gfid *out)
     return 0;
 }
 
-static int gfid_set(int fd, const struct bfs_gfid *g)
+int bfs__px_gfid_get(int fd, struct bfs_gfid *out)
 {
     char path[PX_PROC_FD_LEN];
     bfs__px_proc_path(fd, path);
-    if (SYS.setxattr(path, PX_GFID_XATTR, g->b, sizeof(g->b), XATTR_CREATE) == 0)
+    return gfid_read(SYS.getxattr(path, PX_GFID_XATTR, out->b, sizeof(out->b)), out);
+}
+
+/* The same on an fd open for I/O (not O_PATH): no procfs walk. */
+static int gfid_get_io(int fd, struct bfs_gfid *out)
+{
+    return gfid_read(SYS.fgetxattr(fd, PX_GFID_XATTR, out->b, sizeof(out->b)), out);
+}
+
+/* On an fd open for I/O directly: the /proc/self/fd path costs a lookup of
+ * three procfs names per call (~0.8 µs measured, against 0.3 µs). */
+static int gfid_set(int fd, bool io, const struct bfs_gfid *g)
+{
+    char path[PX_PROC_FD_LEN];
+    int set;
+    if (io) {
+        set = SYS.fsetxattr(fd, PX_GFID_XATTR, g->b, sizeof(g->b), XATTR_CREATE);
+    } else {
+        bfs__px_proc_path(fd, path);
+        set = SYS.setxattr(path, PX_GFID_XATTR, g->b, sizeof(g->b), XATTR_CREATE);
+    }
+    if (set == 0)
         return 0;
     int rc = -errno;
     struct bfs_gfid old;
@@ -140,9 +158,13 @@ static int gfid_set(int fd, const struct bfs_gfid *g)
     return rc;
 }
 
-static void gfid_unset(int fd)
+static void gfid_unset(int fd, bool io)
 {
     char path[PX_PROC_FD_LEN];
+    if (io) {
+        (void)SYS.fremovexattr(fd, PX_GFID_XATTR);
+        return;
+    }
     bfs__px_proc_path(fd, path);
     (void)SYS.removexattr(path, PX_GFID_XATTR);
 }
@@ -360,9 +382,13 @@ static int open_cached_path(struct px_priv *p, const struct bfs_gfid *g, struct 
     last = last ? last + 1 : path;
     if (parse_target(buf, &hpg, &name) < 0 || !bfs_gfid_eq(&hpg, &pg) || strcmp(name, last) != 0)
         return -ENOENT;
+    /* O_RDONLY, not O_PATH: as root a folder always opens so, and its GFID
+     * then reads with fgetxattr instead of through /proc/self/fd (0.8 µs
+     * less per resolution, performance note 44). Only folders: opening
+     * anything else could block (a FIFO) or act (a device). */
     struct px_obj cur = PX_OBJ_INIT;
-    cur.fd = SYS.openat_beneath(p->root_fd, path, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
-    if (cur.fd < 0 || SYS.fstat(cur.fd, &cur.st) < 0 || bfs__px_gfid_get(cur.fd, &cur.gfid) < 0 ||
+    cur.fd = SYS.openat_beneath(p->root_fd, path, O_RDONLY | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+    if (cur.fd < 0 || SYS.fstat(cur.fd, &cur.st) < 0 || gfid_get_io(cur.fd, &cur.gfid) < 0 ||
         !bfs_gfid_eq(&cur.gfid, g)) {
         bfs__px_obj_close(&cur);
         return -ENOENT;
@@ -698,7 +724,7 @@ int bfs__px_assign(struct px_priv *p, struct px_obj *o, const struct bfs_gfid *g
                    const struct bfs_gfid *pargfid, const char *name)
 {
     bfs__px_root_begin();
-    int rc = gfid_set(o->fd, g);
+    int rc = gfid_set(o->fd, o->io, g);
     if (rc == 0) {
         if (S_ISDIR(o->st.st_mode)) {
             rc = dir_handle_create(p, g, pargfid, name, &o->st);
@@ -711,12 +737,20 @@ int bfs__px_assign(struct px_priv *p, struct px_obj *o, const struct bfs_gfid *g
             pthread_mutex_unlock(il);
         }
         if (rc < 0)
-            gfid_unset(o->fd);
+            gfid_unset(o->fd, o->io);
     }
     bfs__px_root_end();
     if (rc == 0) {
         o->gfid = *g;
-        bfs__px_cache_note(p->cache, g, &o->st);
+        /* A file create just made comes without attributes (st_ino 0, see
+         * create_open): taken now, after its handle, they are the create's
+         * answer too. Without them the cache is not told, which only costs
+         * the next resolution its handle check. */
+        struct stat st;
+        if (o->st.st_ino == 0 && SYS.fstat(o->fd, &st) == 0)
+            o->st = st;
+        if (o->st.st_ino != 0)
+            bfs__px_cache_note(p->cache, g, &o->st);
     }
     return rc;
 }
@@ -800,7 +834,7 @@ int bfs__px_handles_init(struct px_priv *p)
     struct bfs_gfid g;
     int rc = bfs__px_gfid_get(p->root_fd, &g);
     if (rc == -ENODATA) {
-        rc = gfid_set(p->root_fd, &bfs_gfid_root);
+        rc = gfid_set(p->root_fd, false, &bfs_gfid_root);
         g = bfs_gfid_root;
     }
     if (rc < 0)

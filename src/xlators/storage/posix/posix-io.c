@@ -127,10 +127,11 @@ static int create_open(struct px_job *j, const struct bfs_create_req *req,
         int err = errno;
         bfs__px_umask_pop(old);
         if (fd >= 0) {
+            /* a regular file, attributes unknown (st_ino 0): bfs__px_assign
+             * takes them once its handle is made, as the answer's */
             *created = true;
             o->fd = fd;
-            if (SYS.fstat(fd, &o->st) < 0)
-                return -errno;
+            o->st = (struct stat){.st_mode = S_IFREG};
             return fd;
         }
         if (err != EEXIST || (req->flags & O_EXCL))
@@ -162,11 +163,12 @@ static int create_identity(struct px_job *j, const struct bfs_create_req *req,
     if (!created && !bfs_gfid_is_null(&o->gfid))
         return requested && !bfs_gfid_eq(&o->gfid, &g) ? -EEXIST : 0;
     /* new, or existing without a GFID (adopted): assign on the open fd */
-    struct px_obj tmp = {.fd = fd, .st = o->st};
+    struct px_obj tmp = {.fd = fd, .io = true, .st = o->st};
     rc = bfs__px_assign(j->priv, &tmp, &g, &req->loc.pargfid, req->loc.name);
-    if (rc == 0)
+    if (rc == 0) {
         o->gfid = g;
-    else if (created) {
+        o->st = tmp.st;
+    } else if (created) {
         bfs__px_root_begin();
         (void)SYS.unlinkat(par->fd, req->loc.name, 0);
         bfs__px_root_end();
@@ -195,7 +197,10 @@ static int do_create(struct px_job *j, const struct bfs_create_req *req,
             rc = create_identity(j, req, &par, &o, fd, created);
         pthread_mutex_unlock(el);
     }
-    if (rc >= 0)
+    /* a new file's attributes were taken after its handle (bfs__px_assign) */
+    if (rc >= 0 && created && o.st.st_ino != 0)
+        bfs__px_iatt(&o.st, &o.gfid, &rep->attr);
+    else if (rc >= 0)
         rc = bfs__px_fstat_iatt(fd, &o.gfid, &rep->attr);
     if (rc >= 0)
         rc = bfs__px_fstat_iatt(par.fd, &req->loc.pargfid, &rep->postparent);

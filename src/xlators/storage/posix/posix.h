@@ -242,7 +242,9 @@ void bfs__px_umask_pop(mode_t old);
 /* ---- handles, GFIDs and resolution (posix-handle.c) ---- */
 
 struct px_obj {
-    int fd;                 /* O_PATH, opened without following symlinks; -1 if none */
+    int fd;                 /* O_PATH (a folder found by its cached path: O_RDONLY),
+                             * opened without following symlinks; -1 if none */
+    bool io;                /* fd is open for I/O instead (create's): f*xattr work on it */
     struct stat st;
     struct bfs_gfid gfid;   /* null if the entry carries none */
 };
