@@ -369,6 +369,20 @@ struct op_ctx {
     struct bfs_dict *out;
 };
 
+/* Adding zeros reads a row (a pre-op's, a post-op's): a value that stays
+ * as it was is not written again (the file's ctime stays too), and a key
+ * absent is left absent (every reader takes it as zeros; the reply still
+ * carries the zeros). */
+static bool unchanged(const char *old, size_t olen, const uint8_t *res, size_t rlen)
+{
+    if (olen)
+        return olen == rlen && memcmp(old, res, rlen) == 0;
+    for (size_t i = 0; i < rlen; i++)
+        if (res[i])
+            return false;
+    return true;
+}
+
 /* Element-wise big-endian add of `add` into the stored value of key. */
 static int op_add(struct op_ctx *c, const char *key, const uint8_t *add, size_t alen)
 {
@@ -404,7 +418,8 @@ static int op_add(struct op_ctx *c, const char *key, const uint8_t *add, size_t 
                 memcpy(res + i, &a, 4);
             }
         }
-        rc = xt_set(c->t, key, res, rlen, 0);
+        if (!unchanged(old, olen, res, rlen))
+            rc = xt_set(c->t, key, res, rlen, 0);
     }
     if (rc == 0)
         rc = bfs_dict_set_bin(c->out, key, res, rlen);
