@@ -45,7 +45,15 @@
  *   - B's write (the bricks' upcall of B's post-op xattrop);
  *   - A's create in a directory (replicate): the post-op on the directory
  *     drops its attributes (a stat of it answers the bricks' ctime) but
- *     not its names (a missing name is still answered by md-cache).
+ *     not its names (a missing name is still answered by md-cache);
+ *   - A's create, write and close: the post-op's replies teach md-cache the
+ *     file's attributes (cache-invalidation.md, "Messages"): A's lookup
+ *     and stat reach no brick and answer exactly what a lookup made with
+ *     md-cache emptied answers;
+ * and over one brick, the post-op's local events raised by hand: what the
+ *   done brings is kept only if nothing (another client's invalidation, a
+ *   change of A's, another post-op) came between the begin and the done;
+ *   and through distribute: a file's kept, a directory's not (merged).
  * Needs root (storage/posix: trusted xattrs); skips otherwise.
  */
 #include <errno.h>
@@ -1061,6 +1069,59 @@ static void test_postop_race(void)
     vol_close(&v);
 }
 
+/* md-cache over distribute over two bricks (upcall on): a post-op's done
+ * event raised below distribute (as replicate under it would) keeps a
+ * file's attributes, not a directory's (distribute's lookup merges a
+ * directory's from every subvolume; one subvolume's are not what it
+ * answers). */
+static void test_dht_postop(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt d, f, x;
+    char vf[2 * PATH_MAX + 1024];
+    memset(&v, 0, sizeof(v));
+    for (int i = 0; i < 2; i++) {
+        snprintf(v.brick[i], sizeof(v.brick[i]), "%s/dht%d", cg_root(), i);
+        if (mkdir(v.brick[i], 0755) < 0)
+            return;
+    }
+    snprintf(vf, sizeof(vf),
+             "volume p0\n type storage/posix\n option directory %s\nend-volume\n"
+             "volume u0\n type features/upcall\n subvolumes p0\nend-volume\n"
+             "volume p1\n type storage/posix\n option directory %s\nend-volume\n"
+             "volume u1\n type features/upcall\n subvolumes p1\nend-volume\n"
+             "volume dht\n type cluster/distribute\n subvolumes u0 u1\nend-volume\n"
+             "volume cnt\n type debug/io-stats\n subvolumes dht\nend-volume\n"
+             "volume mdc\n type performance/md-cache\n subvolumes cnt\nend-volume\n",
+             v.brick[0], v.brick[1]);
+    v.g = cg_graph_start(vf, NULL);
+    v.top = v.g ? bfs_graph_find(v.g, "mdc") : NULL;
+    v.st = bfs_stack_new();
+    v.n = 2;
+    struct bfs_xl *dht = v.g ? bfs_graph_find(v.g, "dht") : NULL;
+    if (!ok(v.top && dht && cg_mkdir(&v, &bfs_gfid_root, "d", &d) == 0 &&
+                cg_put(&v, &bfs_gfid_root, "f", "hello", &f) == 0 &&
+                do_stat(&v, &f.gfid, &f) == 0,
+            "md-cache over distribute over 2 bricks; d and f (5 bytes) made")) {
+        if (v.g)
+            vol_close(&v);
+        return;
+    }
+    struct bfs_iatt *objs[2] = {&d, &f};
+    for (int k = 0; k < 2; k++) {
+        struct bfs_upcall up = {.kind = BFS_UPCALL_INODE, .gfid = objs[k]->gfid, .local = true,
+                                .times_only = true, .postop = 10 + (uint64_t)k,
+                                .postop_begin = true};
+        dht->mod->notify(dht, BFS_EV_UPCALL, dht->children[0], &up);
+        up.postop_begin = false;
+        up.attr = objs[k];
+        dht->mod->notify(dht, BFS_EV_UPCALL, dht->children[0], &up);
+    }
+    ok(!stat_kept(&v, &d.gfid, &x), "the directory's attributes: dropped (a stat goes down)");
+    ok(stat_kept(&v, &f.gfid, &x) && x.size == 5, "the file's: kept");
+    vol_close(&v);
+}
+
 int main(void)
 {
     plan_lazy();
@@ -1085,6 +1146,7 @@ int main(void)
         {"rep-postop-kept", test_rep_postop_kept},
         {"disperse-postop-kept", test_ec_postop_kept},
         {"postop-race", test_postop_race},
+        {"dht-postop", test_dht_postop},
     };
     cg_run(tests, sizeof(tests) / sizeof(tests[0]), "MDC_TEST");
     cg_fini();
