@@ -146,11 +146,28 @@ struct bfs_upcall {
     /* local only: the change moved times only (a post-op's xattrop), the
      * names in a directory did not change: md-cache keeps them. */
     bool times_only;
+    /* local only: a changelog post-op of this client (lib/upcall-mark.h),
+     * named by postop (nonzero, unique in the process). postop_begin: it
+     * is about to be wound (md-cache notes what happens to gfid from now
+     * on). Else it is done (times_only set): attr, when not NULL, is what
+     * a lookup of gfid answers now (the cluster translator assembled it
+     * from the post-op's replies); md-cache keeps it if nothing told it of
+     * gfid since the begin. Borrowed for the call. */
+    uint64_t postop;
+    bool postop_begin;
+    const struct bfs_iatt *attr;
 };
 
 /* xdata key features/upcall adds to replies: the brick that answered sends
  * invalidations, so performance/md-cache may keep what the reply says. */
 #define BFS_XDATA_UPCALL "brickfs.upcall"
+
+/* xdata key of an xattrop or fxattrop request (any value): storage/posix
+ * answers the object's attributes after the operation in the reply's
+ * xdata, under BFS_XDATA_IATT (bfs_dict_set_iatt, rpc/codec.h). Replicate
+ * and disperse ask it of their post-op (cache-invalidation.md, "Messages"). */
+#define BFS_XDATA_IATT_REQ "brickfs.iatt-req"
+#define BFS_XDATA_IATT "brickfs.iatt"
 
 /* xdata key (int 1) of a read reply protocol/client answered from the
  * bytes its open prefetched (client-prefetch.c): no brick saw the read, so

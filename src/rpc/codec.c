@@ -332,6 +332,28 @@ int bfs_get_iatt(struct bfs_rbuf *r, struct bfs_iatt *ia)
     return r->err;
 }
 
+int bfs_dict_set_iatt(struct bfs_dict *d, const char *key, const struct bfs_iatt *ia)
+{
+    struct bfs_wbuf w;
+    bfs_wbuf_init(&w);
+    bfs_put_iatt(&w, ia);
+    int rc = w.err ? w.err : bfs_dict_set_bin(d, key, w.p, w.len);
+    bfs_wbuf_free(&w);
+    return rc;
+}
+
+int bfs_dict_get_iatt(const struct bfs_dict *d, const char *key, struct bfs_iatt *ia)
+{
+    const void *v;
+    size_t len;
+    if (!d || bfs_dict_get_bin(d, key, &v, &len) < 0)
+        return -ENOENT;
+    struct bfs_rbuf r;
+    bfs_rbuf_init(&r, v, len);
+    int rc = bfs_get_iatt(&r, ia);
+    return rc == 0 && bfs_rbuf_left(&r) != 0 ? -EBADMSG : rc;
+}
+
 void bfs_put_loc(struct bfs_wbuf *w, const struct bfs_loc *loc)
 {
     bfs_put_gfid(w, &loc->gfid);

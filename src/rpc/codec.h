@@ -137,6 +137,11 @@ void bfs_put_gfid(struct bfs_wbuf *w, const struct bfs_gfid *g);
 int bfs_get_gfid(struct bfs_rbuf *r, struct bfs_gfid *g);
 void bfs_put_iatt(struct bfs_wbuf *w, const struct bfs_iatt *ia);
 int bfs_get_iatt(struct bfs_rbuf *r, struct bfs_iatt *ia);
+/* An iatt as a binary dict value, in the wire's encoding (for xdata:
+ * BFS_XDATA_IATT). set: 0 or -ENOMEM; get: 0, -ENOENT (no such key) or
+ * -EBADMSG (not an iatt). */
+int bfs_dict_set_iatt(struct bfs_dict *d, const char *key, const struct bfs_iatt *ia);
+int bfs_dict_get_iatt(const struct bfs_dict *d, const char *key, struct bfs_iatt *ia);
 void bfs_put_loc(struct bfs_wbuf *w, const struct bfs_loc *loc);
 int bfs_get_loc(struct bfs_rbuf *r, struct bfs_loc *loc);
 void bfs_put_flock(struct bfs_wbuf *w, const struct bfs_flock *fl);

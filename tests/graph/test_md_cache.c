@@ -45,7 +45,15 @@
  *   - B's write (the bricks' upcall of B's post-op xattrop);
  *   - A's create in a directory (replicate): the post-op on the directory
  *     drops its attributes (a stat of it answers the bricks' ctime) but
- *     not its names (a missing name is still answered by md-cache).
+ *     not its names (a missing name is still answered by md-cache);
+ *   - A's create, write and close: the post-op's replies teach md-cache the
+ *     file's attributes (cache-invalidation.md, "Messages"): A's lookup
+ *     and stat reach no brick and answer exactly what a lookup made with
+ *     md-cache emptied answers;
+ * and over one brick, the post-op's local events raised by hand: what the
+ *   done brings is kept only if nothing (another client's invalidation, a
+ *   change of A's, another post-op) came between the begin and the done;
+ *   and through distribute: a file's kept, a directory's not (merged).
  * Needs root (storage/posix: trusted xattrs); skips otherwise.
  */
 #include <errno.h>
@@ -921,6 +929,199 @@ static void test_ec_other_postop(void)
     other_postop("ec-oth-b", ec21_type, "disperse 2+1");
 }
 
+/* ---- the post-op's attributes kept (cache-invalidation.md, "Messages") ---- */
+
+/* Empties A's md-cache (the benchmark's virtual xattr). */
+static int mdc_flush(struct cg_vol *v)
+{
+    struct bfs_setxattr_req req = {.xattrs = bfs_dict_new()};
+    req.loc.gfid = bfs_gfid_root;
+    int rc = req.xattrs ? bfs_dict_set_int(req.xattrs, "brickfs.md-cache.flush", 1) : -ENOMEM;
+    if (rc == 0)
+        rc = bfs_sync_setxattr(v->top, v->st, &req, NULL);
+    bfs_dict_unref(req.xattrs);
+    return rc;
+}
+
+static bool same_attr(const struct bfs_iatt *a, const struct bfs_iatt *b)
+{
+    bool same = bfs_gfid_eq(&a->gfid, &b->gfid) && a->size == b->size &&
+                a->blocks == b->blocks && a->mode == b->mode && a->nlink == b->nlink &&
+                a->uid == b->uid && a->gid == b->gid && a->atime_sec == b->atime_sec &&
+                a->atime_nsec == b->atime_nsec && a->mtime_sec == b->mtime_sec &&
+                a->mtime_nsec == b->mtime_nsec && a->ctime_sec == b->ctime_sec &&
+                a->ctime_nsec == b->ctime_nsec;
+    if (!same)
+        printf("# kept: size %llu blocks %llu mode %o nlink %u ctime %lld.%09u; "
+               "lookup: size %llu blocks %llu mode %o nlink %u ctime %lld.%09u\n",
+               (unsigned long long)a->size, (unsigned long long)a->blocks, a->mode, a->nlink,
+               (long long)a->ctime_sec, a->ctime_nsec, (unsigned long long)b->size,
+               (unsigned long long)b->blocks, b->mode, b->nlink, (long long)b->ctime_sec,
+               b->ctime_nsec);
+    return same;
+}
+
+/* A creates, writes and closes a file (the close ends the eager lock: the
+ * post-op). A's lookup and stat of it then reach no brick (md-cache kept
+ * what the post-op's replies made), and answer exactly what a lookup made
+ * with md-cache emptied answers. */
+static void own_postop_kept(const char *prefix, const char *type, const char *what)
+{
+    struct ep_env e;
+    struct bfs_iatt a, l, st, fresh;
+    struct bfs_fd *fd = NULL;
+    if (!ep_opened(&e, prefix, type, what))
+        return;
+    if (ok(cg_create(&e.a, &bfs_gfid_root, "kept", &fd, &a) == 0, "A creates kept")) {
+        is_int(cg_write(&e.a, fd, 0, "hello world", 11), 11, "A writes 11 bytes");
+        is_int(cg_flush_close(&e.a, fd), 0, "and closes it (the post-op)");
+        long l0 = below(&e.a, "lookup"), s0 = below(&e.a, "stat");
+        is_int(cg_lookup(&e.a, &bfs_gfid_root, "kept", &l), 0, "A looks kept up");
+        is_int(do_stat(&e.a, &a.gfid, &st), 0, "and stats it");
+        is_int((int)(below(&e.a, "lookup") - l0 + below(&e.a, "stat") - s0), 0,
+               "both answered by md-cache (%s)", what);
+        ok(mdc_counter(&e.a, "postop_kept") >= 1, "which kept the post-op's attributes");
+        is_int(mdc_flush(&e.a), 0, "A empties its md-cache");
+        is_int(cg_lookup(&e.a, &bfs_gfid_root, "kept", &fresh), 0, "A looks kept up again");
+        ok(below(&e.a, "lookup") - l0 >= 1, "from the bricks");
+        is_int((int)fresh.size, 11, "11 bytes");
+        ok(same_attr(&l, &fresh), "md-cache's lookup answered exactly that");
+        ok(same_attr(&st, &fresh), "and its stat too");
+    }
+    ep_close_env(&e);
+}
+
+static void test_rep_postop_kept(void)
+{
+    own_postop_kept("rep-kept-b", rep3_type, "replicate 3");
+}
+
+static void test_ec_postop_kept(void)
+{
+    own_postop_kept("ec-kept-b", ec21_type, "disperse 2+1");
+}
+
+/* Raises a local post-op event in md-cache, as a cluster translator
+ * below it would (lib/upcall-mark.h). */
+static void postop_event(struct cg_vol *v, const struct bfs_gfid *g, uint64_t id, bool begin,
+                         const struct bfs_iatt *attr)
+{
+    struct bfs_upcall up = {.kind = BFS_UPCALL_INODE, .gfid = *g, .local = true,
+                            .times_only = true, .postop = id, .postop_begin = begin,
+                            .attr = attr};
+    v->top->mod->notify(v->top, BFS_EV_UPCALL, v->top->children[0], &up);
+}
+
+/* Stats g: answered by md-cache (no stat below it) or not. */
+static bool stat_kept(struct cg_vol *v, const struct bfs_gfid *g, struct bfs_iatt *out)
+{
+    long s0 = below(v, "stat");
+    return do_stat(v, g, out) == 0 && below(v, "stat") == s0;
+}
+
+/* md-cache over one brick, the post-op's events raised by hand: what a
+ * post-op's done brings is kept when nothing came between its begin and
+ * its done; an invalidation (another client's change) or a change of
+ * this client in between leaves the attributes dropped. */
+static void test_postop_race(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt a, x, fake;
+    if (!ok(vol_open(&v, "race", true) == 0 && cg_put(&v, &bfs_gfid_root, "f", "hello", &a) == 0,
+            "md-cache over one brick with upcall; file f (5 bytes)")) {
+        vol_close(&v);
+        return;
+    }
+    fake = a;
+    fake.size = 4242;
+    postop_event(&v, &a.gfid, 1, true, NULL);
+    postop_event(&v, &a.gfid, 1, false, &fake);
+    ok(stat_kept(&v, &a.gfid, &x) && x.size == 4242,
+       "begin, done with attributes: kept (a stat answers them)");
+
+    fake.size = 777;
+    postop_event(&v, &a.gfid, 2, true, NULL);
+    struct bfs_upcall inv = {.kind = BFS_UPCALL_INODE, .gfid = a.gfid};
+    v.top->mod->notify(v.top, BFS_EV_UPCALL, v.top->children[0], &inv);
+    postop_event(&v, &a.gfid, 2, false, &fake);
+    ok(!stat_kept(&v, &a.gfid, &x) && x.size == 5,
+       "begin, another client's invalidation, done: dropped (the stat goes down: 5 bytes)");
+
+    postop_event(&v, &a.gfid, 3, true, NULL);
+    struct bfs_setattr_req sr = {.valid = BFS_SET_MODE};
+    sr.loc.gfid = a.gfid;
+    sr.attr.mode = 0600;
+    is_int(bfs_sync_setattr(v.top, v.st, &sr, NULL), 0, "begin, then A's chmod 600");
+    postop_event(&v, &a.gfid, 3, false, &fake);
+    ok(!stat_kept(&v, &a.gfid, &x) && (x.mode & 0777) == 0600 && x.size == 5,
+       "done: dropped (the stat goes down: mode 600)");
+
+    postop_event(&v, &a.gfid, 4, true, NULL);
+    postop_event(&v, &a.gfid, 5, true, NULL);
+    postop_event(&v, &a.gfid, 4, false, &fake);
+    postop_event(&v, &a.gfid, 5, false, &fake);
+    ok(!stat_kept(&v, &a.gfid, &x) && x.size == 5, "two post-ops at once: neither kept");
+
+    postop_event(&v, &a.gfid, 6, true, NULL);
+    postop_event(&v, &a.gfid, 6, false, NULL);
+    ok(!stat_kept(&v, &a.gfid, &x) && x.size == 5,
+       "done without attributes (the cluster could not vouch): dropped");
+    vol_close(&v);
+}
+
+/* md-cache over distribute over two bricks (upcall on): a post-op's done
+ * event raised below distribute (as replicate under it would) keeps a
+ * file's attributes, not a directory's (distribute's lookup merges a
+ * directory's from every subvolume; one subvolume's are not what it
+ * answers). */
+static void test_dht_postop(void)
+{
+    struct cg_vol v;
+    struct bfs_iatt d, f, x;
+    char vf[2 * PATH_MAX + 1024];
+    memset(&v, 0, sizeof(v));
+    for (int i = 0; i < 2; i++) {
+        snprintf(v.brick[i], sizeof(v.brick[i]), "%s/dht%d", cg_root(), i);
+        if (mkdir(v.brick[i], 0755) < 0)
+            return;
+    }
+    snprintf(vf, sizeof(vf),
+             "volume p0\n type storage/posix\n option directory %s\nend-volume\n"
+             "volume u0\n type features/upcall\n subvolumes p0\nend-volume\n"
+             "volume p1\n type storage/posix\n option directory %s\nend-volume\n"
+             "volume u1\n type features/upcall\n subvolumes p1\nend-volume\n"
+             "volume dht\n type cluster/distribute\n subvolumes u0 u1\nend-volume\n"
+             "volume cnt\n type debug/io-stats\n subvolumes dht\nend-volume\n"
+             "volume mdc\n type performance/md-cache\n subvolumes cnt\nend-volume\n",
+             v.brick[0], v.brick[1]);
+    v.g = cg_graph_start(vf, NULL);
+    v.top = v.g ? bfs_graph_find(v.g, "mdc") : NULL;
+    v.st = bfs_stack_new();
+    v.n = 2;
+    struct bfs_xl *dht = v.g ? bfs_graph_find(v.g, "dht") : NULL;
+    if (!ok(v.top && dht && cg_mkdir(&v, &bfs_gfid_root, "d", &d) == 0 &&
+                cg_put(&v, &bfs_gfid_root, "f", "hello", &f) == 0 &&
+                do_stat(&v, &f.gfid, &f) == 0,
+            "md-cache over distribute over 2 bricks; d and f (5 bytes) made")) {
+        if (v.g)
+            vol_close(&v);
+        return;
+    }
+    struct bfs_iatt *objs[2] = {&d, &f};
+    for (int k = 0; k < 2; k++) {
+        struct bfs_upcall up = {.kind = BFS_UPCALL_INODE, .gfid = objs[k]->gfid, .local = true,
+                                .times_only = true, .postop = 10 + (uint64_t)k,
+                                .postop_begin = true};
+        dht->mod->notify(dht, BFS_EV_UPCALL, dht->children[0], &up);
+        up.postop_begin = false;
+        up.attr = objs[k];
+        dht->mod->notify(dht, BFS_EV_UPCALL, dht->children[0], &up);
+    }
+    ok(!stat_kept(&v, &d.gfid, &x), "the directory's attributes: dropped (a stat goes down)");
+    ok(stat_kept(&v, &f.gfid, &x) && x.size == 5, "the file's: kept");
+    vol_close(&v);
+}
+
 int main(void)
 {
     plan_lazy();
@@ -942,6 +1143,10 @@ int main(void)
         {"disperse-own-postop", test_ec_own_postop},
         {"rep-other-postop", test_rep_other_postop},
         {"disperse-other-postop", test_ec_other_postop},
+        {"rep-postop-kept", test_rep_postop_kept},
+        {"disperse-postop-kept", test_ec_postop_kept},
+        {"postop-race", test_postop_race},
+        {"dht-postop", test_dht_postop},
     };
     cg_run(tests, sizeof(tests) / sizeof(tests[0]), "MDC_TEST");
     cg_fini();

@@ -29,6 +29,7 @@
 
 #include "../lib/posix-graph.h"
 #include "../lib/tap.h"
+#include "rpc/codec.h"
 #include "core/graph.h"
 
 static char outside[PATH_MAX];  /* a folder outside the brick a symlink may name */
@@ -650,6 +651,48 @@ static void test_xattrop(void)
        "8 threads x 50 concurrent ADD64: 400, no update lost");
 }
 
+/* An xattrop asked for the object's attributes (BFS_XDATA_IATT_REQ: a
+ * changelog post-op) answers them after the operation; adding zeros reads
+ * the values without writing them: a key absent stays absent (answered as
+ * zeros), a value unchanged is not written again (the ctime stays). */
+static void test_xattrop_iatt(void)
+{
+    struct bfs_iatt f, ia;
+    struct stat st0, st1;
+    pg_create(pg_root_st, &bfs_gfid_root, "xopi", NULL, &f);
+    struct bfs_dict *x = bfs_dict_new(), *xd = bfs_dict_new();
+    uint8_t one[8] = {0, 0, 0, 0, 0, 0, 0, 1}, zero[8] = {0};
+    bfs_dict_set_bin(x, "trusted.brickfs.one", one, 8);
+    bfs_dict_set_bin(x, "trusted.brickfs.none", zero, 8);
+    bfs_dict_set_int(xd, BFS_XDATA_IATT_REQ, 1);
+    struct bfs_xattrop_req req = {.loc = pg_LG(&f.gfid), .optype = BFS_XATTROP_ADD64,
+                                  .xattrs = x, .xdata = xd};
+    struct bfs_xattrop_rep rep;
+    is_int(bfs_sync_xattrop(pg_xl, pg_root_st, &req, &rep), 0, "xattrop asking for the iatt");
+    ok(stat(pg_disk("xopi"), &st0) == 0 &&
+           bfs_dict_get_iatt(rep.xdata, BFS_XDATA_IATT, &ia) == 0 &&
+           bfs_gfid_eq(&ia.gfid, &f.gfid) && ia.ctime_sec == st0.st_ctim.tv_sec &&
+           ia.ctime_nsec == (uint32_t)st0.st_ctim.tv_nsec && ia.nlink == 1,
+       "answers the file's attributes after it (its ctime on disk, one name)");
+    ok(bin_eq(rep.xattrs, "trusted.brickfs.none", zero, 8), "a +0 on a key absent answers 0");
+    bfs_xattrop_rep_clear_dup(&rep);
+    uint8_t v[8];
+    ok(lgetxattr(pg_disk("xopi"), "trusted.brickfs.none", v, 8) < 0 && errno == ENODATA,
+       "and leaves it absent");
+    usleep(20000);
+    bfs_dict_set_bin(x, "trusted.brickfs.one", zero, 8);
+    req.xdata = NULL;
+    is_int(bfs_sync_xattrop(pg_xl, pg_root_st, &req, &rep), 0, "+0 on both keys, no iatt asked");
+    ok(!bfs_dict_has(rep.xdata, BFS_XDATA_IATT), "answers no attributes");
+    ok(bin_eq(rep.xattrs, "trusted.brickfs.one", one, 8), "reads 1");
+    bfs_xattrop_rep_clear_dup(&rep);
+    ok(stat(pg_disk("xopi"), &st1) == 0 && st1.st_ctim.tv_sec == st0.st_ctim.tv_sec &&
+           st1.st_ctim.tv_nsec == st0.st_ctim.tv_nsec,
+       "writes nothing: the ctime did not move");
+    bfs_dict_unref(x);
+    bfs_dict_unref(xd);
+}
+
 static void test_names(void)
 {
     static const char *const bad[] = {"..", ".", "a/b", "", "/", "../etc"};
@@ -1133,6 +1176,7 @@ int main(void)
         test_setattr();
         test_xattr();
         test_xattrop();
+        test_xattrop_iatt();
         test_names();
         test_symlinks();
         test_readdir();

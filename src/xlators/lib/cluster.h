@@ -72,6 +72,17 @@ struct bfs_changelog_ops {
      * after a change that had its quorum. */
     uint32_t unacked_types;
     struct bfs_dict *(*build_unacked)(void *arg, int type, int i);
+    /* Optional: what a lookup of a post-op's object answers once the
+     * post-op (of a change of `type`) is in on every child: attrs[i] and
+     * rows[i] are child i's attributes and changelog after it (with the
+     * hook, the post-op reads the whole row, as a pre-op does, and asks
+     * the bricks for the attributes). *out is assembled as the
+     * translator's lookup assembles its answer; -errno when it cannot
+     * vouch for it (the copies disagree, a heal is due): md-cache then
+     * drops the attributes instead of keeping them (cache-invalidation.md,
+     * "Messages"). */
+    int (*postop_attr)(void *arg, int type, const struct bfs_iatt *attrs,
+                       struct bfs_dict *const *rows, struct bfs_iatt *out);
 };
 
 struct bfs_loop;

@@ -17,7 +17,6 @@
 
 #include "core/fops-util.h"
 #include "txn-priv.h"
-#include "upcall-mark.h"
 
 enum { R_POSTOP = 1, R_POSTOP_DONE, R_UNLOCK };
 
@@ -405,18 +404,6 @@ void bfs__txn_wind_changelog(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_
                            int64_t dirty, uint32_t blame, int64_t by, bool read_row)
 {
     bfs__txn_wind_changelog_x(lk, op, mask, dirty, blame, by, read_row, NULL);
-}
-
-void bfs__txn_postop_announce(struct bfs_txn_lock *lk, const struct bfs_op *op)
-{
-    int n = lk->cl->n;
-    for (int o = 0; o < lk->nobj; o++) {
-        bool sent = false; /* a failed reply may still have reached the brick */
-        for (int i = 0; i < n && !sent; i++)
-            sent = op->replies[o * n + i].valid;
-        if (sent)
-            bfs_upcall_local(lk->cl->xl, &lk->obj[o], true);
-    }
 }
 
 bool bfs__txn_marks_unacked(const struct bfs_txn_lock *lk)

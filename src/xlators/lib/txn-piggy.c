@@ -26,6 +26,8 @@
 #include "core/fops-util.h"
 #include "txn-priv.h"
 #include "txn-wire.h"
+#include "upcall-mark.h"
+#include "rpc/codec.h"
 
 /* Can the lock be released by the post-op's brick? One lock set, on the
  * very object the changelog is kept on. */
@@ -57,10 +59,34 @@ static struct bfs_dict *unlock_xdata(const struct bfs_txn_lock *lk)
     return d;
 }
 
+/* Post-ops md-cache is told of (upcall-mark.h): names unique in the process. */
+static uint64_t postop_seq;
+
+/* With the cluster's postop_attr hook, the post-op asks every brick for
+ * the object's attributes after it (BFS_XDATA_IATT_REQ) and reads the
+ * whole row, and md-cache hears it begin; x: the xdata so far (may be
+ * NULL), returned with the request added (NULL without memory: then it
+ * goes without, and md-cache hears nothing until the replies). */
+static struct bfs_dict *postop_begin(struct bfs_txn_lock *lk, struct bfs_dict *x, bool *row)
+{
+    *row = false;
+    lk->postop = 0;
+    if (!lk->cl->cl->postop_attr)
+        return x;
+    struct bfs_dict *d = x ? x : bfs_dict_new();
+    if (!d || bfs_dict_set_int(d, BFS_XDATA_IATT_REQ, 1) < 0)
+        return d; /* x as it was, or NULL */
+    *row = true;
+    lk->postop = __atomic_add_fetch(&postop_seq, 1, __ATOMIC_RELAXED);
+    bfs_upcall_postop(lk->cl->xl, &lk->obj[0], lk->postop, true, NULL);
+    return d;
+}
+
 void bfs__txn_wind_postop(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t mask)
 {
-    struct bfs_dict *x = unlock_xdata(lk);
-    bfs__txn_wind_changelog_x(lk, op, mask, -1, 0, 0, false, x);
+    bool row;
+    struct bfs_dict *x = postop_begin(lk, unlock_xdata(lk), &row);
+    bfs__txn_wind_changelog_x(lk, op, mask, -1, 0, 0, row, x);
     bfs_dict_unref(x);
 }
 
@@ -73,6 +99,42 @@ static const struct bfs_dict *reply_xdata(const struct bfs_op_reply *r)
     if (r->fop == BFS_FOP_FXATTROP)
         return ((const struct bfs_fxattrop_rep *)r->rep)->xdata;
     return NULL;
+}
+
+/* What a lookup of the post-op's object (the first) answers now: 0 when
+ * every child of the cluster answered the post-op with its attributes and
+ * the translator vouches for what they make together. */
+static int postop_attr(const struct bfs_txn_lock *lk, const struct bfs_op *op,
+                       struct bfs_iatt *out)
+{
+    struct bfs_cluster *cl = lk->cl;
+    struct bfs_iatt attrs[BFS_CLUSTER_MAX];
+    struct bfs_dict *rows[BFS_CLUSTER_MAX];
+    for (int i = 0; i < cl->n; i++) {
+        rows[i] = bfs__txn_row(op, i);
+        if (!rows[i] ||
+            bfs_dict_get_iatt(reply_xdata(&op->replies[i]), BFS_XDATA_IATT, &attrs[i]) < 0 ||
+            !bfs_gfid_eq(&attrs[i].gfid, &lk->obj[0]))
+            return -EAGAIN; /* a child missed it, failed it, or said nothing of it */
+    }
+    return cl->cl->postop_attr(cl->cl_arg, lk->type, attrs, rows, out);
+}
+
+void bfs__txn_postop_announce(struct bfs_txn_lock *lk, const struct bfs_op *op)
+{
+    int n = lk->cl->n;
+    for (int o = 0; o < lk->nobj; o++) {
+        bool sent = false; /* a failed reply may still have reached the brick */
+        for (int i = 0; i < n && !sent; i++)
+            sent = op->replies[o * n + i].valid;
+        struct bfs_iatt attr;
+        if (o == 0 && lk->postop) /* ends what postop_begin began */
+            bfs_upcall_postop(lk->cl->xl, &lk->obj[0], lk->postop, false,
+                              postop_attr(lk, op, &attr) == 0 ? &attr : NULL);
+        else if (sent)
+            bfs_upcall_local(lk->cl->xl, &lk->obj[o], true);
+    }
+    lk->postop = 0;
 }
 
 void bfs__txn_postop_unlocked(struct bfs_txn_lock *lk, const struct bfs_op *op)

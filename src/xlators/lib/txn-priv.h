@@ -80,12 +80,16 @@ void bfs__txn_wind_postop(struct bfs_txn_lock *lk, struct bfs_op *op, uint32_t m
 void bfs__txn_postop_unlocked(struct bfs_txn_lock *lk, const struct bfs_op *op);
 /* After that post-op: the objects it reached on some brick changed (their
  * ctime moved after every answer of the window): md-cache above is told
- * (lib/upcall-mark.h, bfs_upcall_local). */
+ * (lib/upcall-mark.h), with the first object's attributes after it when
+ * the cluster vouches for them (struct bfs_changelog_ops.postop_attr). */
 void bfs__txn_postop_announce(struct bfs_txn_lock *lk, const struct bfs_op *op);
 /* Right after locking: true when t's pre-op goes in its fop (t->piggy set,
  * lk->set = locked, lk->dirtied filled in after the fop). */
 bool bfs__txn_piggy_preop(struct bfs_txn *t, uint32_t locked);
 
+/* The changelog row child i answered to the stage in op (first object:
+ * slot i), NULL if it failed or said none. txn.c */
+struct bfs_dict *bfs__txn_row(const struct bfs_op *op, int i);
 /* Children of mask whose xattrop succeeded on every object. */
 uint32_t bfs__txn_changelog_ok(const struct bfs_txn_lock *lk, const struct bfs_op *op,
                                uint32_t mask);

@@ -28,8 +28,7 @@ enum {
     T_UNLOCK,
 };
 
-/* The row child i answered to the pre-op (first object). */
-static struct bfs_dict *row_of(const struct bfs_op *op, int i)
+struct bfs_dict *bfs__txn_row(const struct bfs_op *op, int i)
 {
     const struct bfs_op_reply *r = &op->replies[i];
     if (!r->valid || r->rc < 0 || !r->rep)
@@ -273,7 +272,7 @@ static int preop_done(struct bfs_txn *t)
         uint32_t good = ok;
         for (int i = 0; i < cl->n; i++)
             if (bfs_mask_has(ok, i))
-                rows[i] = row_of(op, i);
+                rows[i] = bfs__txn_row(op, i);
         rc = cl->cl->check(cl->cl_arg, lk, t->type, ok, rows, &good);
         if (rc == 0)
             locked_good = good & ok;

@@ -138,6 +138,8 @@ struct bfs_txn_lock {
     uint64_t since_ms;            /* when the window was acquired (bfs_now_ms) */
     uint64_t owner;               /* atomic: the holder's lock owner, 0 when FREE (for
                                    * contention notices, read under cl->timers_lock) */
+    uint64_t postop;              /* the post-op in flight, as md-cache knows it (0: none;
+                                   * txn-piggy.c: only the releasing op touches it) */
     uint64_t joined;              /* statistics: transactions that found the lock held */
     struct bfs_txn *active;       /* transactions past admission, not yet left */
     struct bfs_txn *waiting;      /* FIFO of transactions not admitted yet */

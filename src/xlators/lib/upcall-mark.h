@@ -44,4 +44,20 @@ static inline void bfs_upcall_local(struct bfs_xl *xl, const struct bfs_gfid *g,
         bfs_xl_notify_parents(xl, BFS_EV_UPCALL, &up);
 }
 
+/* A changelog post-op of g by this client (named by id, nonzero), for
+ * md-cache above: begin before it is wound, then done once its replies
+ * are in, with attr (what a lookup of g answers now) when the cluster
+ * translator vouches for it, else NULL (then it is a times-only
+ * invalidation, as bfs_upcall_local's). Every begin is followed by its
+ * done (cache-invalidation.md, "Messages"). */
+static inline void bfs_upcall_postop(struct bfs_xl *xl, const struct bfs_gfid *g, uint64_t id,
+                                     bool begin, const struct bfs_iatt *attr)
+{
+    struct bfs_upcall up = {.kind = BFS_UPCALL_INODE, .gfid = *g, .local = true,
+                            .times_only = true, .postop = id, .postop_begin = begin,
+                            .attr = attr};
+    if (!bfs_gfid_is_null(g))
+        bfs_xl_notify_parents(xl, BFS_EV_UPCALL, &up);
+}
+
 #endif

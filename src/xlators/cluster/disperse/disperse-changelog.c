@@ -173,7 +173,32 @@ static int cl_check(void *arg, struct bfs_txn_lock *lk, int type, uint32_t set,
     return 0;
 }
 
-const struct bfs_changelog_ops ec_changelog_ops = {.build = cl_build, .check = cl_check};
+/* struct bfs_changelog_ops.postop_attr: what lookup_done answers (ec_combine,
+ * the good child's attributes with the file's size), when no heal is due.
+ * A regular file's size is in the row of a data post-op only. */
+static int cl_postop_attr(void *arg, int type, const struct bfs_iatt *attrs,
+                          struct bfs_dict *const *rows, struct bfs_iatt *out)
+{
+    const struct ec_priv *p = arg;
+    struct ec_state *s = calloc(1, sizeof(*s));
+    int rc[EC_MAX] = {0};
+    struct ec_view v;
+    if (!s)
+        return -ENOMEM;
+    for (int i = 0; i < p->n; i++)
+        ec_state_add(s, i, &attrs[i], rows[i]);
+    ec_combine(p, s, s->valid, rc, &v);
+    free(s);
+    if (v.rc < 0 || v.child < 0 || v.heal || v.lag || v.entry_mismatch ||
+        (S_ISREG(attrs[v.child].mode) && type != EC_DATA))
+        return -EAGAIN;
+    *out = attrs[v.child];
+    ec_fix_iatt(p, out, v.size);
+    return 0;
+}
+
+const struct bfs_changelog_ops ec_changelog_ops = {.build = cl_build, .check = cl_check,
+                                                   .postop_attr = cl_postop_attr};
 
 void ec_state_add(struct ec_state *s, int i, const struct bfs_iatt *attr,
                   const struct bfs_dict *x)

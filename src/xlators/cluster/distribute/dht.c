@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -233,9 +234,24 @@ static int child_index(struct bfs_xl *xl, struct bfs_xl *from)
     return -1;
 }
 
+/* A post-op's done event (lib/upcall-mark.h) carries what one subvolume's
+ * lookup answers; a directory's is what distribute merges from every
+ * subvolume (dht__iatt_merge_dir): its attributes go up as a times-only
+ * drop instead. A file's are the file's. */
+static int notify_upcall(struct bfs_xl *xl, struct bfs_xl *from, const struct bfs_upcall *up)
+{
+    if (!up || !up->attr || !S_ISDIR(up->attr->mode))
+        return bfs_xl_notify_default(xl, BFS_EV_UPCALL, from, (void *)up);
+    struct bfs_upcall copy = *up;
+    copy.attr = NULL;
+    return bfs_xl_notify_default(xl, BFS_EV_UPCALL, from, &copy);
+}
+
 static int dht_notify(struct bfs_xl *xl, enum bfs_event ev, struct bfs_xl *from, void *data)
 {
     struct dht_priv *priv = xl->private;
+    if (ev == BFS_EV_UPCALL)
+        return notify_upcall(xl, from, data);
     if (ev != BFS_EV_CHILD_UP && ev != BFS_EV_CHILD_DOWN)
         return bfs_xl_notify_default(xl, ev, from, data);
     int i = priv ? child_index(xl, from) : -1;

@@ -113,7 +113,36 @@ static int cl_check(void *arg, struct bfs_txn_lock *lk, int type, uint32_t set,
     return rc;
 }
 
+/* struct bfs_changelog_ops.postop_attr: the copy a lookup answers with
+ * (afr_lookup_combine over the post-op's rows and attributes), when no
+ * heal is due (then every copy holds every change). */
+static int cl_postop_attr(void *arg, int type, const struct bfs_iatt *attrs,
+                          struct bfs_dict *const *rows, struct bfs_iatt *out)
+{
+    (void)type;
+    const struct afr_priv *p = arg;
+    struct afr_state *s = calloc(1, sizeof(*s));
+    int rc[AFR_MAX] = {0};
+    struct afr_lookup_out o;
+    if (!s)
+        return -ENOMEM;
+    s->n = p->n;
+    s->arbiter = p->arbiter;
+    for (int i = 0; i < p->n; i++) {
+        s->attr[i] = attrs[i];
+        afr_state_add_row(p, s, i, rows[i]);
+    }
+    afr_lookup_combine(s, s->valid, rc, __atomic_load_n(&p->fav_policy, __ATOMIC_RELAXED), 0,
+                       &o);
+    free(s);
+    if (o.rc < 0 || o.child < 0 || o.heal || o.entry_mismatch)
+        return -EAGAIN;
+    *out = attrs[o.child];
+    return 0;
+}
+
 const struct bfs_changelog_ops afr_changelog_ops = {
+    .postop_attr = cl_postop_attr,
     .build = cl_build,
     .check = cl_check,
     .unacked_types = BFS_BIT(BFS_TXN_DATA) | BFS_BIT(BFS_TXN_METADATA),

@@ -459,6 +459,8 @@ static void change_starts(struct mdc_priv *p, struct mdc_call *c)
     }
     if (c->cls == MDC_NEW && c->name)
         bfs__mdc_entry_drop(p, &c->par, c->name);
+    if (c->name)
+        bfs__mdc_post_void(p, &c->par); /* its times will move */
     if (c->cls == MDC_ATIME && !bfs_gfid_is_null(&c->gfid)) {
         struct mdc_inode *in = bfs__mdc_inode_get(p, &c->gfid);
         if ((c->had = in && in->attr_ok)) {
@@ -592,12 +594,53 @@ static void times_moved(struct mdc_priv *p, const struct bfs_gfid *g)
     }
 }
 
+/* Our own post-op of g is about to be wound: from now on, whatever md-cache
+ * hears of g (a change of ours, an invalidation, a reply it learns, a
+ * flush) means the post-op's attributes may be older than what it knows.
+ * A change of ours already in flight may reach the bricks after the
+ * post-op, and its reply may come after it: none may be. Two post-ops of
+ * g at once (its data and metadata locks): neither is kept. */
+static void postop_begins(struct mdc_priv *p, const struct bfs_upcall *up)
+{
+    struct mdc_inode *in = bfs__mdc_inode_make(p, &up->gfid);
+    if (!in)
+        return;
+    in->post_ok = in->post_id == 0 && p->changing == 0;
+    in->post_id = up->postop;
+    in->post_sent = bfs_now_ns();
+}
+
+/* Its replies are in: its times moved (times_moved), and when the cluster
+ * translator sent what a lookup answers now and nothing happened to g
+ * since the post-op began, that is kept, as if a lookup wound at the
+ * post-op's start had answered it (replies wound before now still teach
+ * nothing of g: tseq). */
+static void postop_done(struct mdc_priv *p, const struct bfs_upcall *up)
+{
+    struct mdc_inode *in = bfs__mdc_inode_get(p, &up->gfid);
+    bool mine = in && up->postop && in->post_id == up->postop;
+    bool keep = mine && in->post_ok && up->attr && bfs_gfid_eq(&up->attr->gfid, &up->gfid);
+    uint64_t sent = mine ? in->post_sent : 0;
+    if (mine)
+        in->post_id = 0;
+    times_moved(p, &up->gfid);
+    if (keep) {
+        bfs__mdc_attr_set(p, up->attr, sent + p->timeout_ns);
+        p->postop_kept++;
+    }
+}
+
 static void invalidate(struct mdc_priv *p, const struct bfs_upcall *up)
 {
     pthread_mutex_lock(&p->lock);
+    if (up->local && up->postop_begin) {
+        postop_begins(p, up);
+        pthread_mutex_unlock(&p->lock);
+        return;
+    }
     p->invalidations++;
     if (up->kind == 1 && up->local && up->times_only) {
-        times_moved(p, &up->gfid);
+        postop_done(p, up); /* without a post-op (attr NULL): times_moved */
         pthread_mutex_unlock(&p->lock);
         return;
     }
@@ -649,6 +692,7 @@ static char *mdc_dump(struct bfs_xl *xl)
     json_object_object_add(o, "misses", json_object_new_uint64(p->misses));
     json_object_object_add(o, "invalidations", json_object_new_uint64(p->invalidations));
     json_object_object_add(o, "restored", json_object_new_uint64(p->restored));
+    json_object_object_add(o, "postop_kept", json_object_new_uint64(p->postop_kept));
     json_object_object_add(o, "flushes", json_object_new_uint64(p->flushes));
     pthread_mutex_unlock(&p->lock);
     char *text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));

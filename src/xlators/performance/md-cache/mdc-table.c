@@ -135,6 +135,7 @@ void bfs__mdc_attr_set(struct mdc_priv *p, const struct bfs_iatt *a, uint64_t un
     in->attr_ok = true;
     in->names_ok = false;
     in->attr_until = until;
+    in->post_ok = false; /* learned during a post-op: which is later is unknown */
 }
 
 void bfs__mdc_attr_drop(struct mdc_priv *p, const struct bfs_gfid *g)
@@ -145,6 +146,7 @@ void bfs__mdc_attr_drop(struct mdc_priv *p, const struct bfs_gfid *g)
     in->attr_ok = false;
     in->names_ok = false;
     in->complete = false;
+    in->post_ok = false;
     in->gen++; /* every entry learned under it goes too */
 }
 
@@ -154,14 +156,24 @@ void bfs__mdc_attr_stale(struct mdc_priv *p, const struct bfs_gfid *g)
     if (in) {
         in->names_ok = in->attr_ok || in->names_ok;
         in->attr_ok = false;
+        in->post_ok = false;
     }
 }
 
 void bfs__mdc_complete_drop(struct mdc_priv *p, const struct bfs_gfid *dir)
 {
     struct mdc_inode *in = bfs__mdc_inode_get(p, dir);
-    if (in)
+    if (in) {
         in->complete = false;
+        in->post_ok = false;
+    }
+}
+
+void bfs__mdc_post_void(struct mdc_priv *p, const struct bfs_gfid *g)
+{
+    struct mdc_inode *in = bfs__mdc_inode_get(p, g);
+    if (in)
+        in->post_ok = false;
 }
 
 static struct mdc_entry **entry_slot(struct mdc_priv *p, const struct bfs_gfid *par,

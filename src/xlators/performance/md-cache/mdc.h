@@ -38,6 +38,14 @@ struct mdc_inode {
     bool complete;          /* a directory whose every name we know */
     uint64_t complete_until;
     uint32_t cuid, cgid;    /* whose request made it complete */
+    /* A post-op of this client in flight on it (lib/upcall-mark.h
+     * bfs_upcall_postop): its name (0: none), when it was sent, and
+     * whether its attributes may still be kept when it is done: nothing
+     * set, dropped or changed this record since (and no change of this
+     * client was in flight when it began). */
+    uint64_t post_id;
+    uint64_t post_sent;
+    bool post_ok;
     /* the last name it was learned under (an open's hint), or NULL */
     struct bfs_gfid npar;
     char *nname;
@@ -72,6 +80,7 @@ struct mdc_priv {
     /* counters for the dump and the tests */
     uint64_t hits, neg_hits, misses, invalidations, flushes;
     uint64_t restored; /* reads answered from an open's prefetch: attributes kept */
+    uint64_t postop_kept; /* post-ops whose attributes were kept */
 };
 
 int bfs__mdc_table_init(struct mdc_priv *p);
@@ -99,5 +108,8 @@ void bfs__mdc_entry_set(struct mdc_priv *p, const struct bfs_gfid *par, const ch
                         uint32_t gid);
 void bfs__mdc_entry_drop(struct mdc_priv *p, const struct bfs_gfid *par, const char *name);
 void bfs__mdc_complete_drop(struct mdc_priv *p, const struct bfs_gfid *dir);
+/* A change of this client to g (or to a name in g) starts: a post-op of
+ * g in flight now may have reached the bricks before it, or after. */
+void bfs__mdc_post_void(struct mdc_priv *p, const struct bfs_gfid *g);
 
 #endif

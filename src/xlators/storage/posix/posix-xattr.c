@@ -45,6 +45,7 @@
 #include <sys/xattr.h>
 
 #include "posix.h"
+#include "rpc/codec.h"
 
 #define PX_XATTR_MAX 65536 /* XATTR_SIZE_MAX */
 #define PX_XLIST_MAX 65536 /* XATTR_LIST_MAX */
@@ -368,6 +369,20 @@ struct op_ctx {
     struct bfs_dict *out;
 };
 
+/* Adding zeros reads a row (a pre-op's, a post-op's): a value that stays
+ * as it was is not written again (the file's ctime stays too), and a key
+ * absent is left absent (every reader takes it as zeros; the reply still
+ * carries the zeros). */
+static bool unchanged(const char *old, size_t olen, const uint8_t *res, size_t rlen)
+{
+    if (olen)
+        return olen == rlen && memcmp(old, res, rlen) == 0;
+    for (size_t i = 0; i < rlen; i++)
+        if (res[i])
+            return false;
+    return true;
+}
+
 /* Element-wise big-endian add of `add` into the stored value of key. */
 static int op_add(struct op_ctx *c, const char *key, const uint8_t *add, size_t alen)
 {
@@ -403,7 +418,8 @@ static int op_add(struct op_ctx *c, const char *key, const uint8_t *add, size_t 
                 memcpy(res + i, &a, 4);
             }
         }
-        rc = xt_set(c->t, key, res, rlen, 0);
+        if (!unchanged(old, olen, res, rlen))
+            rc = xt_set(c->t, key, res, rlen, 0);
     }
     if (rc == 0)
         rc = bfs_dict_set_bin(c->out, key, res, rlen);
@@ -460,6 +476,25 @@ static int xattrop(struct px_job *j, const struct xt *t, const struct bfs_gfid *
     return rc;
 }
 
+/* The object's attributes after the xattrop, in the reply's xdata, when
+ * the request asks (BFS_XDATA_IATT_REQ: a changelog post-op, whose caller
+ * tells md-cache what the file looks like now). Without them (no memory,
+ * fstat failed) the xattrop still succeeded: the caller then vouches for
+ * nothing. Returns rc. */
+static int post_iatt(int rc, const struct bfs_dict *xreq, int fd, const struct bfs_gfid *g,
+                     struct bfs_dict **xdata)
+{
+    struct bfs_iatt ia;
+    if (rc < 0 || !bfs_dict_has(xreq, BFS_XDATA_IATT_REQ) || bfs__px_fstat_iatt(fd, g, &ia) < 0)
+        return rc;
+    struct bfs_dict *d = bfs_dict_new();
+    if (d && bfs_dict_set_iatt(d, BFS_XDATA_IATT, &ia) == 0)
+        *xdata = d;
+    else
+        bfs_dict_unref(d);
+    return rc;
+}
+
 static int do_xattrop(struct px_job *j, const struct bfs_xattrop_req *req,
                       struct bfs_xattrop_rep *rep)
 {
@@ -469,6 +504,7 @@ static int do_xattrop(struct px_job *j, const struct bfs_xattrop_req *req,
     if (rc == 0) {
         xt_init(&t, o.fd, true);
         rc = xattrop(j, &t, &o.gfid, req->optype, req->xattrs, &rep->xattrs);
+        rc = post_iatt(rc, req->xdata, o.fd, &o.gfid, &rep->xdata);
     }
     bfs__px_obj_close(&o);
     return rc;
@@ -484,7 +520,8 @@ static int do_fxattrop(struct px_job *j, const struct bfs_fxattrop_req *req,
     if (rc < 0)
         return rc;
     xt_init(&t, pf->fd, false);
-    return xattrop(j, &t, &pf->gfid, req->optype, req->xattrs, &rep->xattrs);
+    rc = xattrop(j, &t, &pf->gfid, req->optype, req->xattrs, &rep->xattrs);
+    return post_iatt(rc, req->xdata, pf->fd, &pf->gfid, &rep->xdata);
 }
 PX_FOP_DEFINE(fxattrop, BFS_FOP_FXATTROP)
 
