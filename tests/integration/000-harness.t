@@ -234,6 +234,27 @@ TEST ! bfs_pid_alive "$term_sleeper"
 TEST ! bfs_is_mounted "$term_t/mnt"
 TEST grep -q "caught signal, cleaning up" "$T/logs/child-term.out"
 
+# ---- cleanup under `set -euo pipefail` (bench scripts), with mgmt.sh ----
+# Bricks brickfsd starts outlive it by design; mgmt.sh's teardown stops
+# every process whose command line names a volfile of the test. A script
+# running with `set -e` must get there too (a teardown step that ended with
+# a failed test used to end the EXIT trap before the bricks were stopped).
+cat >"$T/child-sete.t" <<'EOF2'
+set -euo pipefail
+. "$BFS_ROOT/tests/lib/cluster.sh"
+. "$BFS_ROOT/tests/lib/mgmt.sh"
+mkdir -p "$T/mgmt/d1"
+setsid python3 -c 'import time; time.sleep(120)' --volfile "$T/mgmt/d1/fake.vol" \
+    </dev/null >/dev/null 2>&1 &
+echo "$T $!" >"$CHILD_REPORT"
+EOF2
+BFS_SAN=0 CHILD_REPORT="$T/child-sete.report" BFS_TMPDIR="$T/children" bash "$T/child-sete.t"
+TEST [ $? -eq 0 ]
+read -r sete_t sete_brick <"$T/child-sete.report"
+EXPECT_WITHIN $PROCESS_DOWN_TIMEOUT gone eval "bfs_pid_alive $sete_brick || echo gone"
+TEST [ ! -e "$sete_t" ]
+bfs_pid_alive "$sete_brick" && kill -KILL "$sete_brick"
+
 # ---- a process whose leader is a zombie but whose threads still run ----
 # (a multithreaded daemon killed with SIGKILL, for a moment: its files and
 # locks stay until its last thread is gone, so it is not gone yet)
