@@ -12,8 +12,13 @@
 # raw_syscalls:sys_enter), the mount's and first brick's context switches per
 # MiB, the mount's minor page faults per MiB, and the CPU time per MiB of
 # the test's other processes (brickfsd, its self-heal daemon).
-# REP3W_SET="KEY=VALUE ..." sets volume options before the start. Last,
-# replicate's count of writes wound without a copy of their payload. PERF_RECORD=1 also records a
+# REP3W_LAYOUT="disperse 6 redundancy 2" (or "replica 3", the default, or
+# "distribute 3", or "distribute 1": one brick) makes another layout: the
+# brick count is the layout's second word, the CPU
+# columns list every brick. REP3W_SET="KEY=VALUE ..." sets volume options
+# before the start. Last,
+# replicate's count of writes wound without a copy of their payload, disperse's
+# transactions and read-modify-writes, write-behind's most writes out. PERF_RECORD=1 also records a
 # call graph of the mount and the first brick (perf record -g) into
 # $BENCH_KEEP_DIR (default /tmp) for `perf report`.
 #
@@ -30,18 +35,24 @@ source "$(dirname "$0")/../tests/lib/cluster.sh"
 source "$(dirname "$0")/../tests/lib/mgmt.sh"
 KEEP=${BENCH_KEEP_DIR:-/tmp}
 
+LAYOUT=${REP3W_LAYOUT:-replica 3}
+# shellcheck disable=SC2086
+set -- $LAYOUT
+NB=$2
+case $1 in distribute) LAYOUT= ;; esac
 start_brickfsd >/dev/null
 bricks=()
-for i in 0 1 2; do bricks+=("127.0.0.1:$T/b$i"); done
-cli volume create rw replica 3 "${bricks[@]}" force >/dev/null
+for ((i = 0; i < NB; i++)); do bricks+=("127.0.0.1:$T/b$i"); done
+# shellcheck disable=SC2086
+cli volume create rw $LAYOUT "${bricks[@]}" force >/dev/null
 for kv in ${REP3W_SET:-}; do cli volume set rw "${kv%%=*}" "${kv#*=}" >/dev/null; done
 cli volume start rw >/dev/null
 has_pid() { [ -n "$(mgmt_brick_pid rw "$1")" ]; }
-for i in 0 1 2; do bfs_wait_until "$PROCESS_UP_TIMEOUT" has_pid "$i"; done
+for ((i = 0; i < NB; i++)); do bfs_wait_until "$PROCESS_UP_TIMEOUT" has_pid "$i"; done
 mount_vol rw "$T/m" >/dev/null
 mpid=$(mount_pid "$T/m")
 bp=()
-for i in 0 1 2; do bp+=("$(mgmt_brick_pid rw "$i")"); done
+for ((i = 0; i < NB; i++)); do bp+=("$(mgmt_brick_pid rw "$i")"); done
 # the test's other processes (brickfsd, its self-heal daemon): what the
 # bricks' cache invalidations cost them
 others=()
@@ -95,11 +106,14 @@ for ((r = 1; r <= ROUNDS; r++)); do
     fi
     scm=$(awk -F, '/sys_enter/ { print $1 }' "$T/ps-m")
     scb=$(awk -F, '/sys_enter/ { print $1 }' "$T/ps-b")
-    awk -v load="$load" -v mb="$MB" -v us=$((t1 - t0)) -v m=$((c1[0] - c0[0])) \
-        -v b0=$((c1[1] - c0[1])) -v b1=$((c1[2] - c0[2])) -v b2=$((c1[3] - c0[3])) \
+    bcpu=""
+    for ((i = 0; i < NB; i++)); do bcpu+=" $((c1[i + 1] - c0[i + 1]))"; done
+    awk -v load="$load" -v mb="$MB" -v us=$((t1 - t0)) -v m=$((c1[0] - c0[0])) -v bcpu="$bcpu" \
         -v scm="$scm" -v scb="$scb" -v sm=$((s1m - s0m)) -v sb=$((s1b - s0b)) -v flt=$((f1 - f0)) -v oth=$((o1 - o0)) 'BEGIN {
-        printf "load %s: %.0f MB/s; CPU us/MiB mount %.0f bricks %.0f %.0f %.0f others %.0f (sum %.0f); syscalls/MiB mount %.1f brick0 %.1f; switches/MiB mount %.1f brick0 %.1f; mount page faults/MiB %.1f\n",
-            load, mb * 1.048576 / (us / 1e6), m / mb, b0 / mb, b1 / mb, b2 / mb, oth / mb, (m + b0 + b1 + b2 + oth) / mb,
+        n = split(bcpu, b, " "); bs = ""; sum = m + oth
+        for (i = 1; i <= n; i++) { bs = bs sprintf(" %.0f", b[i] / mb); sum += b[i] }
+        printf "load %s: %.0f MB/s; CPU us/MiB mount %.0f bricks%s others %.0f (sum %.0f); syscalls/MiB mount %.1f brick0 %.1f; switches/MiB mount %.1f brick0 %.1f; mount page faults/MiB %.1f\n",
+            load, mb * 1.048576 / (us / 1e6), m / mb, bs, oth / mb, sum / mb,
             scm / mb, scb / mb, sm / mb, sb / mb, flt / mb }'
     # replicate's own counts (builds that have them): writes wound from
     # the caller's bytes and writes whose payload was copied
@@ -110,5 +124,10 @@ for x in v["xlators"]:
     d = x.get("dump", {})
     if "writes_lent" in d:
         print("  %s: writes lent %d, copied %d (all rounds)" % (x["name"], d["writes_lent"], d["writes_copied"]))
+    if "rmw" in d:
+        print("  %s: transactions %d, read-modify-writes %d (all rounds)" % (x["name"], d["transactions"], d["rmw"]))
+    if "sent_max" in d:
+        print("  %s: most writes out %d, waits for the window %d, bytes out max %d (all rounds)"
+              % (x["name"], d["sent_max"], d["waited_window"], d["answered_bytes_out_max"]))
 PY
 done

@@ -635,6 +635,58 @@ static void test_seq_write(struct cg_vol *v)
     free(buf);
 }
 
+/* The file read through the volume is model[0, len). */
+static bool file_is(struct cg_vol *v, struct bfs_fd *fd, const uint8_t *model, size_t len)
+{
+    struct bfs_read_req rq = {.fd = fd, .size = (uint32_t)len + 1, .offset = 0};
+    struct bfs_read_rep rp;
+    if (bfs_sync_read(v->top, v->st, &rq, &rp) < 0)
+        return false;
+    bool right = rp.data.len == len && memcmp(rp.data.data, model, len) == 0;
+    bfs_read_rep_clear_dup(&rp);
+    return right;
+}
+
+/* A write of whole stripes is encoded from the caller's bytes inside the
+ * call (disperse-write.c, whole_stripes): its payload is not copied; any
+ * other write copies it, its piece being built under the lock, after the
+ * call may have returned. Every child answers 100 ms late, so the first
+ * write's lock is still being taken when its call returns; the caller
+ * scribbles over its buffer then. What the file holds must be the bytes as
+ * they were when written (cg_scribbled_write). */
+static void test_lent_payload(struct cg_vol *v)
+{
+    enum { BS = 1 << 20, ODD = STRIPE + 100, LEN = 2 * BS + ODD };
+    struct bfs_gfid g;
+    struct bfs_fd *fd = NULL;
+    uint8_t *model = malloc(LEN);
+    if (!model)
+        return;
+    fill(model, LEN, 3);
+    is_int(create(v, "lent", &g, &fd), 0, "create lent");
+    for (int i = 0; i < N; i++)
+        cg_reconf(v, i, "delay-ms", "100");
+    uint64_t lent0 = cg_top_stat(v, "writes_lent"), copied0 = cg_top_stat(v, "writes_copied");
+    is_int(cg_scribbled_write(v, fd, 0, model, BS, NULL), BS, "1 MiB of whole stripes (takes the lock)");
+    is_int(cg_scribbled_write(v, fd, BS, model + BS, BS, NULL), BS, "the next MiB (joins it)");
+    is_int((int)(cg_top_stat(v, "writes_lent") - lent0), 2, "both encoded from the caller's bytes");
+    is_int((int)(cg_top_stat(v, "writes_copied") - copied0), 0, "neither payload copied");
+    is_int(cg_scribbled_write(v, fd, 2 * BS, model + 2 * BS, ODD, NULL), ODD, "a write ending inside a stripe");
+    is_int((int)(cg_top_stat(v, "writes_copied") - copied0), 1, "its payload was copied");
+    for (int i = 0; i < N; i++)
+        cg_reconf(v, i, "delay-ms", "0");
+    ok(file_is(v, fd, model, LEN), "the file holds the bytes as written, not the later scribbles");
+    cg_down(v, 0, true);
+    cg_down(v, 2, true);
+    ok(file_is(v, fd, model, LEN), "and so do the parity fragments (2 data children down)");
+    cg_up(v, 0, true);
+    cg_up(v, 2, true);
+    struct bfs_flush_req f = {.fd = fd};
+    is_int(bfs_sync_flush(v->top, v->st, &f, NULL), 0, "flush");
+    bfs_fd_unref(fd);
+    free(model);
+}
+
 /* storage/posix alone (through s0): a write carrying counter deltas adds
  * them once written and acknowledges; a probe is acknowledged and adds
  * nothing; a failed write adds nothing. */
@@ -769,6 +821,7 @@ int main(void)
         }
         test_small_files(&v);
         test_seq_write(&v);
+        test_lent_payload(&v);
         test_posix_wadd(&v);
         test_failures(&v);
         cg_vol_close(&v);

@@ -436,50 +436,20 @@ static void test_eager_lock(void)
  * a write that joins the held lock is wound at once. Either way the
  * caller's buffer, rewritten as soon as the wind returns, must not be what
  * lands on the bricks. Every child answers 100 ms late (error-gen), so the
- * lock is still being taken when the first wind returns. */
-struct lent_write {
-    pthread_mutex_t m;
-    pthread_cond_t c;
-    int calls, rc;
-};
-
-static void lent_cbk(struct bfs_frame *frame, void *cookie, int rc, const struct bfs_write_rep *rep)
-{
-    struct lent_write *w = cookie;
-    (void)frame;
-    (void)rep;
-    pthread_mutex_lock(&w->m);
-    w->calls++;
-    w->rc = rc;
-    pthread_cond_broadcast(&w->c);
-    pthread_mutex_unlock(&w->m);
-}
-
-/* Winds a write of len bytes of c at off, scribbles over the buffer when
- * the wind returns; returns the write's answer, *early whether it had
- * answered before the wind returned. */
+ * lock is still being taken when the first wind returns.
+ *
+ * lent_write_at: a write of len bytes of c at off whose buffer is
+ * scribbled over when the wind returns (cg_scribbled_write); its answer,
+ * *early whether it had answered before the wind returned. */
 static int lent_write_at(struct cg_vol *v, struct bfs_fd *fd, uint64_t off, size_t len, char c,
                          bool *early)
 {
-    struct lent_write w = {.m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER};
-    char *buf = malloc(len);
-    memset(buf, c, len);
-    struct bfs_frame *f = bfs_frame_top_new(v->st, NULL);
-    struct bfs_write_req q = {.fd = fd, .data = {buf, len}, .offset = off};
-    int rc = bfs_wind_write(f, v->top, lent_cbk, &w, &q);
-    pthread_mutex_lock(&w.m);
-    *early = w.calls > 0;
-    pthread_mutex_unlock(&w.m);
-    memset(buf, 'X', len); /* the caller's buffer is its own again */
-    if (rc == 0) {
-        pthread_mutex_lock(&w.m);
-        while (!w.calls)
-            pthread_cond_wait(&w.c, &w.m);
-        rc = w.rc;
-        pthread_mutex_unlock(&w.m);
-    }
-    bfs_frame_top_free(f);
-    free(buf);
+    char *src = malloc(len);
+    if (!src)
+        return -ENOMEM;
+    memset(src, c, len);
+    int rc = cg_scribbled_write(v, fd, off, src, len, early);
+    free(src);
     return rc;
 }
 

@@ -846,3 +846,48 @@ void cg_graph_stop(struct bfs_graph *g)
         g->top->mod->notify(g->top, BFS_EV_PARENT_DOWN, NULL, NULL);
     bfs_graph_free(g);
 }
+
+struct scribbled_write {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int calls, rc;
+};
+
+static void scribbled_cbk(struct bfs_frame *frame, void *cookie, int rc,
+                          const struct bfs_write_rep *rep)
+{
+    struct scribbled_write *w = cookie;
+    (void)frame;
+    (void)rep;
+    pthread_mutex_lock(&w->m);
+    w->calls++;
+    w->rc = rc;
+    pthread_cond_broadcast(&w->c);
+    pthread_mutex_unlock(&w->m);
+}
+
+int cg_scribbled_write(struct cg_vol *v, struct bfs_fd *fd, uint64_t off, const void *src,
+                       size_t len, bool *early)
+{
+    struct scribbled_write w = {.m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER};
+    char *buf = malloc(len);
+    if (!buf)
+        return -ENOMEM;
+    memcpy(buf, src, len);
+    struct bfs_frame *f = bfs_frame_top_new(v->st, NULL);
+    struct bfs_write_req q = {.fd = fd, .data = {buf, len}, .offset = off};
+    int rc = bfs_wind_write(f, v->top, scribbled_cbk, &w, &q);
+    pthread_mutex_lock(&w.m);
+    if (early)
+        *early = w.calls > 0;
+    pthread_mutex_unlock(&w.m);
+    memset(buf, 'X', len); /* the caller's buffer is its own again */
+    pthread_mutex_lock(&w.m);
+    while (rc == 0 && !w.calls)
+        pthread_cond_wait(&w.c, &w.m);
+    rc = rc == 0 ? w.rc : rc;
+    pthread_mutex_unlock(&w.m);
+    bfs_frame_top_free(f);
+    free(buf);
+    return rc;
+}

@@ -176,6 +176,13 @@ uint64_t cg_calls_of(struct cg_vol *v, int i);
 /* The counter key ("lookups_early", ...) of the volume's top translator's
  * own dump (0 when absent). */
 uint64_t cg_top_stat(struct cg_vol *v, const char *key);
+/* Winds a write of len bytes of src at off on the volume's top, from a
+ * buffer of its own that it scribbles over ('X') as soon as the wind
+ * returns (the call contract gives the caller its bytes back then); waits
+ * for the answer and returns it. *early (may be NULL): whether the write
+ * had been answered before the wind returned. */
+int cg_scribbled_write(struct cg_vol *v, struct bfs_fd *fd, uint64_t off, const void *src,
+                       size_t len, bool *early);
 /* A counter of brick i's io-stats dump ("bytes_written", "bytes_read"). */
 uint64_t cg_brick_stat(struct cg_vol *v, int i, const char *key);
 /* Calls of fop that reached brick i (its io-stats s<i>: "lookup", "xattrop"). */

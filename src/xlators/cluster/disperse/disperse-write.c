@@ -53,7 +53,8 @@ _Static_assert(offsetof(struct bfs_write_rep, post) == offsetof(struct ec_prepos
 
 struct ec_piece {
     uint64_t a, b;        /* stripes [a, b) rewritten */
-    uint8_t *buf;         /* (b - a) stripes of data, then n fragments of (b - a) * C */
+    uint8_t *buf;         /* (b - a) stripes of data, then the fragments (frags) */
+    uint8_t *frags;       /* n fragments of (b - a) * C; in buf, after the data if any */
 };
 
 struct ec_wtxn {
@@ -66,7 +67,8 @@ struct ec_wtxn {
     bool own_fd;              /* internal fd (truncate by path) */
     struct bfs_inode *inode;  /* ref */
     uint64_t off, len;        /* the range; truncate: off = the new size */
-    const uint8_t *data;      /* write: the payload (in req) */
+    const uint8_t *data;      /* write: the payload (in req; the caller's while
+                                 ec_write encodes whole stripes, then NULL) */
     uint32_t fmode;           /* fallocate mode */
     bool append;
     int stage;
@@ -297,15 +299,39 @@ static const uint8_t *old_stripe(const struct ec_wtxn *w, uint64_t s)
     return NULL;
 }
 
+/* Encodes data (the piece's stripes in file order) into its fragments. */
+static int encode_piece(struct ec_priv *p, struct ec_piece *pc, const uint8_t *data)
+{
+    uint64_t ns = pc->b - pc->a;
+    uint8_t *frags[EC_MAX] = {0};
+    for (int i = 0; i < p->n; i++)
+        frags[i] = pc->frags + (uint64_t)i * ns * p->chunk;
+    return bfs_ec_encode_stripes(p->codec, data, ns, p->chunk, frags);
+}
+
+/* A piece the write's own bytes cover whole: nothing old, nothing zero in
+ * its stripes, so it is encoded straight from them (no data area). */
+static bool piece_covered(const struct ec_wtxn *w, const struct ec_piece *pc)
+{
+    return w->kind == W_WRITE && pc->a * w->p->stripe >= w->off &&
+           pc->b * w->p->stripe <= w->off + w->len;
+}
+
 /* Fills piece j's data (old stripes, then the change) and encodes it. */
 static int build_piece(struct ec_wtxn *w, int j)
 {
     struct ec_priv *p = w->p;
     struct ec_piece *pc = &w->pc[j];
     uint64_t ns = pc->b - pc->a, base = pc->a * p->stripe;
+    if (piece_covered(w, pc)) {
+        pc->buf = malloc((size_t)(ns * p->chunk * (uint64_t)p->n));
+        pc->frags = pc->buf;
+        return pc->buf ? encode_piece(p, pc, w->data + (base - w->off)) : -ENOMEM;
+    }
     pc->buf = calloc(1, (size_t)(ns * p->stripe + ns * p->chunk * (uint64_t)p->n));
     if (!pc->buf)
         return -ENOMEM;
+    pc->frags = pc->buf + ns * p->stripe;
     const uint8_t *h = old_stripe(w, pc->a), *t = old_stripe(w, pc->b - 1);
     if (h)
         memcpy(pc->buf, h, p->stripe);
@@ -321,10 +347,7 @@ static int build_piece(struct ec_wtxn *w, int j)
         memset(pc->buf + (w->off - base), 0, base + p->stripe - w->off);
     else if (lo < hi)
         memset(pc->buf + (lo - base), 0, hi - lo);
-    uint8_t *frags[EC_MAX] = {0};
-    for (int i = 0; i < p->n; i++)
-        frags[i] = pc->buf + ns * p->stripe + (uint64_t)i * ns * p->chunk;
-    return bfs_ec_encode_stripes(p->codec, pc->buf, ns, p->chunk, frags);
+    return encode_piece(p, pc, pc->buf);
 }
 
 /* The size after the change, in wind order (concurrent deltas add up). */
@@ -383,7 +406,7 @@ static void wind_piece(struct ec_wtxn *w, int j, int slot, int i, struct bfs_xl 
     struct ec_piece *pc = &w->pc[j];
     uint64_t ns = pc->b - pc->a;
     struct bfs_write_req req = {.fd = w->fd, .offset = pc->a * p->chunk, .xdata = xdata};
-    req.data.data = pc->buf + ns * p->stripe + (uint64_t)i * ns * p->chunk;
+    req.data.data = pc->frags + (uint64_t)i * ns * p->chunk;
     req.data.len = ns * p->chunk;
     bfs_op_wind(&w->t.op, slot, BFS_FOP_WRITE, child, &req);
 }
@@ -436,7 +459,7 @@ static int wind_writes(struct ec_wtxn *w)
     struct ec_priv *p = w->p;
     struct bfs_txn *t = &w->t;
     for (int j = 0; j < w->npieces; j++) {
-        int rc = build_piece(w, j);
+        int rc = w->pc[j].buf ? 0 : build_piece(w, j); /* else encoded by ec_write */
         if (rc < 0) {
             fail_all(w, t->run, rc);
             w->stage = WS_DONE;
@@ -782,11 +805,41 @@ static int start(struct ec_wtxn *w, struct bfs_frame *frame, bool whole, bool fd
     return 0;
 }
 
+/*
+ * A write of whole stripes at a known place (no O_APPEND) reads nothing and
+ * its fragments do not depend on the file: they are encoded here, from the
+ * caller's bytes (valid until this call returns, runtime.md), and the
+ * request is copied without its payload — a sequential write's 1 MiB copy
+ * and the piece's data area less per MiB. Other writes copy the payload:
+ * their piece is built under the lock, maybe after this call returned.
+ */
+static bool whole_stripes(const struct ec_priv *p, const struct bfs_write_req *req)
+{
+    return !(req->fd->flags & O_APPEND) && req->data.data && req->data.len &&
+           req->offset % p->stripe == 0 && req->data.len % p->stripe == 0 &&
+           req->offset + req->data.len > req->offset;
+}
+
+static int encode_early(struct ec_wtxn *w, const struct bfs_write_req *req)
+{
+    struct ec_priv *p = w->p;
+    w->pc[0].a = stripe_of(p, w->off);
+    w->pc[0].b = stripe_of(p, w->off + w->len);
+    w->data = req->data.data;
+    int rc = build_piece(w, 0);
+    w->data = NULL;
+    return rc;
+}
+
 int ec_write(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_write_req *req)
 {
     if ((req->fd->flags & O_ACCMODE) == O_RDONLY)
         return -EBADF;
-    struct ec_wtxn *w = wtxn_new(xl, BFS_FOP_WRITE, req, W_WRITE);
+    struct ec_priv *p = ec_priv(xl);
+    bool early = whole_stripes(p, req);
+    struct bfs_write_req shallow = *req;
+    shallow.data.data = NULL; /* copied without its payload: encoded below */
+    struct ec_wtxn *w = wtxn_new(xl, BFS_FOP_WRITE, early ? &shallow : req, W_WRITE);
     if (!w)
         return -ENOMEM;
     const struct bfs_write_req *q = w->req;
@@ -795,6 +848,14 @@ int ec_write(struct bfs_frame *f, struct bfs_xl *xl, const struct bfs_write_req 
     w->len = q->data.len;
     w->data = q->data.data;
     w->append = (q->fd->flags & O_APPEND) != 0;
+    if (early) {
+        int rc = encode_early(w, req);
+        if (rc < 0) {
+            wtxn_free(w);
+            return rc;
+        }
+    }
+    __atomic_add_fetch(early ? &p->n_wlent : &p->n_wcopied, 1, __ATOMIC_RELAXED);
     return start(w, f, w->append, true);
 }
 

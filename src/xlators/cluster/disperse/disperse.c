@@ -316,7 +316,8 @@ static char *ec_dump(struct bfs_xl *xl)
                      ",\"heals_done\":%" PRIu64 ",\"heals_failed\":%" PRIu64
                      ",\"heals_queued\":%zu,\"lookups\":%" PRIu64
                      ",\"lookups_early\":%" PRIu64 ",\"lookup_replies_waited\":%" PRIu64
-                     ",\"lookup_tail_us\":%" PRIu64 "}",
+                     ",\"lookup_tail_us\":%" PRIu64 ",\"writes_lent\":%" PRIu64
+                     ",\"writes_copied\":%" PRIu64 "}",
                      xl->name, p->n, p->r, p->chunk, ec_up(p), reported, ec_quorum(p),
                      __atomic_load_n(&p->gen, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_txn, __ATOMIC_RELAXED),
@@ -328,7 +329,9 @@ static char *ec_dump(struct bfs_xl *xl)
                      __atomic_load_n(&p->n_lookup, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_lookup_early, __ATOMIC_RELAXED),
                      __atomic_load_n(&p->n_lookup_waited, __ATOMIC_RELAXED),
-                     __atomic_load_n(&p->n_lookup_tail_ns, __ATOMIC_RELAXED) / 1000);
+                     __atomic_load_n(&p->n_lookup_tail_ns, __ATOMIC_RELAXED) / 1000,
+                     __atomic_load_n(&p->n_wlent, __ATOMIC_RELAXED),
+                     __atomic_load_n(&p->n_wcopied, __ATOMIC_RELAXED));
     return n < 0 ? NULL : s;
 }
 

@@ -70,6 +70,7 @@ struct ec_priv {
     struct bfs_healq *healq;
     /* statistics (atomic) */
     uint64_t n_txn, n_rmw, n_decode, n_heal_ok, n_heal_fail;
+    uint64_t n_wlent, n_wcopied; /* writes encoded from the caller's bytes / copied */
     uint64_t n_lookup, n_lookup_early; /* lookups/stats answered; of them before every reply */
     uint64_t n_lookup_waited;          /* replies in when they were answered (sum) */
     uint64_t n_lookup_tail_ns;         /* early answers: from the answer to the last reply (sum) */

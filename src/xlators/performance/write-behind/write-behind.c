@@ -470,10 +470,12 @@ static const struct bfs_option_desc wb_options[] = {
      .description = "bytes of answered writes per file that may be on their way to the "
                     "bricks; a write that does not fit waits",
      .flags = BFS_OPT_F_CLIENT | BFS_OPT_F_SETTABLE},
-    {.key = WB_OPT_MAX_OUT, .type = BFS_OPT_INT, .def = "1", .min = 1, .max = 64,
+    {.key = WB_OPT_MAX_OUT, .type = BFS_OPT_INT, .def = "2", .min = 1, .max = 64,
      .description = "writes of one file sent to the bricks and not yet answered, at most "
                     "(the others wait in the window, contiguous ones merged up to 128 KiB); "
-                    "more than 1 overlaps round trips but queues megabytes in the sockets",
+                    "2 overlaps a write's round trip with the next one's sends (replica 3 "
+                    "sequential write about twice as fast as with 1, no more CPU per MiB); "
+                    "more queues megabytes in the sockets for no measured gain",
      .flags = BFS_OPT_F_CLIENT | BFS_OPT_F_SETTABLE},
     {.key = NULL},
 };
