@@ -483,18 +483,6 @@ static void provoke_split(struct cg_vol *v, const char *name, struct bfs_gfid *f
     up(v, 1);
 }
 
-/* Does child i's brick (features/locks l<i>) hold any inode lock? */
-static bool brick_holds_inodelk(struct cg_vol *v, int i)
-{
-    char name[8];
-    snprintf(name, sizeof(name), "l%d", i);
-    struct bfs_xl *x = bfs_graph_find(v->g, name);
-    char *d = x->mod->dump(x);
-    bool held = d && strstr(d, "\"inodelk\":[{") != NULL;
-    free(d);
-    return held;
-}
-
 /* The unlock of a write's window runs behind the write's answer (with
  * post-op-delay-ms 0 as here, or behind close()). A brick that goes down
  * (its connection closes) before that unlock reaches it drops the lock
@@ -517,14 +505,14 @@ static void test_unlock_after_down(void)
     is_int(cg_open(&v, &f, O_RDWR, &fd), 0, "open");
     is_int(cg_write(&v, fd, 0, "ab", 2), 2, "write (its post-op and unlock go out behind it)");
     down(&v, 0); /* before the unlock reaches c0 */
-    for (int k = 0; k < 500 && brick_holds_inodelk(&v, 1); k++)
+    for (int k = 0; k < 500 && cg_brick_locked(&v, 1); k++)
         usleep(10000);
-    ok(!brick_holds_inodelk(&v, 1), "the window's release is over (c1 unlocked)");
+    ok(!cg_brick_locked(&v, 1), "the window's release is over (c1 unlocked)");
     cg_reconf(&v, 1, "delay-ms", "0");
     cg_reconf(&v, 1, "enable", "all");
     is_int(cg_flush_close(&v, fd), 0, "close");
     up(&v, 0);
-    bool stale = brick_holds_inodelk(&v, 0);
+    bool stale = cg_brick_locked(&v, 0);
     ok(!stale, "c0 holds no lock of the window once back");
     if (!stale) { /* else this write would wait forever */
         down(&v, 1);

@@ -557,6 +557,35 @@ bool cg_clean_soon(struct cg_vol *v, const char *rel)
     return false;
 }
 
+bool cg_brick_locked(struct cg_vol *v, int i)
+{
+    char name[16];
+    snprintf(name, sizeof(name), "l%d", i);
+    struct bfs_xl *x = bfs_graph_find(v->g, name);
+    char *d = x && x->mod->dump ? x->mod->dump(x) : NULL;
+    bool held = d && strstr(d, "\"inodelk\":[{") != NULL;
+    free(d);
+    return held;
+}
+
+static bool any_inodelk(struct cg_vol *v)
+{
+    for (int i = 0; i < v->n; i++)
+        if (cg_brick_locked(v, i))
+            return true;
+    return false;
+}
+
+bool cg_unlocked_soon(struct cg_vol *v)
+{
+    for (int i = 0; i < 500; i++) {
+        if (!any_inodelk(v))
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
 ssize_t cg_slurp(const char *path, char *buf, size_t size)
 {
     int fd = open(path, O_RDONLY);
