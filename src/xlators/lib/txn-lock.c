@@ -580,40 +580,32 @@ static int lock_flush(struct bfs_txn_lock *lk, bfs_task_fn fn, void *arg, bool s
         return -ENOMEM;
     a->fn = fn;
     a->arg = arg;
-    bool release = false;
     pthread_mutex_lock(&lk->m);
     if (lk->state == BFS_TXL_FREE || (started && lk->state == BFS_TXL_RELEASING)) {
         pthread_mutex_unlock(&lk->m);
         free(a);
         return 0;
     }
-    if (lk->ro_window) { /* nothing to post-op: released soon, not waited for */
-        bool go = false;
-        lk->release_now = true;
-        if (lk->state == BFS_TXL_HELD && !lk->active) {
-            bfs__txn_timer_disarm(lk);
-            lk->state = BFS_TXL_RELEASING;
-            go = true;
-        }
-        pthread_mutex_unlock(&lk->m);
-        free(a);
-        if (go)
-            bfs__txn_start_release(lk);
-        return 0;
-    }
-    struct bfs_txn_after **list = started ? &lk->started : &lk->after;
-    a->next = *list;
-    *list = a;
     lk->release_now = true;
-    if (lk->state == BFS_TXL_HELD && !lk->active) {
+    bool idle = lk->state == BFS_TXL_HELD && !lk->active;
+    if (idle) {
         bfs__txn_timer_disarm(lk);
         lk->state = BFS_TXL_RELEASING;
-        release = true;
+    }
+    /* a readers' window has nothing to post-op: released soon, not waited
+     * for; one that starts its release here has started it on return */
+    bool now = lk->ro_window || (started && idle);
+    if (!now) {
+        struct bfs_txn_after **list = started ? &lk->started : &lk->after;
+        a->next = *list;
+        *list = a;
     }
     pthread_mutex_unlock(&lk->m);
-    if (release)
+    if (idle)
         bfs__txn_start_release(lk);
-    return 1;
+    if (now)
+        free(a);
+    return now ? 0 : 1;
 }
 
 int bfs_txn_lock_flush(struct bfs_txn_lock *lk, bfs_task_fn fn, void *arg)
