@@ -31,6 +31,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "../lib/cluster-graph.h"
 #include "../lib/tap.h"
 #include "core/graph.h"
 
@@ -129,9 +130,16 @@ static void reconf(struct vol *v, int i, const char *key, const char *val)
     bfs_dict_unref(d);
 }
 
+/* Child i's connection closes: its calls fail and the brick drops our
+ * locks, as protocol/server does (tests/lib/cluster-graph.c, cg_down): a
+ * window's unlock still on its way behind close() must not stay held. */
 static void down(struct vol *v, int i)
 {
+    char name[16];
+    snprintf(name, sizeof(name), "l%d", i);
+    struct bfs_xl *locks = bfs_graph_find(v->g, name);
     reconf(v, i, "failure", "100");
+    locks->mod->notify(locks, BFS_EV_CLIENT_GONE, child(v, i), BFS_CLIENT_LOCAL);
     bfs_xl_notify_parents(child(v, i), BFS_EV_CHILD_DOWN, NULL);
 }
 
@@ -557,6 +565,7 @@ static void degraded(int n, int r)
     up(&v, r);
     ok(same(&v, fd, &m), "%d+%d degraded: back to %d down: still right", n - r, r, r);
     flush_close(&v, fd);
+    cg_graph_unlocked_soon(v.g, n); /* the window's release, behind the close */
     /* the children come back: lookup heals them (foreground) */
     for (int i = 0; i < r; i++)
         up(&v, i);
@@ -576,6 +585,9 @@ static void degraded(int n, int r)
     ok(open_(&v, &g, O_RDWR, &fd) == 0 && m_write(&v, fd, &m, 1234, 40000) == 40000,
        "%d+%d heal: write with a parity child down", n - r, r);
     flush_close(&v, fd);
+    /* close() does not wait for the window's post-op and unlock: a lookup
+     * that found the lock still held would not heal */
+    cg_graph_unlocked_soon(v.g, n);
     up(&v, n - 1);
     ok(lookup(&v, "d", NULL) == 0 && settled(&v, "d", &m, (1u << n) - 1),
        "%d+%d heal: the parity child is healed (sizes, versions)", n - r, r);
@@ -593,6 +605,7 @@ static void degraded(int n, int r)
     ok(create(&v, "late", &fd, &g2) == 0 && m_write(&v, fd, &m2, 0, 30000) == 30000,
        "%d+%d entry heal: created with a child down", n - r, r);
     flush_close(&v, fd);
+    cg_graph_unlocked_soon(v.g, n);
     up(&v, 1);
     ok(lookup(&v, "late", NULL) == 0 && fsize_on(&v, 1, "late") >= 0,
        "%d+%d entry heal: the name is made on the child", n - r, r);

@@ -56,15 +56,13 @@ static int vol_open(struct cg_vol *v, int n, const char *options)
     return cg_vol_open(v, n, layers, top);
 }
 
-/* A child's connection fails (or comes back) and replicate hears of it. */
-static void set_failure(struct cg_vol *v, int i, const char *pct, enum bfs_event ev)
-{
-    cg_reconf(v, i, "failure", pct);
-    bfs_xl_notify_parents(cg_child(v, i), ev, NULL);
-}
-
-static void down(struct cg_vol *v, int i) { set_failure(v, i, "100", BFS_EV_CHILD_DOWN); }
-static void up(struct cg_vol *v, int i) { set_failure(v, i, "0", BFS_EV_CHILD_UP); }
+/* A child's connection closes (or comes back) and replicate hears of it.
+ * Closing, the brick drops the locks we held there, as protocol/server
+ * does (cg_down): failing the calls alone left a lock whose unlock was
+ * still on its way (behind close(), or behind a write's answer) on the
+ * brick for good, and the next lock there waited forever. */
+static void down(struct cg_vol *v, int i) { cg_down(v, i, true); }
+static void up(struct cg_vol *v, int i) { cg_up(v, i, true); }
 
 static int mkdir_(struct cg_vol *v, const struct bfs_gfid *par, const char *name,
                   struct bfs_gfid *g)
@@ -485,6 +483,46 @@ static void provoke_split(struct cg_vol *v, const char *name, struct bfs_gfid *f
     up(v, 1);
 }
 
+/* The unlock of a write's window runs behind the write's answer (with
+ * post-op-delay-ms 0 as here, or behind close()). A brick that goes down
+ * (its connection closes) before that unlock reaches it drops the lock
+ * itself, as protocol/server does: once back, it holds nothing of ours,
+ * and the next write, to it alone, answers. (A down that only failed the
+ * calls left the lock on the brick for good, and that write waited on it
+ * forever: performance-notes 24 and 43.) */
+static void test_unlock_after_down(void)
+{
+    struct cg_vol v;
+    struct bfs_gfid f;
+    struct bfs_fd *fd;
+    if (vol_open(&v, 2, " option cluster.quorum-type none\n") < 0)
+        return;
+    is_int(put(&v, &bfs_gfid_root, "ul", "0123456789", &f), 0, "put");
+    settle(&v, "ul", 3);
+    /* c1 answers the post-op late: the unlock waits for it */
+    cg_reconf(&v, 1, "enable", "fxattrop,xattrop");
+    cg_reconf(&v, 1, "delay-ms", "300");
+    is_int(cg_open(&v, &f, O_RDWR, &fd), 0, "open");
+    is_int(cg_write(&v, fd, 0, "ab", 2), 2, "write (its post-op and unlock go out behind it)");
+    down(&v, 0); /* before the unlock reaches c0 */
+    for (int k = 0; k < 500 && cg_brick_locked(&v, 1); k++)
+        usleep(10000);
+    ok(!cg_brick_locked(&v, 1), "the window's release is over (c1 unlocked)");
+    cg_reconf(&v, 1, "delay-ms", "0");
+    cg_reconf(&v, 1, "enable", "all");
+    is_int(cg_flush_close(&v, fd), 0, "close");
+    up(&v, 0);
+    bool stale = cg_brick_locked(&v, 0);
+    ok(!stale, "c0 holds no lock of the window once back");
+    if (!stale) { /* else this write would wait forever */
+        down(&v, 1);
+        is_int(overwrite(&v, &f, "AB"), 0, "a write to c0 alone answers");
+        ok(cg_content_is(&v, 0, "ul", "AB23456789"), "c0 has it");
+        up(&v, 1);
+    }
+    cg_vol_close(&v);
+}
+
 static void test_resolve(void)
 {
     struct cg_vol v;
@@ -533,6 +571,7 @@ int main(void)
     test_heal_now();
     test_half_created();
     test_half_dir();
+    test_unlock_after_down();
     test_resolve();
     cg_fini();
     return done_testing();

@@ -587,8 +587,17 @@ static int read_then_lookup(struct cg_vol *v, const char *name, struct bfs_iatt 
 {
     char buf[64];
     struct bfs_fd *fd = NULL;
-    if (cg_put_settled(v, &bfs_gfid_root, name, "hello", a) < 0 ||
-        cg_lookup(v, &bfs_gfid_root, name, a) < 0 || cg_open(v, &a->gfid, O_RDONLY, &fd) < 0) {
+    /* close() does not wait for the put's post-op, whose invalidation (times)
+     * would drop what the lookup below fills: wait until the bricks freed
+     * the window (the post-op carries the unlock), and a little for its
+     * reply to be announced */
+    bool put = cg_put_settled(v, &bfs_gfid_root, name, "hello", a) == 0;
+    if (put) {
+        cg_unlocked_soon(v);
+        usleep(50000);
+    }
+    if (!put || cg_lookup(v, &bfs_gfid_root, name, a) < 0 ||
+        cg_open(v, &a->gfid, O_RDONLY, &fd) < 0) {
         printf("# %s: put, lookup or open failed\n", name);
         return -1;
     }

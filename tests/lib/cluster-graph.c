@@ -557,6 +557,40 @@ bool cg_clean_soon(struct cg_vol *v, const char *rel)
     return false;
 }
 
+static bool graph_brick_locked(struct bfs_graph *g, int i)
+{
+    char name[16];
+    snprintf(name, sizeof(name), "l%d", i);
+    struct bfs_xl *x = bfs_graph_find(g, name);
+    char *d = x && x->mod->dump ? x->mod->dump(x) : NULL;
+    bool held = d && strstr(d, "\"inodelk\":[{") != NULL;
+    free(d);
+    return held;
+}
+
+bool cg_brick_locked(struct cg_vol *v, int i)
+{
+    return graph_brick_locked(v->g, i);
+}
+
+bool cg_graph_unlocked_soon(struct bfs_graph *g, int n)
+{
+    for (int k = 0; k < 500; k++) {
+        bool any = false;
+        for (int i = 0; i < n && !any; i++)
+            any = graph_brick_locked(g, i);
+        if (!any)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+bool cg_unlocked_soon(struct cg_vol *v)
+{
+    return cg_graph_unlocked_soon(v->g, v->n);
+}
+
 ssize_t cg_slurp(const char *path, char *buf, size_t size)
 {
     int fd = open(path, O_RDONLY);

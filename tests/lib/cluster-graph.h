@@ -163,6 +163,15 @@ long long cg_counter(struct cg_vol *v, int i, const char *rel, const char *key, 
  * answer). */
 bool cg_all_clean(struct cg_vol *v, const char *rel);
 bool cg_clean_soon(struct cg_vol *v, const char *rel);
+/* No brick's features/locks (l<i>) holds an inode lock (within 5 s): the
+ * release of a window that close() did not wait for (post-op, unlock) is
+ * over. For a test about to take a brick down or heal on a lookup, which
+ * a lock still held would make skip the heal. */
+bool cg_unlocked_soon(struct cg_vol *v);
+/* The same for a graph of n bricks whose features/locks are l0..l<n-1>. */
+bool cg_graph_unlocked_soon(struct bfs_graph *g, int n);
+/* Brick i's features/locks (l<i>) holds an inode lock now. */
+bool cg_brick_locked(struct cg_vol *v, int i);
 ssize_t cg_slurp(const char *path, char *buf, size_t size);
 /* Content of rel on brick i equals s. */
 bool cg_content_is(struct cg_vol *v, int i, const char *rel, const char *s);

@@ -199,8 +199,14 @@ void bfs__txn_holder_drop(struct bfs_txn_lock *lk, struct bfs_stack **stack,
     lk->state = BFS_TXL_FREE;
     *waiting = lk->waiting;
     lk->waiting = NULL;
-    *after = lk->after;
-    lk->after = NULL;
+    /* those waiting for the release to start run with those waiting for
+     * its end (a failed acquisition frees the lock without a release) */
+    struct bfs_txn_after **tail = &lk->started;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = lk->after;
+    *after = lk->started;
+    lk->after = lk->started = NULL;
 }
 
 /* ---- delayed post-op timer ---- */
@@ -544,49 +550,59 @@ void bfs__txn_start_release(struct bfs_txn_lock *lk)
     r->lk = lk;
     r->op.state = R_POSTOP;
     bfs__txn_live_add(cl, 1);
+    pthread_mutex_lock(&lk->m);
+    struct bfs_txn_after *started = lk->started;
+    lk->started = NULL;
+    pthread_mutex_unlock(&lk->m);
+    bfs__txn_post_after(cl, started); /* posted: they run after the post-op is wound */
     bfs_op_run(&r->op);
 }
 
-int bfs_txn_lock_flush(struct bfs_txn_lock *lk, bfs_task_fn fn, void *arg)
+/* bfs_txn_lock_flush (started false: fn when FREE) and
+ * bfs_txn_lock_flush_started (fn when the release has started). */
+static int lock_flush(struct bfs_txn_lock *lk, bfs_task_fn fn, void *arg, bool started)
 {
     struct bfs_txn_after *a = calloc(1, sizeof(*a));
     if (!a)
         return -ENOMEM;
     a->fn = fn;
     a->arg = arg;
-    bool release = false;
     pthread_mutex_lock(&lk->m);
-    if (lk->state == BFS_TXL_FREE) {
+    if (lk->state == BFS_TXL_FREE || (started && lk->state == BFS_TXL_RELEASING)) {
         pthread_mutex_unlock(&lk->m);
         free(a);
         return 0;
     }
-    if (lk->ro_window) { /* nothing to post-op: released soon, not waited for */
-        bool go = false;
-        lk->release_now = true;
-        if (lk->state == BFS_TXL_HELD && !lk->active) {
-            bfs__txn_timer_disarm(lk);
-            lk->state = BFS_TXL_RELEASING;
-            go = true;
-        }
-        pthread_mutex_unlock(&lk->m);
-        free(a);
-        if (go)
-            bfs__txn_start_release(lk);
-        return 0;
-    }
-    a->next = lk->after;
-    lk->after = a;
     lk->release_now = true;
-    if (lk->state == BFS_TXL_HELD && !lk->active) {
+    bool idle = lk->state == BFS_TXL_HELD && !lk->active;
+    if (idle) {
         bfs__txn_timer_disarm(lk);
         lk->state = BFS_TXL_RELEASING;
-        release = true;
+    }
+    /* a readers' window has nothing to post-op: released soon, not waited
+     * for; one that starts its release here has started it on return */
+    bool now = lk->ro_window || (started && idle);
+    if (!now) {
+        struct bfs_txn_after **list = started ? &lk->started : &lk->after;
+        a->next = *list;
+        *list = a;
     }
     pthread_mutex_unlock(&lk->m);
-    if (release)
+    if (idle)
         bfs__txn_start_release(lk);
-    return 1;
+    if (now)
+        free(a);
+    return now ? 0 : 1;
+}
+
+int bfs_txn_lock_flush(struct bfs_txn_lock *lk, bfs_task_fn fn, void *arg)
+{
+    return lock_flush(lk, fn, arg, false);
+}
+
+int bfs_txn_lock_flush_started(struct bfs_txn_lock *lk, bfs_task_fn fn, void *arg)
+{
+    return lock_flush(lk, fn, arg, true);
 }
 
 static void noop_task(void *arg)

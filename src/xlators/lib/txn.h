@@ -144,6 +144,8 @@ struct bfs_txn_lock {
     struct bfs_txn *active;       /* transactions past admission, not yet left */
     struct bfs_txn *waiting;      /* FIFO of transactions not admitted yet */
     struct bfs_txn_after *after;  /* callbacks for when the lock is FREE again */
+    struct bfs_txn_after *started; /* callbacks for when its release has started
+                                    * (or it is FREE again) */
     struct bfs_txn_timer *timer;  /* delayed post-op */
     struct bfs_txn_lock *held_next; /* cl->held, while a shared lock is not FREE */
 };
@@ -198,6 +200,14 @@ void bfs_txn_start(struct bfs_txn *t);
  * Returns 0 if it is FREE already (fn is not called), 1 if fn(arg) will
  * run (posted to the event loop) once it is FREE, -ENOMEM. */
 int bfs_txn_lock_flush(struct bfs_txn_lock *lk, bfs_task_fn fn, void *arg);
+/* The same request, but fn(arg) runs as soon as the release has started
+ * (every transaction of the window has answered its caller; the post-op
+ * and the unlock are on their way) rather than when it is over. Returns 0
+ * if the lock is FREE or its release has started already (fn is not
+ * called), 1 if fn(arg) will run (posted), -ENOMEM. For close(): the
+ * writes are acknowledged, what the post-op adds is the end of the dirty
+ * mark (replicate-fd.c, afr_flush). */
+int bfs_txn_lock_flush_started(struct bfs_txn_lock *lk, bfs_task_fn fn, void *arg);
 
 /* For the fop hook's wind to child i: NULL when the transaction's pre-op
  * does not ride in the fop, else a new dict (unref it) = xdata plus the

@@ -385,7 +385,8 @@ int ec_opendir(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_open
     return 0;
 }
 
-/* The file's eager lock is released: answer if the flushes are done. */
+/* The release of the file's eager lock has started: answer if the
+ * flushes are done. */
 static void flush_released(void *arg)
 {
     struct ec_fan *f = arg;
@@ -404,7 +405,7 @@ int ec_flush(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_flush_
     /* set before asking: the release may be done (posted) at once */
     f->join = 2;
     bfs_op_ref(&f->op);
-    int later = c ? bfs_txn_lock_flush(&c->dlock, flush_released, f) : 0;
+    int later = c ? bfs_txn_lock_flush_started(&c->dlock, flush_released, f) : 0;
     if (inode)
         bfs_inode_unref(inode);
     if (later != 1) { /* FREE already (or no memory to wait: as before, go on) */

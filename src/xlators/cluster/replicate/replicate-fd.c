@@ -24,8 +24,8 @@
  *               child order (lib/lk.c does the same for our own locks);
  *   FAN_REOPEN  "fix-open": an open fd opened on the children it missed;
  *               answers nobody, runs a continuation (afr_fix_open).
- * flush first waits for the file's eager lock to be released (post-op
- * done), so that close() returns with clean counters.
+ * flush first waits for the release of the file's eager lock to start
+ * (not for its post-op: afr_flush says why that is safe).
  *
  * Lazy open (cluster.lazy-open): an O_RDONLY open whose reading copy is
  * known good (replicate-prefetch.c) goes to that copy only; the fd is then
@@ -661,7 +661,16 @@ static void flush_resume(void *arg)
     bfs_op_run(&f->op);
 }
 
-/* close(): the eager lock of the file is released (post-op) first. */
+/* close(): the file's eager lock is released (post-op + unlock), and the
+ * flush goes on as soon as that release has started, without waiting for
+ * its replies. The release starts only once every transaction of the
+ * window has answered, so every write the close covers has been answered
+ * (a failed one reported, a copy that failed one blamed first); what the
+ * post-op adds is the end of the dirty mark: a copy lost before it keeps
+ * "dirty, no blame", healed from any copy. The release op holds its own
+ * refs on the fd (its release waits) and the inode; PARENT_DOWN waits for
+ * it. Another client's lock waits for the unlock as it waited for our
+ * close before. fsync waits for the bricks' fsync only, as before. */
 int afr_flush(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_flush_req *req)
 {
     struct afr_fan *f = fan_new(frame, xl, BFS_FOP_FLUSH, FAN_ANY, req, req->fd);
@@ -671,7 +680,8 @@ int afr_flush(struct bfs_frame *frame, struct bfs_xl *xl, const struct bfs_flush
     uint64_t v;
     int later = 0;
     if (inode && bfs_inode_ctx_get(inode, xl, &v) == 0 && v)
-        later = bfs_txn_lock_flush(&((struct afr_inode *)(uintptr_t)v)->dlock, flush_resume, f);
+        later = bfs_txn_lock_flush_started(&((struct afr_inode *)(uintptr_t)v)->dlock,
+                                           flush_resume, f);
     if (inode)
         bfs_inode_unref(inode);
     if (later != 1)
