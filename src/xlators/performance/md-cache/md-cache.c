@@ -740,7 +740,7 @@ static const struct bfs_option_desc mdc_options[] = {
                     "invalidations (features.cache-invalidation); off: volgen leaves md-cache "
                     "out of the client graph, and an md-cache told off passes everything",
      .flags = BFS_OPT_F_CLIENT | BFS_OPT_F_SETTABLE},
-    {.key = MDC_OPT_TIMEOUT, .type = BFS_OPT_TIME, .def = "60", .min = 0, .max = 3600,
+    {.key = MDC_OPT_TIMEOUT, .type = BFS_OPT_TIME, .def = "600", .min = 0, .max = 3600,
      .description = "seconds a cached attribute or name may be used after it was fetched "
                     "(0 = off); only replies of bricks running features/upcall are cached; "
                     "it bounds staleness only when a brick's connection is dead but not yet "
