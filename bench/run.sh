@@ -76,7 +76,7 @@
 # explicitly wins):
 #   BENCH_ONLY [1brick,dist3,rep3,disp]   BENCH_TARGETS [disk passthrough brickfs gluster]
 #   BENCH_RUNS [3 for 1brick, 1 for the others]
-#   BENCH_MD_CACHE [60]  1brick: md-cache-timeout of the client (0: no
+#   BENCH_MD_CACHE [600] 1brick: md-cache-timeout of the client (0: no
 #                        features/upcall nor performance/md-cache, the graph
 #                        of issue 2's text)
 #   BENCH_WRITE_BEHIND [1]  0: no performance/write-behind in the brickfs
@@ -133,7 +133,7 @@ HEAL_SIZE=${BENCH_HEAL_SIZE:-16384}
 HEAL_TIMEOUT_S=${BENCH_HEAL_TIMEOUT:-$([ "$QUICK" = 1 ] && echo 120 || echo 1800)}
 HEAL_STALL_S=${BENCH_HEAL_STALL:-$([ "$QUICK" = 1 ] && echo 20 || echo 90)}
 RUNS_SET=${BENCH_RUNS:-}
-MD_CACHE=${BENCH_MD_CACHE:-60}
+MD_CACHE=${BENCH_MD_CACHE:-600} # the translator's default, as volgen's volumes have it
 MD_CACHE_COLD=${BENCH_MD_CACHE_COLD:-0}
 WRITE_BEHIND=${BENCH_WRITE_BEHIND:-1}
 [ "$QUICK" = 1 ] && RUNS_SET=${RUNS_SET:-1}
