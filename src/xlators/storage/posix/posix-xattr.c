@@ -476,23 +476,22 @@ static int xattrop(struct px_job *j, const struct xt *t, const struct bfs_gfid *
     return rc;
 }
 
-/* The object's attributes after the xattrop, in the reply's xdata, when
- * the request asks (BFS_XDATA_IATT_REQ: a changelog post-op, whose caller
- * tells md-cache what the file looks like now). Without them (no memory,
- * fstat failed) the xattrop still succeeded: the caller then vouches for
- * nothing. Returns rc. */
-static int post_iatt(int rc, const struct bfs_dict *xreq, int fd, const struct bfs_gfid *g,
-                     struct bfs_dict **xdata)
+/* The object's attributes after a successful xattrop, in the reply's
+ * xdata, when the request asks (BFS_XDATA_IATT_REQ: a changelog post-op,
+ * whose caller tells md-cache what the file looks like now). Without them
+ * (no memory, fstat failed) the xattrop still succeeded: the caller then
+ * vouches for nothing. */
+static void post_iatt(const struct bfs_dict *xreq, int fd, const struct bfs_gfid *g,
+                      struct bfs_dict **xdata)
 {
     struct bfs_iatt ia;
-    if (rc < 0 || !bfs_dict_has(xreq, BFS_XDATA_IATT_REQ) || bfs__px_fstat_iatt(fd, g, &ia) < 0)
-        return rc;
+    if (!bfs_dict_has(xreq, BFS_XDATA_IATT_REQ) || bfs__px_fstat_iatt(fd, g, &ia) < 0)
+        return;
     struct bfs_dict *d = bfs_dict_new();
     if (d && bfs_dict_set_iatt(d, BFS_XDATA_IATT, &ia) == 0)
         *xdata = d;
     else
         bfs_dict_unref(d);
-    return rc;
 }
 
 static int do_xattrop(struct px_job *j, const struct bfs_xattrop_req *req,
@@ -504,7 +503,8 @@ static int do_xattrop(struct px_job *j, const struct bfs_xattrop_req *req,
     if (rc == 0) {
         xt_init(&t, o.fd, true);
         rc = xattrop(j, &t, &o.gfid, req->optype, req->xattrs, &rep->xattrs);
-        rc = post_iatt(rc, req->xdata, o.fd, &o.gfid, &rep->xdata);
+        if (rc == 0)
+            post_iatt(req->xdata, o.fd, &o.gfid, &rep->xdata);
     }
     bfs__px_obj_close(&o);
     return rc;
@@ -521,7 +521,9 @@ static int do_fxattrop(struct px_job *j, const struct bfs_fxattrop_req *req,
         return rc;
     xt_init(&t, pf->fd, false);
     rc = xattrop(j, &t, &pf->gfid, req->optype, req->xattrs, &rep->xattrs);
-    return post_iatt(rc, req->xdata, pf->fd, &pf->gfid, &rep->xdata);
+    if (rc == 0)
+        post_iatt(req->xdata, pf->fd, &pf->gfid, &rep->xdata);
+    return rc;
 }
 PX_FOP_DEFINE(fxattrop, BFS_FOP_FXATTROP)
 
