@@ -15,6 +15,10 @@
  * O_NOATIME; others (O_DIRECT included, whose alignment rules a network
  * buffer cannot promise) are dropped.
  *
+ * A write of at least storage.uncached-write-min bytes goes with
+ * RWF_DONTCACHE (write_at; docs/design/uncached-writes.md): the kernel
+ * starts its writeback at once and drops its pages when it is done.
+ *
  * A write may carry deltas of counter xattrs to add once it is written
  * (lib/wadd-wire.h: disperse's size counter rides in its fragment write).
  *
@@ -28,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "posix.h"
@@ -287,6 +292,39 @@ static int write_adds(struct px_job *j, struct px_fd *pf, const struct bfs_dict 
     return rc;
 }
 
+#ifndef RWF_DONTCACHE
+#define RWF_DONTCACHE 0x00000080 /* Linux 6.14 uapi; Debian 12's headers predate it */
+#endif
+
+/* One pwrite at off. A streaming write (at least uncached_min bytes) goes
+ * with RWF_DONTCACHE: the data lands in the page cache as usual (no
+ * alignment rules, reads see it, fsync works as always), but writeback of
+ * the range starts at once and its pages are freed when it is done, so a
+ * brick receiving a big file does not fill the page cache with data nobody
+ * will read from there (its clients cache what they read) and reuses the
+ * same few pages instead of taking fresh ones for every MiB. A kernel or
+ * file system without it answers EOPNOTSUPP: said once in the log, plain
+ * writes from then on. */
+static ssize_t write_at(struct px_job *j, int fd, const void *buf, size_t len, off_t off)
+{
+    struct px_priv *p = j->priv;
+    if (p->uncached_min && len >= p->uncached_min &&
+        !__atomic_load_n(&p->uncached_off, __ATOMIC_RELAXED)) {
+        struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+        ssize_t n = SYS.pwritev2(fd, &iov, 1, off, RWF_DONTCACHE);
+        if (n >= 0)
+            __atomic_add_fetch(&p->writes_uncached, 1, __ATOMIC_RELAXED);
+        if (n >= 0 || errno != EOPNOTSUPP)
+            return n;
+        if (!__atomic_exchange_n(&p->uncached_off, true, __ATOMIC_RELAXED))
+            XL_WARN(j->xl, "%s: the kernel or file system does not take uncached writes "
+                    "(RWF_DONTCACHE: Linux 6.14 or later on ext4, XFS or btrfs); big writes "
+                    "go through the page cache, storage.uncached-write-min 0 says so",
+                    p->brick);
+    }
+    return SYS.pwrite(fd, buf, len, off);
+}
+
 static int do_write(struct px_job *j, const struct bfs_write_req *req, struct bfs_write_rep *rep)
 {
     struct px_fd *pf;
@@ -297,8 +335,8 @@ static int do_write(struct px_job *j, const struct bfs_write_req *req, struct bf
     if (rc == 0)
         rc = bfs__px_fstat_iatt(pf->fd, &pf->gfid, &rep->pre);
     while (rc == 0 && done < len) {
-        ssize_t n = SYS.pwrite(pf->fd, (const char *)req->data.data + done, len - done,
-                               (off_t)(req->offset + done));
+        ssize_t n = write_at(j, pf->fd, (const char *)req->data.data + done, len - done,
+                             (off_t)(req->offset + done));
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && done == 0)

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -72,6 +73,7 @@ static const struct px_sys px_sys_default = {
     .readlinkat = readlinkat,
     .pread = pread,
     .pwrite = pwrite,
+    .pwritev2 = pwritev2,
     .ftruncate = ftruncate,
     .fallocate = fallocate,
     .fsync = fsync,

@@ -335,6 +335,16 @@ static const struct bfs_option_desc px_options[] = {
                     "that received them when that is the event loop, instead of handing "
                     "them to a worker: less latency, but the loop reads no other request "
                     "meanwhile"},
+    {.key = "storage.uncached-write-min",
+     .type = BFS_OPT_SIZE,
+     .def = "128KB",
+     .min = 0,
+     .max = 1024 * 1024 * 1024,
+     .description = "a write of at least this many bytes goes with RWF_DONTCACHE: writeback "
+                    "starts at once and the brick's page cache drops the pages when it is "
+                    "done, instead of keeping streamed data (0: never; a kernel or file "
+                    "system without it, before Linux 6.14, writes as usual)",
+     .flags = BFS_OPT_F_SETTABLE},
     {.key = NULL},
 };
 
@@ -425,6 +435,7 @@ static int px_init(struct bfs_xl *xl)
     int64_t cache_size = bfs_xl_opt_int(xl, "gfid-cache-size");
     int64_t cache_fds = bfs_xl_opt_int(xl, "gfid-cache-fds");
     p->inline_fops = bfs_xl_opt_bool(xl, "inline-fops");
+    p->uncached_min = bfs_xl_opt_size(xl, "storage.uncached-write-min");
     p->cache = bfs__px_cache_new(cache_size > 0 ? (size_t)cache_size : 0,
                                  cache_fds > 0 ? (size_t)cache_fds : 0);
     xl->private = p;
@@ -455,13 +466,21 @@ static char *px_dump(struct bfs_xl *xl)
                             "{\"directory\":\"%s\",\"gfid_cache\":{\"entries\":%llu,\"cap\":%llu,"
                             "\"fds\":%llu,\"fd_cap\":%llu,\"hits\":%llu,\"misses\":%llu},"
                             "\"unlinks_deferred\":%d,\"orphan_scan\":{\"done\":%d,"
-                            "\"removed\":%llu},\"fops\":{",
+                            "\"removed\":%llu},\"uncached_writes\":{\"min\":%llu,\"on\":%s,"
+                            "\"done\":%llu},\"fops\":{",
                             p->dir, (unsigned long long)cs.entries, (unsigned long long)cs.cap,
                             (unsigned long long)cs.fds, (unsigned long long)cs.fdcap,
                             (unsigned long long)cs.hits, (unsigned long long)cs.misses,
                             bfs__px_defer_pending(p),
                             (int)__atomic_load_n(&p->scan_done, __ATOMIC_ACQUIRE),
                             (unsigned long long)__atomic_load_n(&p->scan_removed,
+                                                                __ATOMIC_RELAXED),
+                            (unsigned long long)p->uncached_min,
+                            p->uncached_min && !__atomic_load_n(&p->uncached_off,
+                                                                __ATOMIC_RELAXED)
+                                ? "true"
+                                : "false",
+                            (unsigned long long)__atomic_load_n(&p->writes_uncached,
                                                                 __ATOMIC_RELAXED));
     bool first = true;
     for (int f = 0; f < BFS_FOP_COUNT && len < cap; f++) {

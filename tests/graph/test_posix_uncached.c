@@ -1,0 +1,189 @@
+/*
+ * test_posix_uncached.c — storage/posix's streaming writes
+ * (docs/design/uncached-writes.md): a write of at least
+ * storage.uncached-write-min bytes goes with RWF_DONTCACHE, a smaller one
+ * as a plain pwrite; 0 turns it off; a kernel that refuses the flag
+ * (EOPNOTSUPP) costs one refused call, the write still lands, and every
+ * later write is plain. The system calls are counted through posix's call
+ * table (bfs_posix_sys_override); the bytes are read back each time.
+ * Needs root (storage/posix: trusted xattrs); skips otherwise.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "../lib/posix-graph.h"
+#include "../lib/tap.h"
+#include "core/graph.h"
+
+#define DONTCACHE 0x80 /* RWF_DONTCACHE */
+
+static int (*override)(const char *, void *, void **);
+static ssize_t (*real_pwritev2)(int, const struct iovec *, int, off_t, int);
+static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
+static int n_v2, n_v2_dontcache, n_pwrite;
+static bool refuse; /* answer EOPNOTSUPP, as a kernel before 6.14 does */
+
+static ssize_t count_pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    n_v2++;
+    if (flags & DONTCACHE)
+        n_v2_dontcache++;
+    if (refuse) {
+        errno = EOPNOTSUPP;
+        return -1;
+    }
+    return real_pwritev2(fd, iov, cnt, off, flags);
+}
+
+static ssize_t count_pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+    n_pwrite++;
+    return real_pwrite(fd, buf, len, off);
+}
+
+/* Counts posix's pwritev2 and pwrite: its call table lives in the module,
+ * which each graph loads anew. */
+static int hook(void)
+{
+    override = (int (*)(const char *, void *, void **))dlsym(pg_xl->dlhandle,
+                                                             "bfs_posix_sys_override");
+    void *o1 = NULL, *o2 = NULL;
+    if (!override || override("pwritev2", (void *)count_pwritev2, &o1) < 0 ||
+        override("pwrite", (void *)count_pwrite, &o2) < 0)
+        return -1;
+    real_pwritev2 = (ssize_t(*)(int, const struct iovec *, int, off_t, int))o1;
+    real_pwrite = (ssize_t(*)(int, const void *, size_t, off_t))o2;
+    return 0;
+}
+
+/* A storage/posix graph over pg_brick with the option set to min, its
+ * writes counted. */
+static int start(const char *min)
+{
+    char text[PATH_MAX + 256], err[512] = "";
+    snprintf(text, sizeof(text),
+             "volume brick\n type storage/posix\n option directory %s\n"
+             " option storage.uncached-write-min %s\nend-volume\n",
+             pg_brick, min);
+    int rc = bfs_graph_from_text(text, strlen(text), "<test>", pg_proc, &pg_graph, err,
+                                 sizeof(err));
+    if (rc == 0 && (rc = bfs_graph_init(pg_graph)) < 0) {
+        bfs_graph_free(pg_graph);
+        pg_graph = NULL;
+    }
+    pg_xl = pg_graph ? pg_graph->top : NULL;
+    if (rc == 0 && hook() < 0)
+        rc = -ENOSYS;
+    if (rc < 0)
+        printf("# graph or hooks: %s %d\n", err, rc);
+    return rc;
+}
+
+static void stop(void)
+{
+    if (override) {
+        override("pwritev2", NULL, NULL);
+        override("pwrite", NULL, NULL);
+        override = NULL;
+    }
+    if (pg_graph)
+        bfs_graph_free(pg_graph);
+    pg_graph = NULL;
+    pg_xl = NULL;
+}
+
+static int write_at(struct bfs_fd *fd, const char *buf, size_t len, uint64_t off)
+{
+    struct bfs_write_req req = {.fd = fd, .data = {buf, len}, .offset = off};
+    return bfs_sync_write(pg_xl, pg_root_st, &req, NULL);
+}
+
+/* The file's bytes at off on the brick equal buf. */
+static bool on_disk(const char *name, const char *buf, size_t len, off_t off)
+{
+    int fd = open(pg_disk(name), O_RDONLY);
+    char *got = malloc(len);
+    bool same = fd >= 0 && got && pread(fd, got, len, off) == (ssize_t)len &&
+                memcmp(got, buf, len) == 0;
+    free(got);
+    if (fd >= 0)
+        close(fd);
+    return same;
+}
+
+static bool dump_has(const char *needle)
+{
+    char *d = pg_xl->mod->dump(pg_xl);
+    bool has = d && strstr(d, needle);
+    if (!has)
+        printf("# dump: %s\n", d ? d : "(none)");
+    free(d);
+    return has;
+}
+
+/* Writes of 256 KiB and of 64 KiB into a new file NAME; checks the calls. */
+static void writes(const char *name, int want_dontcache, int want_pwrite, const char *what)
+{
+    static char big[256 * 1024], small[64 * 1024];
+    for (size_t i = 0; i < sizeof(big); i++)
+        big[i] = (char)(i * 7 + (unsigned char)name[0]);
+    memset(small, name[0], sizeof(small));
+    struct bfs_fd *fd = NULL;
+    ok(pg_create(pg_root_st, &bfs_gfid_root, name, &fd, NULL) >= 0, "%s: a file", what);
+    if (!fd)
+        return;
+    n_v2 = n_v2_dontcache = n_pwrite = 0;
+    is_int(write_at(fd, big, sizeof(big), 0), (int)sizeof(big), "%s: 256 KiB written", what);
+    is_int(write_at(fd, small, sizeof(small), sizeof(big)), (int)sizeof(small),
+           "%s: 64 KiB after it", what);
+    is_int(n_v2_dontcache, want_dontcache, "%s: uncached writes", what);
+    is_int(n_pwrite, want_pwrite, "%s: plain writes", what);
+    ok(on_disk(name, big, sizeof(big), 0) && on_disk(name, small, sizeof(small), sizeof(big)),
+       "%s: the bytes are on the brick", what);
+    bfs_fd_unref(fd);
+}
+
+int main(void)
+{
+    plan_lazy();
+    if (!pg_can_run())
+        return done_testing();
+    if (pg_init("pxuncached") < 0 || start("128KB") < 0) {
+        ok(0, "storage/posix graph, its pwritev2 and pwrite counted");
+        stop();
+        pg_fini();
+        return done_testing();
+    }
+    writes("a", 1, 1, "min 128KB");
+    ok(dump_has("\"uncached_writes\":{\"min\":131072,\"on\":true,\"done\":1}"),
+       "min 128KB: the dump counts it");
+
+    refuse = true;
+    writes("b", 1, 2, "refused");
+    is_int(n_v2, 1, "refused: the flag was tried once");
+    ok(dump_has("\"on\":false"), "refused: the dump says uncached writes are off");
+    writes("c", 0, 2, "after a refusal");
+    is_int(n_v2, 0, "after a refusal: not tried again");
+    refuse = false;
+    stop();
+
+    ok(start("0") == 0, "min 0: a graph");
+    if (pg_xl) {
+        writes("d", 0, 2, "min 0");
+        is_int(n_v2, 0, "min 0: never tried");
+        stop();
+    }
+    ok(start("1MB") == 0, "min 1MB: a graph");
+    if (pg_xl) {
+        writes("e", 0, 2, "min 1MB");
+        stop();
+    }
+    pg_fini();
+    return done_testing();
+}

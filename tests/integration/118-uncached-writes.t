@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+#
+# 118-uncached-writes.t — storage/posix's streaming writes on real bricks
+# (docs/design/uncached-writes.md), through a real FUSE mount of a replica
+# 3 volume made by brickfsd:
+#   - a 32 MiB file written with dd (1 MiB writes) reads back identical on
+#     the mount and on every brick, and after its fsync the bricks' page
+#     cache holds almost none of it (RWF_DONTCACHE dropped the pages once
+#     written back): without the flag a freshly written file stays cached;
+#   - a small file (one 64 KiB write: under the 128 KiB default) stays in
+#     the bricks' page cache;
+#   - `volume set storage.uncached-write-min 0` (a brick option: the answer
+#     says a restart is needed), the volume restarted: the next streamed
+#     file stays cached on the bricks.
+# Skips on a kernel or file system without RWF_DONTCACHE (before Linux 6.14).
+
+. "$(dirname "$0")/../lib/test.sh"
+. "$(dirname "$0")/../lib/mgmt.sh"
+. "$(dirname "$0")/../lib/replica.sh"
+
+skip_unless_mgmt
+skip_unless_brickfs
+require_fuse
+
+B=$T/bricks
+M=$T/m
+mkdir -p "$B"
+
+# RWF_DONTCACHE (0x80) on the file system the bricks live on?
+python3 - "$B/probe" <<'PY' || SKIP_ALL "no RWF_DONTCACHE here (Linux 6.14+ on ext4, XFS or btrfs)"
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600)
+try:
+    os.pwritev(fd, [b"x" * 4096], 0, 0x80)
+except OSError:
+    sys.exit(1)
+finally:
+    os.close(fd)
+    os.unlink(sys.argv[1])
+PY
+
+# resident FILE: percent of FILE's pages in the page cache (mincore(2))
+resident()
+{
+    python3 - "$1" <<'PY'
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size = os.fstat(fd).st_size
+pages = (size + 4095) // 4096
+addr = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED: maps, reads nothing
+vec = (ctypes.c_ubyte * pages)()
+if addr in (None, ctypes.c_void_p(-1).value) or libc.mincore(addr, size, vec) != 0:
+    sys.exit("mincore: " + os.strerror(ctypes.get_errno()))
+libc.munmap(addr, size)
+os.close(fd)
+print(100 * sum(v & 1 for v in vec) // pages)
+PY
+}
+# bricks_resident_le FILE PCT: 1 when every brick's copy is at most PCT% cached
+bricks_resident_le()
+{
+    local i r
+    for i in 0 1 2; do
+        r=$(resident "$B/r$i/$1") || { echo 0; return; }
+        [ "$r" -le "$2" ] || { echo 0; return; }
+    done
+    echo 1
+}
+bricks_resident_ge()
+{
+    local i r
+    for i in 0 1 2; do
+        r=$(resident "$B/r$i/$1") || { echo 0; return; }
+        [ "$r" -ge "$2" ] || { echo 0; return; }
+    done
+    echo 1
+}
+
+TEST start_brickfsd
+TEST rep_volume uv 3 "$B/r"
+TEST mount_vol uv "$M"
+
+# ---- a streamed file leaves the bricks' page cache ----
+TEST dd if=/dev/urandom of="$T/src" bs=1M count=32 status=none
+TEST dd if="$T/src" of="$M/big" bs=1M conv=fsync status=none
+TEST cmp "$T/src" "$M/big"
+for i in 0 1 2; do TEST cmp "$T/src" "$B/r$i/big"; done
+# the cmp above read the bricks' copies: write again, then look
+TEST dd if="$T/src" of="$M/big2" bs=1M conv=fsync status=none
+EXPECT_WITHIN 10 1 bricks_resident_le big2 25
+
+# ---- small writes stay cached ----
+TEST dd if="$T/src" of="$M/small" bs=64k count=1 conv=fsync status=none
+EXPECT 1 bricks_resident_ge small 90
+
+# ---- off: a brick option, applied at the bricks' next start ----
+EXPECT 1 eval "cli --json volume set uv storage.uncached-write-min 0 | grep -c '\"restart_needed\": *true'"
+TEST umount "$M"
+TEST cli volume stop uv
+TEST cli volume start uv
+TEST bfs_wait_until "$PROCESS_UP_TIMEOUT" rep_all_online uv 3
+TEST mount_vol uv "$M"
+TEST dd if="$T/src" of="$M/big3" bs=1M conv=fsync status=none
+EXPECT 1 bricks_resident_ge big3 75
+for i in 0 1 2; do TEST cmp "$T/src" "$B/r$i/big3"; done
+
+TEST umount "$M"
+done_testing
