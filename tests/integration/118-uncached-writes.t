@@ -62,22 +62,14 @@ os.close(fd)
 print(100 * sum(v & 1 for v in vec) // pages)
 PY
 }
-# bricks_resident_le FILE PCT: 1 when every brick's copy is at most PCT% cached
-bricks_resident_le()
+# bricks_resident FILE OP PCT: 1 when every brick's copy is cached
+# [ percent OP PCT ] (OP: -le, -ge)
+bricks_resident()
 {
     local i r
     for i in 0 1 2; do
         r=$(resident "$B/r$i/$1") || { echo 0; return; }
-        [ "$r" -le "$2" ] || { echo 0; return; }
-    done
-    echo 1
-}
-bricks_resident_ge()
-{
-    local i r
-    for i in 0 1 2; do
-        r=$(resident "$B/r$i/$1") || { echo 0; return; }
-        [ "$r" -ge "$2" ] || { echo 0; return; }
+        [ "$r" "$2" "$3" ] || { echo 0; return; }
     done
     echo 1
 }
@@ -93,11 +85,11 @@ TEST cmp "$T/src" "$M/big"
 for i in 0 1 2; do TEST cmp "$T/src" "$B/r$i/big"; done
 # the cmp above read the bricks' copies: write again, then look
 TEST dd if="$T/src" of="$M/big2" bs=1M conv=fsync status=none
-EXPECT_WITHIN 10 1 bricks_resident_le big2 25
+EXPECT_WITHIN 10 1 bricks_resident big2 -le 25
 
 # ---- small writes stay cached ----
 TEST dd if="$T/src" of="$M/small" bs=64k count=1 conv=fsync status=none
-EXPECT 1 bricks_resident_ge small 90
+EXPECT 1 bricks_resident small -ge 90
 
 # ---- off: a brick option, applied at the bricks' next start ----
 EXPECT 1 eval "cli --json volume set uv storage.uncached-write-min 0 | grep -c '\"restart_needed\": *true'"
@@ -107,7 +99,7 @@ TEST cli volume start uv
 TEST bfs_wait_until "$PROCESS_UP_TIMEOUT" rep_all_online uv 3
 TEST mount_vol uv "$M"
 TEST dd if="$T/src" of="$M/big3" bs=1M conv=fsync status=none
-EXPECT 1 bricks_resident_ge big3 75
+EXPECT 1 bricks_resident big3 -ge 75
 for i in 0 1 2; do TEST cmp "$T/src" "$B/r$i/big3"; done
 
 TEST umount "$M"
