@@ -107,5 +107,10 @@ void bfs_proc_free(struct bfs_proc *p);
 /* Waits until every task queued so far on the loop and the worker pool has
  * finished (so translator code can be unloaded). Not from those threads. */
 void bfs_proc_quiesce(struct bfs_proc *p);
+/* Keeps big freed buffers (up to 8 MiB each, 64 MiB per arena) in the
+ * process's heap instead of giving them back to the kernel at once: no page
+ * faults on the next write's buffers (process.c). For programs that move
+ * bulk data (the mount), from main before any thread. 0 or -EINVAL. */
+int bfs_proc_keep_heap(void);
 
 #endif

@@ -2,11 +2,35 @@
  * process.c — the resources one process shares among its graphs: an event
  * loop running on its own thread and a pool of workers for blocking work.
  */
+#include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "core/event.h"
 #include "core/graph.h"
+
+/*
+ * Big buffers come and go at every write: write-behind's copy of a 1 MiB
+ * write, disperse's 1.5 MiB of fragments, a brick's 1 MiB reply. With
+ * glibc's defaults each is either a fresh mmap (at first) or heap memory
+ * that free() hands back to the kernel once 2 x the largest such buffer
+ * lies free at the top of an arena, so the next one is faulted in again, a
+ * zeroed 4 KiB page at a time: 30-120 page faults and 0.1-0.7 ms of the
+ * mount's CPU per MiB of a disperse write (performance-notes.md note 47).
+ * Here buffers under BFS_HEAP_MMAP_MAX always come from the heap, and an
+ * arena keeps up to BFS_HEAP_TRIM free before it gives memory back: the
+ * process's resident size stays near its peak use instead.
+ */
+#define BFS_HEAP_MMAP_MAX (8 << 20)
+#define BFS_HEAP_TRIM (64 << 20)
+
+int bfs_proc_keep_heap(void)
+{
+    if (!mallopt(M_MMAP_THRESHOLD, BFS_HEAP_MMAP_MAX) || !mallopt(M_TRIM_THRESHOLD, BFS_HEAP_TRIM))
+        return -EINVAL;
+    return 0;
+}
 
 struct bfs_proc *bfs_proc_new(const char *program, int nworkers)
 {

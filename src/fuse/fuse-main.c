@@ -137,6 +137,9 @@ static int precheck(const struct bfs_fuse_opts *o)
 
 int main(int argc, char **argv)
 {
+    /* every write passes big buffers through the heap: keep them there
+     * (no page faults per MiB; process.c) */
+    bfs_proc_keep_heap();
     struct bfs_fuse_opts o;
     int rc = bfs_fuse_opts_parse(argc, argv, &o);
     if (rc != 0) {
