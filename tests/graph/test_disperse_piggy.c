@@ -25,6 +25,9 @@
  *     delayed post-op;
  *   - with R children down the same path still works (the create takes the
  *     lock on the others) and the returning children are healed.
+ *   - under performance/write-behind, 1 MiB writes go down from the
+ *     caller's bytes with no copy in either translator, and read back as
+ *     written (data and parity) after the caller scribbled over them.
  * EC_PIGGY_BENCH=N instead times N small files (create + 4 KiB write +
  * flush, then unlink): files/s and CPU per file of the whole process,
  * printed, nothing asserted.
@@ -655,18 +658,47 @@ static bool file_is(struct cg_vol *v, struct bfs_fd *fd, const uint8_t *model, s
  * write's lock is still being taken when its call returns; the caller
  * scribbles over its buffer then. What the file holds must be the bytes as
  * they were when written (cg_scribbled_write). */
+/* A new file `name` whose children answer 100 ms late; the bytes to
+ * write into it (len, from seed), or NULL. */
+static uint8_t *slow_file(struct cg_vol *v, const char *name, size_t len, int seed,
+                          struct bfs_fd **fd)
+{
+    struct bfs_gfid g;
+    uint8_t *model = malloc(len);
+    if (!model)
+        return NULL;
+    fill(model, len, seed);
+    is_int(create(v, name, &g, fd), 0, "create %s", name);
+    for (int i = 0; i < N; i++)
+        cg_reconf(v, i, "delay-ms", "100");
+    return model;
+}
+
+/* The children on time again: the file holds model, data and parity
+ * (read with two data children down), then flush and close. */
+static void as_written(struct cg_vol *v, struct bfs_fd *fd, uint8_t *model, size_t len)
+{
+    for (int i = 0; i < N; i++)
+        cg_reconf(v, i, "delay-ms", "0");
+    ok(file_is(v, fd, model, len), "the file holds the bytes as written, not the later scribbles");
+    cg_down(v, 0, true);
+    cg_down(v, 2, true);
+    ok(file_is(v, fd, model, len), "and so do the parity fragments (2 data children down)");
+    cg_up(v, 0, true);
+    cg_up(v, 2, true);
+    struct bfs_flush_req f = {.fd = fd};
+    is_int(bfs_sync_flush(v->top, v->st, &f, NULL), 0, "flush");
+    bfs_fd_unref(fd);
+    free(model);
+}
+
 static void test_lent_payload(struct cg_vol *v)
 {
     enum { BS = 1 << 20, ODD = STRIPE + 100, LEN = 2 * BS + ODD };
-    struct bfs_gfid g;
     struct bfs_fd *fd = NULL;
-    uint8_t *model = malloc(LEN);
+    uint8_t *model = slow_file(v, "lent", LEN, 3, &fd);
     if (!model)
         return;
-    fill(model, LEN, 3);
-    is_int(create(v, "lent", &g, &fd), 0, "create lent");
-    for (int i = 0; i < N; i++)
-        cg_reconf(v, i, "delay-ms", "100");
     uint64_t lent0 = cg_top_stat(v, "writes_lent"), copied0 = cg_top_stat(v, "writes_copied");
     is_int(cg_scribbled_write(v, fd, 0, model, BS, NULL), BS, "1 MiB of whole stripes (takes the lock)");
     is_int(cg_scribbled_write(v, fd, BS, model + BS, BS, NULL), BS, "the next MiB (joins it)");
@@ -674,18 +706,65 @@ static void test_lent_payload(struct cg_vol *v)
     is_int((int)(cg_top_stat(v, "writes_copied") - copied0), 0, "neither payload copied");
     is_int(cg_scribbled_write(v, fd, 2 * BS, model + 2 * BS, ODD, NULL), ODD, "a write ending inside a stripe");
     is_int((int)(cg_top_stat(v, "writes_copied") - copied0), 1, "its payload was copied");
-    for (int i = 0; i < N; i++)
-        cg_reconf(v, i, "delay-ms", "0");
-    ok(file_is(v, fd, model, LEN), "the file holds the bytes as written, not the later scribbles");
-    cg_down(v, 0, true);
-    cg_down(v, 2, true);
-    ok(file_is(v, fd, model, LEN), "and so do the parity fragments (2 data children down)");
-    cg_up(v, 0, true);
-    cg_up(v, 2, true);
-    struct bfs_flush_req f = {.fd = fd};
-    is_int(bfs_sync_flush(v->top, v->st, &f, NULL), 0, "flush");
-    bfs_fd_unref(fd);
-    free(model);
+    as_written(v, fd, model, LEN);
+}
+
+/* Counter key of translator name's own dump (0 when absent). */
+static uint64_t xl_stat(struct cg_vol *v, const char *name, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof(pat), "\"%s\":", key);
+    struct bfs_xl *x = bfs_graph_find(v->g, name);
+    char *d = x && x->mod->dump ? x->mod->dump(x) : NULL;
+    const char *at = d ? strstr(d, pat) : NULL;
+    uint64_t n = at ? strtoull(at + strlen(pat), NULL, 10) : 0;
+    free(d);
+    return n;
+}
+
+/* 4+2 as vol_open (post-op delay 50 ms) under performance/write-behind "wb"
+ * (the top): a mount's write path. */
+static int wb_vol_open(struct cg_vol *v)
+{
+    static const char *const layers[] = {"features/locks l", "debug/io-stats s", NULL};
+    char top[512];
+    snprintf(top, sizeof(top),
+             " type cluster/disperse\n option redundancy %d\n"
+             " option cluster.background-self-heal-count 0\n"
+             " option cluster.post-op-delay-ms 50\n", R);
+    return cg_vol_open_above(v, N, layers, top,
+                             "volume wb\n type performance/write-behind\n subvolumes rep\n"
+                             "end-volume\n");
+}
+
+/* Write-behind sends a big write it can send at once from the caller's
+ * bytes, inside the call, and answers it after the send (wb-queue.c,
+ * bfs__wb_write): no copy of the payload there, and disperse below encodes
+ * the whole stripes from those same bytes before its wind returns. Every
+ * child answers 100 ms late, the caller scribbles over its buffer as soon
+ * as it is answered: the file must hold the bytes as written, data and
+ * parity (read back with two data children down). */
+static void test_wb_lent(struct cg_vol *v)
+{
+    enum { BS = 1 << 20, SMALL = 100, LEN = 2 * BS + SMALL };
+    struct bfs_fd *fd = NULL;
+    uint8_t *model = slow_file(v, "wblent", LEN, 5, &fd);
+    if (!model)
+        return;
+    uint64_t wl0 = cg_top_stat(v, "writes_lent"), wc0 = cg_top_stat(v, "writes_copied");
+    uint64_t el0 = xl_stat(v, "rep", "writes_lent"), ec0 = xl_stat(v, "rep", "writes_copied");
+    is_int(cg_scribbled_write(v, fd, 0, model, BS, NULL), BS, "1 MiB through write-behind");
+    is_int(cg_scribbled_write(v, fd, BS, model + BS, BS, NULL), BS, "the next MiB (2 out)");
+    is_int((int)(cg_top_stat(v, "writes_lent") - wl0), 2,
+           "write-behind sent both from the caller's bytes");
+    is_int((int)(cg_top_stat(v, "writes_copied") - wc0), 0, "and copied neither");
+    is_int((int)(xl_stat(v, "rep", "writes_lent") - el0), 2,
+           "disperse encoded both from those bytes");
+    is_int((int)(xl_stat(v, "rep", "writes_copied") - ec0), 0, "... without a copy either");
+    is_int(cg_scribbled_write(v, fd, 2 * BS, model + 2 * BS, SMALL, NULL), SMALL,
+           "a small write");
+    is_int((int)(cg_top_stat(v, "writes_copied") - wc0), 1, "its payload was copied");
+    as_written(v, fd, model, LEN);
 }
 
 /* storage/posix alone (through s0): a write carrying counter deltas adds
@@ -826,6 +905,12 @@ int main(void)
         test_posix_wadd(&v);
         test_failures(&v);
         cg_vol_close(&v);
+        if (wb_vol_open(&v) < 0) {
+            ok(false, "graph with write-behind");
+        } else {
+            test_wb_lent(&v);
+            cg_vol_close(&v);
+        }
         /* the default: the directory's entry window */
         if (vol_open_x(&v, 1000, "") < 0) {
             ok(false, "graph with entry windows");

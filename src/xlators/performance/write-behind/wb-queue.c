@@ -206,6 +206,62 @@ static bool merge(struct wb_priv *p, struct wb_inode *wi, struct bfs_frame *fram
     return true;
 }
 
+static void send_one(struct bfs_xl *xl, struct wb_req *e);
+
+/* Write e (of len bytes) enters the window: answered. wb_priv.lock held. */
+static void admit(struct wb_priv *p, struct wb_inode *wi, struct wb_req *e, uint64_t len)
+{
+    e->acked = true;
+    wi->used += len;
+    p->used += len;
+    if (p->used > p->used_max)
+        p->used_max = p->used;
+    p->behind++;
+    p->behind_bytes += len;
+}
+
+/* Write e goes out. wb_priv.lock held. */
+static void mark_sent(struct wb_priv *p, struct wb_inode *wi, struct wb_req *e)
+{
+    e->state = WB_SENT;
+    wi->nsent++;
+    if (wi->nsent > p->sent_max)
+        p->sent_max = wi->nsent;
+}
+
+/*
+ * Whether write e, not queued yet, can be answered and sent at once by
+ * the caller's thread, as wb_run would: everything queued is an answered
+ * write already out (nothing e would pass), one more may go out, the window
+ * has room and e overlaps none of them. If so e is queued, answered and
+ * sent (lent). wb_priv.lock held.
+ */
+static bool take_now(struct wb_priv *p, struct wb_inode *wi, struct wb_req *e)
+{
+    uint64_t len = e->end - e->off;
+    if (len < WB_LEND_MIN || wi->nsent >= p->max_out ||
+        (wi->used > 0 && wi->used + len > p->window))
+        return false;
+    for (const struct wb_req *x = wi->head; x; x = x->next)
+        if (!x->behind || !x->acked || x->state != WB_SENT || (x->off < e->end && e->off < x->end))
+            return false;
+    append(p, wi, e);
+    admit(p, wi, e, len);
+    mark_sent(p, wi, e);
+    e->lent = true;
+    p->lent++;
+    return true;
+}
+
+/*
+ * A write that goes behind. When it can be sent at once it is sent from
+ * the caller's bytes — theirs until this call returns (runtime.md), and
+ * every translator below that keeps them copies them (disperse encodes
+ * whole stripes before its wind returns, protocol/client copies what the
+ * socket did not take) — and answered after the send: one 1 MiB copy (and
+ * its cache misses) less per MiB. Otherwise we copy the payload, answer
+ * at once (or when the window has room) and send it later.
+ */
 int bfs__wb_write(struct bfs_xl *xl, struct bfs_frame *frame, const struct bfs_write_req *req)
 {
     struct wb_priv *p = xl->private;
@@ -228,16 +284,39 @@ int bfs__wb_write(struct bfs_xl *xl, struct bfs_frame *frame, const struct bfs_w
     pthread_mutex_unlock(&p->lock);
     if (err)
         return err; /* an earlier write of this fd failed after we answered it */
-    /* Our own copy of the payload: the caller's buffer is reused once we answer. */
-    struct wb_req *e = req_new(frame, BFS_FOP_WRITE, req);
+    struct bfs_write_req shallow = *req;
+    shallow.data = (struct bfs_bytes){NULL, 0}; /* the payload: below */
+    struct wb_req *e = req_new(frame, BFS_FOP_WRITE, &shallow);
     if (!e)
         return -ENOMEM;
     e->behind = true;
     e->off = req->offset;
     e->end = req->offset + len;
     e->cap = len;
+    struct bfs_write_req *w = e->req;
+    w->data = req->data; /* the caller's, while we decide */
+    pthread_mutex_lock(&p->lock);
+    bool now = take_now(p, wi, e);
+    pthread_mutex_unlock(&p->lock);
+    if (now) {
+        e->frame = NULL;
+        send_one(xl, e); /* lets go of the caller's bytes before it returns */
+        struct bfs_write_rep rep = {0};
+        bfs_unwind_write(frame, (int)len, &rep);
+        return 0;
+    }
+    /* Our own copy of the payload: the caller's buffer is reused once we answer. */
+    void *copy = len ? malloc(len) : NULL;
+    w->data.data = copy;
+    if (len && !copy) {
+        req_free(e);
+        return -ENOMEM;
+    }
+    if (len)
+        memcpy(copy, req->data.data, len);
     pthread_mutex_lock(&p->lock);
     append(p, wi, e);
+    p->copied++;
     pthread_mutex_unlock(&p->lock);
     wb_run(xl, wi);
     return 0;
@@ -350,6 +429,8 @@ static void send_one(struct bfs_xl *xl, struct wb_req *e)
             bfs_frame_top_free(f);
         complete(xl, e, rc);
     }
+    if (e->lent) /* the caller's bytes: not ours once the wind returned */
+        ((struct bfs_write_req *)e->req)->data = (struct bfs_bytes){NULL, 0};
     req_put(e); /* the payload may go now (see struct wb_req) */
 }
 
@@ -439,22 +520,13 @@ static size_t pick(struct wb_priv *p, struct wb_inode *wi, struct wb_act *acts, 
                 e->waited = true;
                 break; /* the window is full: this caller and those after it wait */
             }
-            e->acked = true;
-            wi->used += len;
-            p->used += len;
-            if (p->used > p->used_max)
-                p->used_max = p->used;
-            p->behind++;
-            p->behind_bytes += len;
+            admit(p, wi, e, len);
             a.ack = e->frame;
             a.ack_len = len;
             e->frame = NULL;
         }
         if (e->state == WB_QUEUED && wi->nsent < p->max_out && !overlaps_earlier(wi, e)) {
-            e->state = WB_SENT;
-            wi->nsent++;
-            if (wi->nsent > p->sent_max)
-                p->sent_max = wi->nsent;
+            mark_sent(p, wi, e);
             a.send = true;
         }
         if (a.ack || a.send)

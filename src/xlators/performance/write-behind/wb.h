@@ -10,7 +10,9 @@
  *
  * Lifetime. A wb_inode is the inode's context (made by the first write
  * that goes behind, freed by forget). Its queue holds wb_reqs in arrival
- * order; each holds a deep copy of its request (payload, fd reference), so
+ * order; each holds a deep copy of its request (payload, fd reference; a
+ * write sent at once from the caller's bytes holds them only while it is
+ * sent: wb_req.lent), so
  * the fd, and through it the inode, lives until the entry is gone: a file
  * closed with writes still queued is released only after they ended. A
  * wb_fd is the fd's context (the errors to report through it), freed by
@@ -34,6 +36,11 @@
 
 /* A queued write grows by contiguous later writes up to this size. */
 #define WB_AGGREGATE (128 * 1024)
+/* A write from this size up that can be sent at once is sent from the
+ * caller's bytes, without our copy, and answered after the send
+ * (wb-queue.c, bfs__wb_write); a smaller one is copied: that copy costs
+ * little, and it is answered before its send. */
+#define WB_LEND_MIN (64 * 1024)
 
 struct wb_fd {
     int err_write; /* first background failure, for the next write */
@@ -53,6 +60,7 @@ struct wb_req {
     bool behind;              /* a write answered before it is done */
     bool acked;
     bool waited;              /* counted once in waited_window */
+    bool lent;                /* the payload is the caller's, only during send_one */
     uint64_t off, end;        /* behind writes: the byte range */
     size_t cap;               /* bytes allocated for the payload (aggregation) */
     int stage;                /* fops naming two inodes: the targets already waited on */
@@ -89,6 +97,8 @@ struct wb_priv {
     uint64_t behind, behind_bytes, merged, sync_writes, waited_window, waited_fops;
     uint64_t failed, reported, lookups_redone, readdirp_cleared;
     uint64_t sent_max, used_max;  /* most writes of one inode out at once; most bytes */
+    uint64_t lent, copied;        /* writes that went behind sent from the caller's bytes /
+                                   * from our copy */
 };
 
 /* wb-queue.c */

@@ -402,6 +402,8 @@ static char *wb_dump(struct bfs_xl *xl)
     N("answered_bytes_out", p->used);
     N("answered_bytes_out_max", p->used_max);
     N("sent_max", p->sent_max);
+    N("writes_lent", p->lent);
+    N("writes_copied", p->copied);
     N("behind", p->behind);
     N("behind_bytes", p->behind_bytes);
     N("merged", p->merged);
