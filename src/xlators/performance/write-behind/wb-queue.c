@@ -249,6 +249,7 @@ static bool take_now(struct wb_priv *p, struct wb_inode *wi, struct wb_req *e)
     admit(p, wi, e, len);
     mark_sent(p, wi, e);
     e->lent = true;
+    e->frame = NULL; /* answered by bfs__wb_write, after the send */
     p->lent++;
     return true;
 }
@@ -299,7 +300,6 @@ int bfs__wb_write(struct bfs_xl *xl, struct bfs_frame *frame, const struct bfs_w
     bool now = take_now(p, wi, e);
     pthread_mutex_unlock(&p->lock);
     if (now) {
-        e->frame = NULL;
         send_one(xl, e); /* lets go of the caller's bytes before it returns */
         struct bfs_write_rep rep = {0};
         bfs_unwind_write(frame, (int)len, &rep);
