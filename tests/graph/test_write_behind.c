@@ -13,8 +13,8 @@
  * fstat and lookups that wait for the writes before them, readdirplus
  * entries without the attributes of a file with writes out, failures
  * reported by the next write, fsync and flush, the window's backpressure,
- * O_APPEND passed through, a file closed with writes out, and the option
- * off.
+ * a big write sent from the caller's bytes without a copy, O_APPEND passed
+ * through, a file closed with writes out, and the option off.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -494,6 +494,43 @@ static void test_window(void)
     bfs_fd_unref(fd);
 }
 
+/* A write of 64 KiB (WB_LEND_MIN) that can go out at once is sent from
+ * the caller's bytes inside the call and answered after the send, without
+ * our copy; the caller may scribble over its buffer once answered (what
+ * test/hold keeps is its own copy, as every translator that keeps a
+ * payload must). A small write is copied. */
+static void test_lent(void)
+{
+    enum { BIG = 64 * 1024 };
+    struct bfs_fd *fd = make_file("lent", O_RDWR);
+    char *buf = malloc(BIG);
+    memset(buf, 'L', BIG);
+    holding = true;
+    uint64_t lent0 = dump_counter("writes_lent"), copied0 = dump_counter("writes_copied");
+    struct answer a, b;
+    is_int(awrite(&a, fd, 0, buf, BIG), 0, "a 64 KiB write wound");
+    is_int(answered(&a), 1, "answered inside the call");
+    is_int(nheld(), 1, "and sent (held at the child)");
+    is_int((int)(dump_counter("writes_lent") - lent0), 1, "sent from the caller's bytes");
+    is_int((int)(dump_counter("writes_copied") - copied0), 0, "not copied");
+    memset(buf, 'X', BIG); /* the caller's buffer is its own again */
+    release_all(0);
+    is_int(awrite(&b, fd, BIG, "small", 5), 0, "a small write wound");
+    is_int((int)(dump_counter("writes_copied") - copied0), 1, "its payload was copied");
+    release_all(0);
+    char got[8];
+    stored(fd, 0, 3, got);
+    is_str(got, "LLL", "the big write landed as written (head)");
+    stored(fd, BIG - 3, 3, got);
+    is_str(got, "LLL", "... and tail");
+    stored(fd, BIG, 5, got);
+    is_str(got, "small", "the small one too");
+    answer_done(&a);
+    answer_done(&b);
+    free(buf);
+    bfs_fd_unref(fd);
+}
+
 static void test_append_and_close(void)
 {
     struct bfs_fd *fd = make_file("append", O_RDWR | O_APPEND);
@@ -650,6 +687,7 @@ int main(void)
     test_readdirplus();
     test_failures();
     test_window();
+    test_lent();
     test_append_and_close();
     holding = false;
     test_teardown_waits();
