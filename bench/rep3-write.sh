@@ -35,24 +35,8 @@ source "$(dirname "$0")/../tests/lib/cluster.sh"
 source "$(dirname "$0")/../tests/lib/mgmt.sh"
 KEEP=${BENCH_KEEP_DIR:-/tmp}
 
-LAYOUT=${REP3W_LAYOUT:-replica 3}
-# shellcheck disable=SC2086
-set -- $LAYOUT
-NB=$2
-case $1 in distribute) LAYOUT= ;; esac
-start_brickfsd >/dev/null
-bricks=()
-for ((i = 0; i < NB; i++)); do bricks+=("127.0.0.1:$T/b$i"); done
-# shellcheck disable=SC2086
-cli volume create rw $LAYOUT "${bricks[@]}" force >/dev/null
-for kv in ${REP3W_SET:-}; do cli volume set rw "${kv%%=*}" "${kv#*=}" >/dev/null; done
-cli volume start rw >/dev/null
-has_pid() { [ -n "$(mgmt_brick_pid rw "$1")" ]; }
-for ((i = 0; i < NB; i++)); do bfs_wait_until "$PROCESS_UP_TIMEOUT" has_pid "$i"; done
-mount_vol rw "$T/m" >/dev/null
-mpid=$(mount_pid "$T/m")
-bp=()
-for ((i = 0; i < NB; i++)); do bp+=("$(mgmt_brick_pid rw "$i")"); done
+bench_volume "${REP3W_LAYOUT:-replica 3}" "${REP3W_SET:-}"
+NB=${#bp[@]}
 # the test's other processes (brickfsd, its self-heal daemon): what the
 # bricks' cache invalidations cost them
 others=()

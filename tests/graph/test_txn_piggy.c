@@ -19,6 +19,8 @@
  *     post-op (no inodelk at all), the copies hold the data, no mark left;
  *   - a created file nobody writes loses its lock and mark at the delayed
  *     post-op;
+ *   - a create asking for its lock at a brick gets its rows through its
+ *     own fd, never on an existing file it opened instead;
  *   - O_RDONLY opens ask only the copy that will serve the reads for the
  *     open-prefetch (replicate-prefetch.c).
  * Needs root (trusted xattrs); skips otherwise.
@@ -36,6 +38,7 @@
 
 #include "../lib/tap.h"
 #include "core/graph.h"
+#include "xlators/lib/txn-wire.h"
 
 static struct bfs_proc *proc;
 static char root[256];
@@ -418,6 +421,49 @@ static void test_idle(struct vol *v)
     }
 }
 
+/* A create asking for its file's lock straight at brick 0's features/locks
+ * (as replicate sends it, the fd without inode as protocol/server makes
+ * it): *acked tells whether the reply acknowledged the lock. */
+static int brick_create(struct vol *v, const char *name, uint32_t flags, bool *acked)
+{
+    struct bfs_gfid g;
+    bfs_gfid_generate(&g);
+    uint8_t row[24] = {0, 0, 0, 0, 0, 0, 0, 1};
+    struct bfs_dict *x = bfs_dict_new();
+    bfs_dict_set_bin(x, BFS_TXN_X_GFID_REQ, g.b, sizeof(g.b));
+    bfs_dict_set_str(x, BFS_TXN_X_NEWLOCK, "rep");
+    bfs_dict_set_int(x, BFS_TXN_X_NEWLOCK_OWNER, 4242);
+    bfs_dict_set_bin(x, BFS_TXN_X_NEWROW "trusted.brickfs.afr.dirty", row, sizeof(row));
+    struct bfs_fd *fd = bfs_fd_new(v->g, NULL, O_RDWR, 0);
+    struct bfs_create_req req = {.loc = L(name), .fd = fd, .flags = O_RDWR | O_CREAT | flags,
+                                 .mode = 0644, .xdata = x};
+    struct bfs_create_rep rep;
+    int rc = bfs_sync_create(bfs_graph_find(v->g, "l0"), v->st, &req, &rep);
+    *acked = rc == 0 && bfs_dict_has(rep.xdata, BFS_TXN_X_NEWLOCKED);
+    if (rc == 0)
+        bfs_create_rep_clear_dup(&rep);
+    bfs_dict_unref(x);
+    bfs_fd_unref(fd);
+    return rc;
+}
+
+/* The brick adds a new file's rows through the create's own fd, but only
+ * to the file it made with the GFID asked: a create that opened an
+ * existing file (no O_EXCL) gets neither rows nor lock. */
+static void test_newrow(struct vol *v)
+{
+    bool acked = false;
+    is_int(brick_create(v, "nr", O_EXCL, &acked), 0, "brick 0: create nr with its lock");
+    ok(acked, "... acknowledges the lock");
+    is_int((int)dirty(v, 0, "nr", 0), 1, "... and marked the file dirty");
+    /* storage/posix refuses it (EEXIST: another GFID asked); were it opened,
+     * locks would still not take it for the file it asked for */
+    int rc = brick_create(v, "nr", 0, &acked);
+    ok(rc == -EEXIST || (rc == 0 && !acked),
+       "brick 0: create of the existing nr with another GFID takes no lock");
+    is_int((int)dirty(v, 0, "nr", 0), 1, "... and adds no row to the file");
+}
+
 int main(void)
 {
     plan_lazy();
@@ -437,7 +483,7 @@ int main(void)
         int delay;
         void (*fn)(struct vol *);
     } runs[] = {{"e", 100, test_entry}, {"d", 10000, test_data}, {"i", 100, test_idle},
-                   {"p", 100, test_prefetch}};
+                   {"p", 100, test_prefetch}, {"n", 100, test_newrow}};
     for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
         if (!ok(vol_open(&v, runs[r].tag, runs[r].delay) == 0, "replica 3 graph"))
             return done_testing();

@@ -226,6 +226,34 @@ mount_vol()
     mount_fuse "$name" "$mnt" "$MOUNT_BIN" -f -o "$opts" "$BRICKFS_SERVER:/$vol" "$mnt"
 }
 
+# bench_volume "LAYOUT" "KEY=VALUE ...": for bench scripts, a volume rw of
+# this layout ("replica 3", "disperse 6 redundancy 2", "distribute N": the
+# brick count is its second word) with bricks $T/b0.., made by a brickfsd
+# started here, the options set before the start, mounted on $T/m. Sets
+# mpid (the mount's pid) and bp (the bricks' pids, in order).
+bench_volume()
+{
+    local layout=$1 sets=${2:-} nb kv i
+    # shellcheck disable=SC2086
+    set -- $layout
+    nb=$2
+    case $1 in distribute) layout= ;; esac
+    start_brickfsd >/dev/null
+    local bricks=()
+    for ((i = 0; i < nb; i++)); do bricks+=("127.0.0.1:$T/b$i"); done
+    # shellcheck disable=SC2086
+    cli volume create rw $layout "${bricks[@]}" force >/dev/null
+    for kv in $sets; do cli volume set rw "${kv%%=*}" "${kv#*=}" >/dev/null; done
+    cli volume start rw >/dev/null
+    for ((i = 0; i < nb; i++)); do bfs_wait_until "$PROCESS_UP_TIMEOUT" bfs__has_brick_pid "$i"; done
+    mount_vol rw "$T/m" >/dev/null
+    # shellcheck disable=SC2034 # for the caller, as bp
+    mpid=$(mount_pid "$T/m")
+    bp=()
+    for ((i = 0; i < nb; i++)); do bp+=("$(mgmt_brick_pid rw "$i")"); done
+}
+bfs__has_brick_pid() { [ -n "$(mgmt_brick_pid rw "$1")" ]; }
+
 # mount_pid DIR: the pid of the FUSE process of a mount made here.
 mount_pid()
 {

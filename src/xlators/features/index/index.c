@@ -343,12 +343,13 @@ static void op_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc, const
         call_finish(c, rc, rep);
         return;
     }
-    if (!entry_exists(c->xl, &c->gfid)) {
+    if (known == 0) { /* every watched counter is zero, without a read: unlinking
+                       * an entry that is not there costs what a stat would */
+        entry_del(c->xl, &c->gfid);
         call_finish(c, rc, rep);
         return;
     }
-    if (known == 0) { /* every watched counter is zero, without a read */
-        entry_del(c->xl, &c->gfid);
+    if (!entry_exists(c->xl, &c->gfid)) {
         call_finish(c, rc, rep);
         return;
     }

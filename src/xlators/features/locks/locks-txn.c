@@ -270,11 +270,8 @@ static void undo_cbk(struct bfs_frame *frame, void *cookie, int rc,
 }
 
 /* The new file's rows were added (or not): answer the create. */
-static void newrow_cbk(struct bfs_frame *frame, void *cookie, int rc,
-                       const struct bfs_xattrop_rep *rep)
+static void newrow_done(struct bfs_frame *frame, struct txn_call *c, int rc)
 {
-    (void)rep;
-    struct txn_call *c = cookie;
     struct bfs_create_rep *cr = c->rep;
     struct bfs_dict *x = NULL;
     if (rc >= 0) {
@@ -294,19 +291,51 @@ static void newrow_cbk(struct bfs_frame *frame, void *cookie, int rc,
     txn_call_free(c);
 }
 
+static void newrow_cbk(struct bfs_frame *frame, void *cookie, int rc,
+                       const struct bfs_xattrop_rep *rep)
+{
+    (void)rep;
+    newrow_done(frame, cookie, rc);
+}
+
+static void newrow_fcbk(struct bfs_frame *frame, void *cookie, int rc,
+                        const struct bfs_fxattrop_rep *rep)
+{
+    (void)rep;
+    newrow_done(frame, cookie, rc);
+}
+
+/* Adds the new file's rows (c->rep holds the create's reply). Through the
+ * fd the create opened when it made the file the lock names: the brick
+ * then uses that fd, where a GFID would cost a trip through the handle
+ * store and the xattr calls a path each (performance note 48). A create
+ * that opened some other file (its GFID is not the one asked) goes by GFID
+ * and fails there, as it always did: the rows never land on another file. */
+static int add_newrows(struct bfs_frame *frame, struct txn_call *c)
+{
+    const struct bfs_create_req *cq = c->req;
+    const struct bfs_create_rep *cr = c->rep;
+    if (cq->fd && bfs_gfid_eq(&cr->attr.gfid, &c->gfid)) {
+        struct bfs_fxattrop_req f = {.fd = cq->fd, .optype = BFS_XATTROP_ADD64,
+                                     .xattrs = c->newrows};
+        return bfs_wind_fxattrop(frame, FIRST_CHILD(c->xl), newrow_fcbk, c, &f);
+    }
+    struct bfs_xattrop_req x = {.optype = BFS_XATTROP_ADD64, .xattrs = c->newrows};
+    x.loc.gfid = c->gfid;
+    return bfs_wind_xattrop(frame, FIRST_CHILD(c->xl), newrow_cbk, c, &x);
+}
+
 static void fop_cbk(struct bfs_frame *frame, void *cookie, int fop, int rc, const void *rep)
 {
     struct txn_call *c = cookie;
     if (rc >= 0 && c->newlock) {
         const struct bfs_fop_info *fi = &bfs_fop_info[fop];
-        struct bfs_xattrop_req x = {.optype = BFS_XATTROP_ADD64, .xattrs = c->newrows};
-        x.loc.gfid = c->gfid;
         c->rep = calloc(1, fi->rep_size);
         if (c->rep && fi->rep_copy_into(c->rep, rep) < 0) {
             free(c->rep);
             c->rep = NULL;
         }
-        if (c->rep && bfs_wind_xattrop(frame, FIRST_CHILD(c->xl), newrow_cbk, c, &x) == 0)
+        if (c->rep && add_newrows(frame, c) == 0)
             return;
         drop_newlock(c); /* answer the create without the lock */
     }

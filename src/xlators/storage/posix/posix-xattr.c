@@ -49,6 +49,7 @@
 
 #define PX_XATTR_MAX 65536 /* XATTR_SIZE_MAX */
 #define PX_XLIST_MAX 65536 /* XATTR_LIST_MAX */
+#define PX_XT_SMALL 256     /* read in one call (xt_read) */
 
 bool bfs__px_key_internal(const char *key)
 {
@@ -93,9 +94,29 @@ static ssize_t xt_list(const struct xt *t, char *buf, size_t len)
     return t->path ? SYS.listxattr(t->proc, buf, len) : SYS.flistxattr(t->fd, buf, len);
 }
 
-/* Reads one value into a malloc'd buffer (*out, *len). -errno on failure. */
+/* A copy of the n bytes read into a malloc'd buffer (*out, *len). */
+static int xt_keep(const char *v, size_t n, char **out, size_t *len)
+{
+    char *buf = malloc(n + 1);
+    if (!buf)
+        return -ENOMEM;
+    memcpy(buf, v, n);
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+/* Reads one value into a malloc'd buffer (*out, *len). -errno on failure.
+ * A value that fits PX_XT_SMALL (a changelog row: 24 bytes) takes one call;
+ * a bigger one is sized first (ERANGE: retried, see below). */
 static int xt_read(const struct xt *t, const char *key, char **out, size_t *len)
 {
+    char small[PX_XT_SMALL];
+    ssize_t k = xt_get(t, key, small, sizeof(small));
+    if (k >= 0)
+        return xt_keep(small, (size_t)k, out, len);
+    if (errno != ERANGE)
+        return -errno;
     for (int attempt = 0; attempt < 4; attempt++) {
         ssize_t n = xt_get(t, key, NULL, 0);
         if (n < 0)
