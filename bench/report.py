@@ -199,10 +199,11 @@ def main():
         for g in rep["targets"]:
             counts[g["verdict"]] += 1
 
-    sizes = ("seq %s MiB; small files %s x %s B in %s folders; ls -l %s and %s entries; "
+    sizes = ("seq %s MiB (bases: best of %s); small files %s x %s B in %s folders; "
+             "ls -l %s and %s entries; "
              "mkdir/rename %s; fio %s MiB, %s jobs, %s s; heal %s files of %s B; "
              "page cache dropped before each step: %s" % (
-                 meta.get("seq_mb"), meta.get("files"), meta.get("file_size"), meta.get("dirs"),
+                 meta.get("seq_mb"), meta.get("base_tries", "1"), meta.get("files"), meta.get("file_size"), meta.get("dirs"),
                  meta.get("ls_small"), meta.get("ls_big"), meta.get("meta"), meta.get("fio_mb"),
                  meta.get("fio_jobs"), meta.get("fio_secs"), meta.get("heal_files"),
                  meta.get("heal_size"), meta.get("dropped")))

@@ -33,6 +33,8 @@
 #   seq write  dd 1 MiB blocks of zeros into one file, conv=fsync (one fsync
 #              at the end, inside the time)                          MB/s
 #   seq read   dd that file back                                     MB/s
+#              (both: the disk, the passthrough and GlusterFS get the best
+#              of BENCH_BASE_TRIES runs, brickfs one run)
 #   create, stat, read, delete of BENCH_FILES files of 4 KiB in 50 folders
 #              (build/bin/smallfile, one phase per call, one thread) files/s
 #   dist3 also:
@@ -87,6 +89,8 @@
 #   BENCH_SEQ_MB [1024] BENCH_FILES [5000] BENCH_DIRS [50] BENCH_FILE_SIZE [4096]
 #   BENCH_LS_SMALL [10000] BENCH_LS_BIG [50000] BENCH_META [2000]
 #   BENCH_FIO_MB [512] BENCH_FIO_SECS [20] BENCH_FIO_JOBS [4]
+#   BENCH_BASE_TRIES [2]  sequential runs of each basis (disk, passthrough,
+#                        GlusterFS) per round, the best kept
 #   BENCH_HEAL_FILES [10000] BENCH_HEAL_SIZE [16384] BENCH_HEAL_TIMEOUT [1800]
 #   BENCH_HEAL_STALL [90]  brickfs crawl heal: give up after that long without progress
 #   BENCH_DIR [BUILD/bench-tmp]  where all data goes (its file system is "the disk")
@@ -128,6 +132,7 @@ META_N=${BENCH_META:-$(sc 2000 100)}
 FIO_MB=${BENCH_FIO_MB:-$(sc 512 16)}
 FIO_SECS=${BENCH_FIO_SECS:-$([ "$QUICK" = 1 ] && echo 3 || echo 20)}
 FIO_JOBS=${BENCH_FIO_JOBS:-4}
+BASE_TRIES=${BENCH_BASE_TRIES:-2}
 HEAL_FILES=${BENCH_HEAL_FILES:-$(sc 10000 200)}
 HEAL_SIZE=${BENCH_HEAL_SIZE:-16384}
 HEAL_TIMEOUT_S=${BENCH_HEAL_TIMEOUT:-$([ "$QUICK" = 1 ] && echo 120 || echo 1800)}
@@ -143,8 +148,8 @@ BENCH_DIR=${BENCH_DIR:-$BUILD_ABS/bench-tmp}
 STAMP=$(date -u +%Y%m%d-%H%M%S)
 JSON=${BENCH_JSON:-$ROOT/bench/results/$STAMP-$(hostname -s 2>/dev/null || echo host).json}
 
-for v in SEQ_MB FILES DIRS FILE_SIZE LS_SMALL LS_BIG META_N FIO_MB FIO_SECS FIO_JOBS HEAL_FILES \
-    HEAL_SIZE HEAL_TIMEOUT_S HEAL_STALL_S; do
+for v in SEQ_MB FILES DIRS FILE_SIZE LS_SMALL LS_BIG META_N FIO_MB FIO_SECS FIO_JOBS BASE_TRIES \
+    HEAL_FILES HEAL_SIZE HEAL_TIMEOUT_S HEAL_STALL_S; do
     [ "${!v}" -ge 1 ] 2>/dev/null || die "$v must be a positive number (got '${!v}')"
 done
 [ "$LS_BIG" -gt "$LS_SMALL" ] || die "BENCH_LS_BIG must be larger than BENCH_LS_SMALL"
@@ -261,30 +266,45 @@ mb() { awk -v m="$1" 'BEGIN { printf "%.6f", m * 1048576 / 1e6 }'; }
 # ---- workload steps: STEP TARGET, on the folder DIR[TARGET] ----
 declare -A DIR BROKEN
 
+# The bases a target compares with (disk, passthrough, GlusterFS) get the
+# best of BASE_TRIES sequential runs, brickfs one: on this kind of guest a
+# buffered writer or reader that meets freshly reported memory runs 2-4x
+# slower than one that reuses recently freed pages (performance-notes.md
+# note 46), and one such run of a basis decided verdicts either way.
+seq_tries() { [ "$1" = brickfs ] && echo 1 || echo "$BASE_TRIES"; }
+
+# best_rate TARGET CMD...: runs CMD seq_tries times (drop_caches before
+# each, and first rm -f of $BR_RM when set: a rewrite must not time the
+# truncation of the last one), prints the best MB/s or "error"
+best_rate()
+{
+    local t=$1 best=error i t0 r
+    shift
+    for ((i = 0; i < $(seq_tries "$t"); i++)); do
+        [ -n "${BR_RM:-}" ] && rm -f "$BR_RM"
+        drop_caches
+        t0=$(bfs_now_us)
+        "$@" || { echo error; return; }
+        r=$(rate "$(mb "$SEQ_MB")" "$(elapsed_since "$t0")")
+        best=$(awk -v a="$best" -v b="$r" 'BEGIN { print (a == "error" || b + 0 > a + 0) ? b : a }')
+    done
+    echo "$best"
+}
+
 seq_write()
 {
-    local t=$1 t0
+    local t=$1
     echo "bench: $SECTION $t: sequential write, $SEQ_MB MiB"
-    drop_caches
-    t0=$(bfs_now_us)
-    if dd if=/dev/zero of="${DIR[$t]}/seq.bin" bs=1M count="$SEQ_MB" conv=fsync status=none; then
-        record "$t" seq_write "$(rate "$(mb "$SEQ_MB")" "$(elapsed_since "$t0")")"
-    else
-        record "$t" seq_write error
-    fi
+    local f=${DIR[$t]}/seq.bin
+    record "$t" seq_write "$(BR_RM=$f best_rate "$t" dd if=/dev/zero of="$f" bs=1M count="$SEQ_MB" \
+        conv=fsync status=none)"
 }
 
 seq_read()
 {
-    local t=$1 t0
+    local t=$1
     echo "bench: $SECTION $t: sequential read"
-    drop_caches
-    t0=$(bfs_now_us)
-    if dd if="${DIR[$t]}/seq.bin" of=/dev/null bs=1M status=none; then
-        record "$t" seq_read "$(rate "$(mb "$SEQ_MB")" "$(elapsed_since "$t0")")"
-    else
-        record "$t" seq_read error
-    fi
+    record "$t" seq_read "$(best_rate "$t" dd if="${DIR[$t]}/seq.bin" of=/dev/null bs=1M status=none)"
     rm -f "${DIR[$t]}/seq.bin"
 }
 
@@ -704,6 +724,7 @@ python3 "$ROOT/bench/report.py" --results "$RES" --notes "$NOTES" --runs "$T/run
     gluster="$(glusterfs --version 2>/dev/null | head -n 1)" \
     seq_mb="$SEQ_MB" files="$FILES" dirs="$DIRS" file_size="$FILE_SIZE" ls_small="$LS_SMALL" \
     ls_big="$LS_BIG" meta="$META_N" fio_mb="$FIO_MB" fio_secs="$FIO_SECS" fio_jobs="$FIO_JOBS" \
+    base_tries="$BASE_TRIES" \
     heal_files="$HEAL_FILES" heal_size="$HEAL_SIZE" dropped="$DROPPED" quick="$QUICK" scale="$SCALE"
 
 # The erasure codec's throughput: a separate step with its own table
