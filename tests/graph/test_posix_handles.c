@@ -233,6 +233,62 @@ static void test_dir_path(void)
     override("openat_beneath", NULL, NULL);
 }
 
+/* ---- a handle removed between its open and its fstat ---- */
+
+static int (*real_openat)(int, const char *, int, mode_t);
+static char race_name[BFS_GFID_STRLEN]; /* the handle to remove, "" when disarmed */
+static char race_path[PATH_MAX + 64];
+
+/* The open of the armed handle succeeds, then the handle goes, as the
+ * deferred removal (posix-defer.c) or the start-up scan (posix-orphan.c)
+ * may do on another thread right then: the fd names an inode with no
+ * link left. */
+static int race_openat(int d, const char *path, int flags, mode_t mode)
+{
+    int fd = real_openat(d, path, flags, mode);
+    if (fd >= 0 && race_name[0] && strstr(path, race_name)) {
+        race_name[0] = 0;
+        unlink(race_path);
+    }
+    return fd;
+}
+
+/* A file made and its name removed by hand (only its handle is left, an
+ * orphan), with the race armed on its handle: 0 or -1. */
+static int orphan_armed(const char *name, struct bfs_iatt *a)
+{
+    if (pg_create(pg_root_st, &bfs_gfid_root, name, NULL, a) != 0 || unlink(pg_disk(name)) != 0)
+        return -1;
+    snprintf(race_path, sizeof(race_path), "%s", pg_hpath(&a->gfid));
+    bfs_gfid_fmt(&a->gfid, race_name);
+    return 0;
+}
+
+static void test_removed_while_resolving(void)
+{
+    int (*override)(const char *, void *, void **) =
+        (int (*)(const char *, void *, void **))dlsym(pg_xl->dlhandle, "bfs_posix_sys_override");
+    void *o = NULL;
+    if (!override || override("openat", (void *)race_openat, &o) < 0) {
+        ok(0, "race: openat hooked");
+        return;
+    }
+    real_openat = (int (*)(int, const char *, int, mode_t))o;
+    struct bfs_iatt a, b, d;
+    pg_mkdir(pg_root_st, &bfs_gfid_root, "race-dir", 0755, &d);
+    is_int(orphan_armed("raced", &a), 0, "race: a file whose name went behind brickfs's back");
+    is_int(pg_lookup(pg_root_st, pg_LG(&a.gfid), NULL), -ESTALE,
+           "race: a lookup by GFID whose handle goes between open and fstat: ESTALE");
+    ok(!race_name[0], "... the handle went in that window");
+    is_int(orphan_armed("raced2", &b), 0, "race: another such file");
+    struct bfs_link_req lr = {.oldloc = pg_LG(&b.gfid), .newloc = pg_L(&d.gfid, "back")};
+    is_int(bfs_sync_link(pg_xl, pg_root_st, &lr, NULL), -ESTALE,
+           "race: a link of it by GFID, the handle going in that window: ESTALE");
+    ok(!race_name[0], "... the handle went in that window");
+    race_name[0] = 0;
+    override("openat", NULL, NULL);
+}
+
 struct stress_arg {
     struct bfs_gfid dir;
     unsigned seed;
@@ -326,6 +382,7 @@ int main(void)
         test_deep();
         test_dir_path();
         test_recreate_same_gfid();
+        test_removed_while_resolving();
         test_stress();
         pg_deferred_done();
         is_int(pg_check_store(), 0, "the whole handle store is consistent");

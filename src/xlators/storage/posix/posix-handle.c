@@ -470,9 +470,11 @@ static int resolve_handle(struct px_priv *p, const struct bfs_gfid *g, struct px
         SYS.close(fd);
         return rc;
     }
-    if (S_ISREG(st.st_mode) && st.st_nlink == 1) {
+    if (S_ISREG(st.st_mode) && st.st_nlink <= 1) {
         /* only the handle is left: the file has no name (its removal is
-         * deferred, posix-defer.c, or a crash cut an unlink short) */
+         * deferred, posix-defer.c, or a crash cut an unlink short); 0: that
+         * removal (or the start-up scan, posix-orphan.c) took the handle
+         * between our open and this fstat */
         SYS.close(fd);
         return -ESTALE;
     }
