@@ -1,11 +1,12 @@
 /*
- * test_posix_uncached.c — storage/posix's streaming writes
- * (docs/design/uncached-writes.md): a write of at least
+ * test_posix_uncached.c — storage/posix's streaming writes and reads
+ * (docs/design/uncached-io.md): a write of at least
  * storage.uncached-write-min bytes goes with RWF_DONTCACHE, a smaller one
  * as a plain pwrite; 0 turns it off; a kernel that refuses the flag
  * (EOPNOTSUPP) costs one refused call, the write still lands, and every
- * later write is plain. The system calls are counted through posix's call
- * table (bfs_posix_sys_override); the bytes are read back each time.
+ * later write is plain. Reads the same with storage.uncached-read-min,
+ * independently of writes. The system calls are counted through posix's
+ * call table (bfs_posix_sys_override); the bytes are checked each time.
  * Needs root (storage/posix: trusted xattrs); skips otherwise.
  */
 #include <dlfcn.h>
@@ -26,8 +27,10 @@
 static int (*override)(const char *, void *, void **);
 static ssize_t (*real_pwritev2)(int, const struct iovec *, int, off_t, int);
 static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
-static int n_v2, n_v2_dontcache, n_pwrite;
-static bool refuse; /* answer EOPNOTSUPP, as a kernel before 6.14 does */
+static ssize_t (*real_preadv2)(int, const struct iovec *, int, off_t, int);
+static ssize_t (*real_pread)(int, void *, size_t, off_t);
+static int n_v2, n_v2_dontcache, n_pwrite, n_rv2, n_rv2_dontcache, n_pread;
+static bool refuse, refuse_reads; /* answer EOPNOTSUPP, as a kernel before 6.14 does */
 
 static ssize_t count_pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
 {
@@ -47,30 +50,53 @@ static ssize_t count_pwrite(int fd, const void *buf, size_t len, off_t off)
     return real_pwrite(fd, buf, len, off);
 }
 
+static ssize_t count_preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    n_rv2++;
+    if (flags & DONTCACHE)
+        n_rv2_dontcache++;
+    if (refuse_reads) {
+        errno = EOPNOTSUPP;
+        return -1;
+    }
+    return real_preadv2(fd, iov, cnt, off, flags);
+}
+
+static ssize_t count_pread(int fd, void *buf, size_t len, off_t off)
+{
+    n_pread++;
+    return real_pread(fd, buf, len, off);
+}
+
 /* Counts posix's pwritev2 and pwrite: its call table lives in the module,
  * which each graph loads anew. */
 static int hook(void)
 {
     override = (int (*)(const char *, void *, void **))dlsym(pg_xl->dlhandle,
                                                              "bfs_posix_sys_override");
-    void *o1 = NULL, *o2 = NULL;
+    void *o1 = NULL, *o2 = NULL, *o3 = NULL, *o4 = NULL;
     if (!override || override("pwritev2", (void *)count_pwritev2, &o1) < 0 ||
-        override("pwrite", (void *)count_pwrite, &o2) < 0)
+        override("pwrite", (void *)count_pwrite, &o2) < 0 ||
+        override("preadv2", (void *)count_preadv2, &o3) < 0 ||
+        override("pread", (void *)count_pread, &o4) < 0)
         return -1;
     real_pwritev2 = (ssize_t(*)(int, const struct iovec *, int, off_t, int))o1;
     real_pwrite = (ssize_t(*)(int, const void *, size_t, off_t))o2;
+    real_preadv2 = (ssize_t(*)(int, const struct iovec *, int, off_t, int))o3;
+    real_pread = (ssize_t(*)(int, void *, size_t, off_t))o4;
     return 0;
 }
 
 /* A storage/posix graph over pg_brick with the option set to min, its
  * writes counted. */
-static int start(const char *min)
+static int start(const char *min, const char *rmin)
 {
     char text[PATH_MAX + 256], err[512] = "";
     snprintf(text, sizeof(text),
              "volume brick\n type storage/posix\n option directory %s\n"
-             " option storage.uncached-write-min %s\nend-volume\n",
-             pg_brick, min);
+             " option storage.uncached-write-min %s\n option storage.uncached-read-min %s\n"
+             "end-volume\n",
+             pg_brick, min, rmin);
     int rc = bfs_graph_from_text(text, strlen(text), "<test>", pg_proc, &pg_graph, err,
                                  sizeof(err));
     if (rc == 0 && (rc = bfs_graph_init(pg_graph)) < 0) {
@@ -90,6 +116,8 @@ static void stop(void)
     if (override) {
         override("pwritev2", NULL, NULL);
         override("pwrite", NULL, NULL);
+        override("preadv2", NULL, NULL);
+        override("pread", NULL, NULL);
         override = NULL;
     }
     if (pg_graph)
@@ -149,12 +177,44 @@ static void writes(const char *name, int want_dontcache, int want_pwrite, const 
     bfs_fd_unref(fd);
 }
 
+/* len bytes of fd at off equal the brick's copy of NAME there. */
+static bool read_same(struct bfs_fd *fd, const char *name, size_t len, uint64_t off)
+{
+    struct bfs_read_req req = {.fd = fd, .size = len, .offset = off};
+    struct bfs_read_rep rep;
+    int rc = bfs_sync_read(pg_xl, pg_root_st, &req, &rep);
+    bool same = rc == (int)len && rep.data.len == len &&
+                on_disk(name, rep.data.data, len, (off_t)off);
+    if (rc >= 0)
+        bfs_read_rep_clear_dup(&rep);
+    return same;
+}
+
+/* Reads of 256 KiB and of 64 KiB of NAME (writes() made it); checks the
+ * calls. */
+static void reads(const char *name, int want_dontcache, int want_pread, const char *what)
+{
+    struct bfs_fd *fd = bfs_fd_new(pg_graph, NULL, O_RDONLY, 0);
+    struct bfs_open_req req = {.loc = pg_L(&bfs_gfid_root, name), .fd = fd, .flags = O_RDONLY};
+    if (bfs_sync_open(pg_xl, pg_root_st, &req, NULL) < 0) {
+        ok(0, "%s: %s opened", what, name);
+        bfs_fd_unref(fd);
+        return;
+    }
+    n_rv2 = n_rv2_dontcache = n_pread = 0;
+    ok(read_same(fd, name, 256 * 1024, 0), "%s: 256 KiB read as on the brick", what);
+    ok(read_same(fd, name, 64 * 1024, 256 * 1024), "%s: 64 KiB after it", what);
+    is_int(n_rv2_dontcache, want_dontcache, "%s: uncached reads", what);
+    is_int(n_pread, want_pread, "%s: plain reads", what);
+    bfs_fd_unref(fd);
+}
+
 int main(void)
 {
     plan_lazy();
     if (!pg_can_run())
         return done_testing();
-    if (pg_init("pxuncached") < 0 || start("128KB") < 0) {
+    if (pg_init("pxuncached") < 0 || start("128KB", "128KB") < 0) {
         ok(0, "storage/posix graph, its pwritev2 and pwrite counted");
         stop();
         pg_fini();
@@ -163,6 +223,18 @@ int main(void)
     writes("a", 1, 1, "min 128KB");
     ok(dump_has("\"uncached_writes\":{\"min\":131072,\"on\":true,\"done\":1}"),
        "min 128KB: the dump counts it");
+    reads("a", 1, 1, "read min 128KB");
+    ok(dump_has("\"uncached_reads\":{\"min\":131072,\"on\":true,\"done\":1}"),
+       "read min 128KB: the dump counts it");
+    refuse_reads = true;
+    reads("a", 1, 2, "reads refused");
+    is_int(n_rv2, 1, "reads refused: the flag was tried once");
+    ok(dump_has("\"uncached_reads\":{\"min\":131072,\"on\":false"),
+       "reads refused: the dump says uncached reads are off");
+    reads("a", 0, 2, "after a read refusal");
+    is_int(n_rv2, 0, "after a read refusal: not tried again");
+    refuse_reads = false;
+    writes("a2", 1, 1, "writes after a read refusal");
 
     refuse = true;
     writes("b", 1, 2, "refused");
@@ -173,15 +245,18 @@ int main(void)
     refuse = false;
     stop();
 
-    ok(start("0") == 0, "min 0: a graph");
+    ok(start("0", "0") == 0, "min 0: a graph");
     if (pg_xl) {
         writes("d", 0, 2, "min 0");
         is_int(n_v2, 0, "min 0: never tried");
+        reads("d", 0, 2, "read min 0");
+        is_int(n_rv2, 0, "read min 0: never tried");
         stop();
     }
-    ok(start("1MB") == 0, "min 1MB: a graph");
+    ok(start("1MB", "1MB") == 0, "min 1MB: a graph");
     if (pg_xl) {
         writes("e", 0, 2, "min 1MB");
+        reads("e", 0, 2, "read min 1MB");
         stop();
     }
     pg_fini();

@@ -16,8 +16,10 @@
  * buffer cannot promise) are dropped.
  *
  * A write of at least storage.uncached-write-min bytes goes with
- * RWF_DONTCACHE (write_at; docs/design/uncached-writes.md): the kernel
- * starts its writeback at once and drops its pages when it is done.
+ * RWF_DONTCACHE (write_at; docs/design/uncached-io.md): the kernel
+ * starts its writeback at once and drops its pages when it is done. A read
+ * of at least storage.uncached-read-min bytes too (read_at): what it brings
+ * into the page cache is dropped once copied out.
  *
  * A write may carry deltas of counter xattrs to add once it is written
  * (lib/wadd-wire.h: disperse's size counter rides in its fragment write).
@@ -224,6 +226,71 @@ PX_FOP_DEFINE(create, BFS_FOP_CREATE)
 
 /* ---- read, write ---- */
 
+#ifndef RWF_DONTCACHE
+#define RWF_DONTCACHE 0x00000080 /* Linux 6.14 uapi; Debian 12's headers predate it */
+#endif
+
+/* Whether an I/O of len bytes goes with RWF_DONTCACHE (u: the brick's rule
+ * for that direction). */
+static bool uncached(struct px_uncached *u, size_t len)
+{
+    return u->min && len >= u->min && !__atomic_load_n(&u->off, __ATOMIC_RELAXED);
+}
+
+/* The kernel or file system refused the flag (EOPNOTSUPP, before Linux
+ * 6.14): said once, plain calls from then on. */
+static void uncached_refused(struct px_job *j, struct px_uncached *u, const char *what,
+                             const char *option)
+{
+    if (!__atomic_exchange_n(&u->off, true, __ATOMIC_RELAXED))
+        XL_WARN(j->xl, "%s: the kernel or file system does not take uncached %s "
+                "(RWF_DONTCACHE: Linux 6.14 or later on ext4, XFS or btrfs); big %s "
+                "go through the page cache, %s 0 says so",
+                j->priv->brick, what, what, option);
+}
+
+/* One pread at off. A streaming read (at least uc_read.min bytes) goes with
+ * RWF_DONTCACHE: what is cached already is read from the cache and stays,
+ * what the read brings in is dropped once copied out, so a brick streaming
+ * a big file to a client (which caches it itself) reuses a few pages instead
+ * of taking fresh ones for every MiB and evicting its hot small files. */
+static ssize_t read_at(struct px_job *j, int fd, void *buf, size_t len, off_t off)
+{
+    struct px_uncached *u = &j->priv->uc_read;
+    if (uncached(u, len)) {
+        struct iovec iov = {.iov_base = buf, .iov_len = len};
+        ssize_t n = SYS.preadv2(fd, &iov, 1, off, RWF_DONTCACHE);
+        if (n >= 0)
+            __atomic_add_fetch(&u->done, 1, __ATOMIC_RELAXED);
+        if (n >= 0 || errno != EOPNOTSUPP)
+            return n;
+        uncached_refused(j, u, "reads", "storage.uncached-read-min");
+    }
+    return SYS.pread(fd, buf, len, off);
+}
+
+/* One pwrite at off. A streaming write (at least uc_write.min bytes) goes
+ * with RWF_DONTCACHE: the data lands in the page cache as usual (no
+ * alignment rules, reads see it, fsync works as always), but writeback of
+ * the range starts at once and its pages are freed when it is done, so a
+ * brick receiving a big file does not fill the page cache with data nobody
+ * will read from there (its clients cache what they read) and reuses the
+ * same few pages instead of taking fresh ones for every MiB. */
+static ssize_t write_at(struct px_job *j, int fd, const void *buf, size_t len, off_t off)
+{
+    struct px_uncached *u = &j->priv->uc_write;
+    if (uncached(u, len)) {
+        struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+        ssize_t n = SYS.pwritev2(fd, &iov, 1, off, RWF_DONTCACHE);
+        if (n >= 0)
+            __atomic_add_fetch(&u->done, 1, __ATOMIC_RELAXED);
+        if (n >= 0 || errno != EOPNOTSUPP)
+            return n;
+        uncached_refused(j, u, "writes", "storage.uncached-write-min");
+    }
+    return SYS.pwrite(fd, buf, len, off);
+}
+
 static int do_read(struct px_job *j, const struct bfs_read_req *req, struct bfs_read_rep *rep)
 {
     struct px_fd *pf;
@@ -238,7 +305,7 @@ static int do_read(struct px_job *j, const struct bfs_read_req *req, struct bfs_
         return -ENOMEM;
     rep->data.data = buf; /* freed by the job with the reply */
     while (done < size) {
-        ssize_t n = SYS.pread(pf->fd, buf + done, size - done, (off_t)(req->offset + done));
+        ssize_t n = read_at(j, pf->fd, buf + done, size - done, (off_t)(req->offset + done));
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -290,39 +357,6 @@ static int write_adds(struct px_job *j, struct px_fd *pf, const struct bfs_dict 
     if (rc == 0 && a.asked && (rep->xdata = bfs_dict_new()))
         (void)bfs_dict_set_int(rep->xdata, BFS_WADDED, 1);
     return rc;
-}
-
-#ifndef RWF_DONTCACHE
-#define RWF_DONTCACHE 0x00000080 /* Linux 6.14 uapi; Debian 12's headers predate it */
-#endif
-
-/* One pwrite at off. A streaming write (at least uncached_min bytes) goes
- * with RWF_DONTCACHE: the data lands in the page cache as usual (no
- * alignment rules, reads see it, fsync works as always), but writeback of
- * the range starts at once and its pages are freed when it is done, so a
- * brick receiving a big file does not fill the page cache with data nobody
- * will read from there (its clients cache what they read) and reuses the
- * same few pages instead of taking fresh ones for every MiB. A kernel or
- * file system without it answers EOPNOTSUPP: said once in the log, plain
- * writes from then on. */
-static ssize_t write_at(struct px_job *j, int fd, const void *buf, size_t len, off_t off)
-{
-    struct px_priv *p = j->priv;
-    if (p->uncached_min && len >= p->uncached_min &&
-        !__atomic_load_n(&p->uncached_off, __ATOMIC_RELAXED)) {
-        struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-        ssize_t n = SYS.pwritev2(fd, &iov, 1, off, RWF_DONTCACHE);
-        if (n >= 0)
-            __atomic_add_fetch(&p->writes_uncached, 1, __ATOMIC_RELAXED);
-        if (n >= 0 || errno != EOPNOTSUPP)
-            return n;
-        if (!__atomic_exchange_n(&p->uncached_off, true, __ATOMIC_RELAXED))
-            XL_WARN(j->xl, "%s: the kernel or file system does not take uncached writes "
-                    "(RWF_DONTCACHE: Linux 6.14 or later on ext4, XFS or btrfs); big writes "
-                    "go through the page cache, storage.uncached-write-min 0 says so",
-                    p->brick);
-    }
-    return SYS.pwrite(fd, buf, len, off);
 }
 
 static int do_write(struct px_job *j, const struct bfs_write_req *req, struct bfs_write_rep *rep)

@@ -74,6 +74,7 @@ static const struct px_sys px_sys_default = {
     .pread = pread,
     .pwrite = pwrite,
     .pwritev2 = pwritev2,
+    .preadv2 = preadv2,
     .ftruncate = ftruncate,
     .fallocate = fallocate,
     .fsync = fsync,

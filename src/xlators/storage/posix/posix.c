@@ -345,6 +345,16 @@ static const struct bfs_option_desc px_options[] = {
                     "done, instead of keeping streamed data (0: never; a kernel or file "
                     "system without it, before Linux 6.14, writes as usual)",
      .flags = BFS_OPT_F_SETTABLE},
+    {.key = "storage.uncached-read-min",
+     .type = BFS_OPT_SIZE,
+     .def = "128KB",
+     .min = 0,
+     .max = 1024 * 1024 * 1024,
+     .description = "a read of at least this many bytes goes with RWF_DONTCACHE: what it "
+                    "brought into the brick's page cache is dropped once copied out, while "
+                    "data already cached stays (0: never; a kernel or file system without "
+                    "it, before Linux 6.14, reads as usual)",
+     .flags = BFS_OPT_F_SETTABLE},
     {.key = NULL},
 };
 
@@ -435,7 +445,8 @@ static int px_init(struct bfs_xl *xl)
     int64_t cache_size = bfs_xl_opt_int(xl, "gfid-cache-size");
     int64_t cache_fds = bfs_xl_opt_int(xl, "gfid-cache-fds");
     p->inline_fops = bfs_xl_opt_bool(xl, "inline-fops");
-    p->uncached_min = bfs_xl_opt_size(xl, "storage.uncached-write-min");
+    p->uc_write.min = bfs_xl_opt_size(xl, "storage.uncached-write-min");
+    p->uc_read.min = bfs_xl_opt_size(xl, "storage.uncached-read-min");
     p->cache = bfs__px_cache_new(cache_size > 0 ? (size_t)cache_size : 0,
                                  cache_fds > 0 ? (size_t)cache_fds : 0);
     xl->private = p;
@@ -449,6 +460,18 @@ static int px_init(struct bfs_xl *xl)
     }
     XL_INFO(xl, "serving %s", p->dir);
     return 0;
+}
+
+/* "KEY":{"min":N,"on":true|false,"done":N}, for dump. */
+static size_t dump_uncached(char *s, size_t cap, const char *key, struct px_uncached *u)
+{
+    bool on = u->min && !__atomic_load_n(&u->off, __ATOMIC_RELAXED);
+    int n = snprintf(s, cap, "\"%s\":{\"min\":%llu,\"on\":%s,\"done\":%llu},", key,
+                     (unsigned long long)u->min, on ? "true" : "false",
+                     (unsigned long long)__atomic_load_n(&u->done, __ATOMIC_RELAXED));
+    if (n < 0 || cap == 0)
+        return 0;
+    return (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
 static char *px_dump(struct bfs_xl *xl)
@@ -466,22 +489,17 @@ static char *px_dump(struct bfs_xl *xl)
                             "{\"directory\":\"%s\",\"gfid_cache\":{\"entries\":%llu,\"cap\":%llu,"
                             "\"fds\":%llu,\"fd_cap\":%llu,\"hits\":%llu,\"misses\":%llu},"
                             "\"unlinks_deferred\":%d,\"orphan_scan\":{\"done\":%d,"
-                            "\"removed\":%llu},\"uncached_writes\":{\"min\":%llu,\"on\":%s,"
-                            "\"done\":%llu},\"fops\":{",
+                            "\"removed\":%llu},",
                             p->dir, (unsigned long long)cs.entries, (unsigned long long)cs.cap,
                             (unsigned long long)cs.fds, (unsigned long long)cs.fdcap,
                             (unsigned long long)cs.hits, (unsigned long long)cs.misses,
                             bfs__px_defer_pending(p),
                             (int)__atomic_load_n(&p->scan_done, __ATOMIC_ACQUIRE),
                             (unsigned long long)__atomic_load_n(&p->scan_removed,
-                                                                __ATOMIC_RELAXED),
-                            (unsigned long long)p->uncached_min,
-                            p->uncached_min && !__atomic_load_n(&p->uncached_off,
-                                                                __ATOMIC_RELAXED)
-                                ? "true"
-                                : "false",
-                            (unsigned long long)__atomic_load_n(&p->writes_uncached,
                                                                 __ATOMIC_RELAXED));
+    len += dump_uncached(s + len, cap - len, "uncached_writes", &p->uc_write);
+    len += dump_uncached(s + len, cap - len, "uncached_reads", &p->uc_read);
+    len += (size_t)snprintf(s + len, cap - len, "\"fops\":{");
     bool first = true;
     for (int f = 0; f < BFS_FOP_COUNT && len < cap; f++) {
         uint64_t c = __atomic_load_n(&p->calls[f], __ATOMIC_RELAXED);

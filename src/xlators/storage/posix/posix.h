@@ -60,6 +60,15 @@
 
 /* ---- instance ---- */
 
+/* A write or read of at least min bytes (0: never) goes with RWF_DONTCACHE
+ * until the kernel refuses the flag once (off, atomic); done counts them
+ * (relaxed atomics, for dump). */
+struct px_uncached {
+    uint64_t min;
+    bool off;
+    uint64_t done;
+};
+
 struct px_priv {
     char *dir;                  /* the brick directory, as configured */
     const char *brick;          /* brick-name, else dir: for log lines */
@@ -70,12 +79,9 @@ struct px_priv {
     struct bfs_loop *loop;      /* borrowed: xl->graph->proc->loop (may be NULL) */
     struct px_cache *cache;     /* GFID -> checked handle, recent O_PATH fds; NULL: off */
     bool inline_fops;           /* option inline-fops: cheap fops on the loop (posix.c) */
-    /* Streaming writes (posix-io.c write_at, docs/design/uncached-writes.md):
-     * a write of at least uncached_min bytes (0: never) goes with
-     * RWF_DONTCACHE until the kernel refuses it once (uncached_off, atomic). */
-    uint64_t uncached_min;
-    bool uncached_off;
-    uint64_t writes_uncached;   /* statistics for dump (relaxed atomics) */
+    /* Streaming writes and reads (posix-io.c write_at and read_at,
+     * docs/design/uncached-io.md). */
+    struct px_uncached uc_write, uc_read;
     /* Handle folders .brickfs/ab/cd known to exist, one bit each (index
      * ab * 256 + cd; relaxed atomics): a new handle skips their mkdir. */
     uint64_t hdir_known[65536 / 64];
@@ -194,6 +200,7 @@ PX_FOPS(PX_DECLARE_FOP)
     X(pread, ssize_t, (int, void *, size_t, off_t))                                          \
     X(pwrite, ssize_t, (int, const void *, size_t, off_t))                                   \
     X(pwritev2, ssize_t, (int, const struct iovec *, int, off_t, int))                       \
+    X(preadv2, ssize_t, (int, const struct iovec *, int, off_t, int))                        \
     X(ftruncate, int, (int, off_t))                                                          \
     X(fallocate, int, (int, int, off_t, off_t))                                              \
     X(fsync, int, (int))                                                                     \

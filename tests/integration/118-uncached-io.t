@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 #
-# 118-uncached-writes.t — storage/posix's streaming writes on real bricks
-# (docs/design/uncached-writes.md), through a real FUSE mount of a replica
-# 3 volume made by brickfsd:
+# 118-uncached-io.t — storage/posix's streaming writes and reads on real
+# bricks (docs/design/uncached-io.md), through a real FUSE mount of a
+# replica 3 volume made by brickfsd:
 #   - a 32 MiB file written with dd (1 MiB writes) reads back identical on
 #     the mount and on every brick, and after its fsync the bricks' page
 #     cache holds almost none of it (RWF_DONTCACHE dropped the pages once
 #     written back): without the flag a freshly written file stays cached;
 #   - a small file (one 64 KiB write: under the 128 KiB default) stays in
 #     the bricks' page cache;
-#   - `volume set storage.uncached-write-min 0` (a brick option: the answer
-#     says a restart is needed), the volume restarted: the next streamed
-#     file stays cached on the bricks.
+#   - both evicted from the bricks' page cache and read through a fresh
+#     mount: the big file reads back identical and is not left in the page
+#     cache of the brick that served it (reads of 128 KiB or more go with
+#     RWF_DONTCACHE), the small one is;
+#   - `volume set storage.uncached-write-min 0` and `storage.uncached-read-min
+#     0` (brick options: the answer says a restart is needed), the volume
+#     restarted: the next streamed file stays cached on the bricks, and so
+#     does a big file read cold.
 # Skips on a kernel or file system without RWF_DONTCACHE (before Linux 6.14).
 
 . "$(dirname "$0")/../lib/test.sh"
@@ -74,6 +79,32 @@ bricks_resident()
     echo 1
 }
 
+# evict FILE: the bricks' copies of FILE leave their page cache
+evict()
+{
+    local i
+    for i in 0 1 2; do
+        python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+os.close(fd)' "$B/r$i/$1" || return 1
+    done
+}
+# some_brick_resident FILE PCT: 1 when some brick holds >= PCT% of FILE
+some_brick_resident()
+{
+    local i r
+    for i in 0 1 2; do
+        r=$(resident "$B/r$i/$1") || continue
+        [ "$r" -ge "$2" ] && { echo 1; return; }
+    done
+    echo 0
+}
+remount()
+{
+    umount "$M" && mount_vol uv "$M" >/dev/null
+}
+
 TEST start_brickfsd
 TEST rep_volume uv 3 "$B/r"
 TEST mount_vol uv "$M"
@@ -91,8 +122,19 @@ EXPECT_WITHIN 10 1 bricks_resident big2 -le 25
 TEST dd if="$T/src" of="$M/small" bs=64k count=1 conv=fsync status=none
 EXPECT 1 bricks_resident small -ge 90
 
-# ---- off: a brick option, applied at the bricks' next start ----
+# ---- streamed reads leave the bricks' page cache, small ones stay ----
+TEST evict big
+TEST evict small
+EXPECT 1 bricks_resident big -le 5
+TEST remount
+TEST cmp "$T/src" "$M/big"
+EXPECT 1 bricks_resident big -le 25
+TEST cmp <(head -c 65536 "$T/src") "$M/small"
+EXPECT 1 some_brick_resident small 90
+
+# ---- off: brick options, applied at the bricks' next start ----
 EXPECT 1 eval "cli --json volume set uv storage.uncached-write-min 0 | grep -c '\"restart_needed\": *true'"
+EXPECT 1 eval "cli --json volume set uv storage.uncached-read-min 0 | grep -c '\"restart_needed\": *true'"
 TEST umount "$M"
 TEST cli volume stop uv
 TEST cli volume start uv
@@ -101,6 +143,10 @@ TEST mount_vol uv "$M"
 TEST dd if="$T/src" of="$M/big3" bs=1M conv=fsync status=none
 EXPECT 1 bricks_resident big3 -ge 75
 for i in 0 1 2; do TEST cmp "$T/src" "$B/r$i/big3"; done
+TEST evict big
+TEST remount
+TEST cmp "$T/src" "$M/big"
+EXPECT 1 some_brick_resident big 75
 
 TEST umount "$M"
 done_testing
