@@ -20,7 +20,11 @@
 # replicate's count of writes wound without a copy of their payload, disperse's
 # transactions and read-modify-writes, write-behind's most writes out. PERF_RECORD=1 also records a
 # call graph of the mount and the first brick (perf record -g) into
-# $BENCH_KEEP_DIR (default /tmp) for `perf report`.
+# $BENCH_KEEP_DIR (default /tmp) for `perf report`. REP3W_DISK=1 first
+# writes MB MiB with a bare dd (conv=fsync, page cache dropped) to the
+# bricks' disk twice and compares each round's MB/s with the better of the
+# two, as a share of the disk and of what the layout writes of it (k/n for
+# disperse k+r, 1/n for replica n; performance-notes.md note 50).
 #
 # Needs root (brickfsd's trusted xattrs, perf).
 set -euo pipefail
@@ -34,6 +38,31 @@ source "$(dirname "$0")/../tests/lib/cluster.sh"
 # shellcheck source=tests/lib/mgmt.sh
 source "$(dirname "$0")/../tests/lib/mgmt.sh"
 KEEP=${BENCH_KEEP_DIR:-/tmp}
+
+# disk_basis: the better MB/s of two bare dd of MB MiB to $T's disk
+disk_basis()
+{
+    local i t0 t1 v best=0
+    for i in 1 2; do
+        rm -f "$T/disk.img"
+        sync
+        echo 3 >/proc/sys/vm/drop_caches
+        t0=$(bfs_now_us)
+        dd if=/dev/zero of="$T/disk.img" bs=1M count="$MB" conv=fsync status=none
+        t1=$(bfs_now_us)
+        v=$(awk -v mb="$MB" -v us=$((t1 - t0)) 'BEGIN { printf "%.0f", mb * 1.048576 / (us / 1e6) }')
+        [ "$v" -gt "$best" ] && best=$v
+    done
+    rm -f "$T/disk.img"
+    echo "$best"
+}
+disk=0
+if [ "${REP3W_DISK:-0}" = 1 ]; then
+    disk=$(disk_basis)
+    echo "disk: $disk MB/s (the better of two dd of $MB MiB)"
+fi
+share=$(awk -v l="${REP3W_LAYOUT:-replica 3}" 'BEGIN { split(l, w, " ")
+    if (w[1] == "disperse") print (w[2] - w[4]) / w[2]; else if (w[1] == "replica") print 1 / w[2]; else print 1 }')
 
 bench_volume "${REP3W_LAYOUT:-replica 3}" "${REP3W_SET:-}"
 NB=${#bp[@]}
@@ -93,12 +122,17 @@ for ((r = 1; r <= ROUNDS; r++)); do
     bcpu=""
     for ((i = 0; i < NB; i++)); do bcpu+=" $((c1[i + 1] - c0[i + 1]))"; done
     awk -v load="$load" -v mb="$MB" -v us=$((t1 - t0)) -v m=$((c1[0] - c0[0])) -v bcpu="$bcpu" \
+        -v disk="$disk" -v share="$share" \
         -v scm="$scm" -v scb="$scb" -v sm=$((s1m - s0m)) -v sb=$((s1b - s0b)) -v flt=$((f1 - f0)) -v oth=$((o1 - o0)) 'BEGIN {
         n = split(bcpu, b, " "); bs = ""; sum = m + oth
         for (i = 1; i <= n; i++) { bs = bs sprintf(" %.0f", b[i] / mb); sum += b[i] }
         printf "load %s: %.0f MB/s; CPU us/MiB mount %.0f bricks%s others %.0f (sum %.0f); syscalls/MiB mount %.1f brick0 %.1f; switches/MiB mount %.1f brick0 %.1f; mount page faults/MiB %.1f\n",
             load, mb * 1.048576 / (us / 1e6), m / mb, bs, oth / mb, sum / mb,
-            scm / mb, scb / mb, sm / mb, sb / mb, flt / mb }'
+            scm / mb, scb / mb, sm / mb, sb / mb, flt / mb
+        r = mb * 1.048576 / (us / 1e6)
+        if (disk > 0)
+            printf "  %.0f MB/s: %.3f of the disk (%d MB/s), %.3f of the disk x %.3f\n",
+                r, r / disk, disk, r / (disk * share), share }'
     # replicate's own counts (builds that have them): writes wound from
     # the caller's bytes and writes whose payload was copied
     python3 - "$T/m" <<'PY'
