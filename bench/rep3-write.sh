@@ -11,7 +11,10 @@
 # calls per MiB of the mount and of the first brick (perf stat,
 # raw_syscalls:sys_enter), the mount's and first brick's context switches per
 # MiB, the mount's minor page faults per MiB, and the CPU time per MiB of
-# the test's other processes (brickfsd, its self-heal daemon).
+# the test's other processes (brickfsd, its self-heal daemon) and of dd
+# itself (perf stat task-clock: its copy into the FUSE page cache), and how
+# many vCPUs all of them kept busy over the write (the kernel's writeback
+# workers not counted).
 # REP3W_LAYOUT="disperse 6 redundancy 2" (or "replica 3", the default, or
 # "distribute 3", or "distribute 1": one brick) makes another layout: the
 # brick count is the layout's second word, the CPU
@@ -106,7 +109,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
     fi
     sleep 0.5
     t0=$(bfs_now_us)
-    dd if=/dev/zero of="$T/m/seq" bs=1M count="$MB" conv=fsync status=none
+    perf stat -x, -e task-clock -o "$T/ps-dd" -- \
+        dd if=/dev/zero of="$T/m/seq" bs=1M count="$MB" conv=fsync status=none
     t1=$(bfs_now_us)
     for p in "$mpid" "${bp[@]}"; do c1+=("$(cpu_us "$p")"); done
     o1=$(cpu_others)
@@ -118,16 +122,17 @@ for ((r = 1; r <= ROUNDS; r++)); do
         wait "$prm" "$prb" || true
     fi
     scm=$(awk -F, '/sys_enter/ { print $1 }' "$T/ps-m")
+    ddus=$(awk -F, '/task-clock/ { printf "%d", $1 * 1000 }' "$T/ps-dd")
     scb=$(awk -F, '/sys_enter/ { print $1 }' "$T/ps-b")
     bcpu=""
     for ((i = 0; i < NB; i++)); do bcpu+=" $((c1[i + 1] - c0[i + 1]))"; done
     awk -v load="$load" -v mb="$MB" -v us=$((t1 - t0)) -v m=$((c1[0] - c0[0])) -v bcpu="$bcpu" \
-        -v disk="$disk" -v share="$share" \
+        -v disk="$disk" -v share="$share" -v ddus="$ddus" \
         -v scm="$scm" -v scb="$scb" -v sm=$((s1m - s0m)) -v sb=$((s1b - s0b)) -v flt=$((f1 - f0)) -v oth=$((o1 - o0)) 'BEGIN {
         n = split(bcpu, b, " "); bs = ""; sum = m + oth
         for (i = 1; i <= n; i++) { bs = bs sprintf(" %.0f", b[i] / mb); sum += b[i] }
-        printf "load %s: %.0f MB/s; CPU us/MiB mount %.0f bricks%s others %.0f (sum %.0f); syscalls/MiB mount %.1f brick0 %.1f; switches/MiB mount %.1f brick0 %.1f; mount page faults/MiB %.1f\n",
-            load, mb * 1.048576 / (us / 1e6), m / mb, bs, oth / mb, sum / mb,
+        printf "load %s: %.0f MB/s; CPU us/MiB mount %.0f bricks%s others %.0f (sum %.0f; dd %.0f; vCPUs busy with it all %.2f); syscalls/MiB mount %.1f brick0 %.1f; switches/MiB mount %.1f brick0 %.1f; mount page faults/MiB %.1f\n",
+            load, mb * 1.048576 / (us / 1e6), m / mb, bs, oth / mb, sum / mb, ddus / mb, (sum + ddus) / us,
             scm / mb, scb / mb, sm / mb, sb / mb, flt / mb
         r = mb * 1.048576 / (us / 1e6)
         if (disk > 0)
