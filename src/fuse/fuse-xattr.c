@@ -18,6 +18,9 @@
  * none (ENODATA), and setting one is EOPNOTSUPP — the mount does not
  * support file capabilities, which its default nosuid flag makes the
  * kernel ignore at exec anyway. GlusterFS's FUSE client does the same.
+ * The kernel still asks before every write (a FUSE round trip, no brick):
+ * only FUSE_HANDLE_KILLPRIV_V2 would stop it, which libfuse 3.14 cannot
+ * ask for and which would make clearing set-user-ID bits ours (note 50).
  *
  * POSIX ACLs and SELinux labels: `ls -l` asks for system.posix_acl_access
  * and security.selinux of every entry it lists, which would be two round
