@@ -61,6 +61,7 @@ struct bfs_conn {
     atomic_bool closing;   /* set once, under lock */
     int reason;            /* first close reason */
     bool want_out;         /* EPOLLOUT requested: the loop owns flushing */
+    atomic_uint_fast64_t reads; /* reads that brought bytes: the loop's wake-ups for c */
     struct out_frame *oq_head, *oq_tail;
     size_t oq_bytes;
 
@@ -488,6 +489,11 @@ int bfs_conn_send_buf(struct bfs_conn *c, const struct bfs_wire_hdr *h, void *bo
     return conn_enqueue(c, f);
 }
 
+uint64_t bfs_conn_reads(struct bfs_conn *c)
+{
+    return atomic_load_explicit(&c->reads, memory_order_relaxed);
+}
+
 /* EPOLLOUT on the loop thread. Returns 0 or -errno (caller tears down). */
 static int on_writable(struct bfs_conn *c)
 {
@@ -601,6 +607,7 @@ static bool do_read(struct bfs_conn *c, int *reason)
         if (c->have_hdr && c->ibeg == c->iend && want >= DIRECT_READ_MIN) {
             n = recv(c->fd, c->body + c->body_have, want, 0);
             if (n > 0) {
+                atomic_fetch_add_explicit(&c->reads, 1, memory_order_relaxed);
                 c->body_have += (size_t)n;
                 if (c->body_have == c->cur.len) {
                     deliver(c);
@@ -619,6 +626,7 @@ static bool do_read(struct bfs_conn *c, int *reason)
             size_t room = IBUF_SIZE - c->iend;
             n = recv(c->fd, c->ibuf + c->iend, room, 0);
             if (n > 0) {
+                atomic_fetch_add_explicit(&c->reads, 1, memory_order_relaxed);
                 c->iend += (size_t)n;
                 int rc = parse_input(c);
                 if (rc < 0) {

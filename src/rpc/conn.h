@@ -84,6 +84,10 @@ int bfs_conn_send_buf(struct bfs_conn *c, const struct bfs_wire_hdr *h, void *bo
 int bfs_conn_send_more(struct bfs_conn *c, const struct bfs_wire_hdr *h, const struct iovec *iov,
                        int iovcnt);
 
+/* Reads of the socket that brought bytes so far: about the wake-ups the
+ * peer's frames cost (frames sent together are read together). */
+uint64_t bfs_conn_reads(struct bfs_conn *c);
+
 const char *bfs_conn_peer(const struct bfs_conn *c); /* "1.2.3.4:5678", "[::1]:5678" */
 void *bfs_conn_arg(const struct bfs_conn *c);
 struct bfs_loop *bfs_conn_loop(const struct bfs_conn *c);

@@ -224,19 +224,7 @@ struct pf_env {
  * this was called, and no connection of v comes up later. */
 static int bricks_answer(struct cg_vol *v)
 {
-    for (int i = 0; i < v->n; i++) {
-        char name[16];
-        snprintf(name, sizeof(name), "c%d", i);
-        struct bfs_xl *c = bfs_graph_find(v->g, name);
-        struct bfs_stat_req req = {0};
-        struct bfs_stat_rep rep;
-        req.loc.gfid = bfs_gfid_root;
-        int rc = c ? bfs_sync_stat(c, v->st, &req, &rep) : -1;
-        if (rc < 0)
-            return rc;
-        bfs_stat_rep_clear_dup(&rep);
-    }
-    return 0;
+    return cg_children_answer(v);
 }
 
 /* A client of the bricks listening on ports[0..n): protocol/client c<i>

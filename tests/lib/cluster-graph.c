@@ -677,6 +677,23 @@ bool cg_same_everywhere(struct cg_vol *v, const char *rel, uint32_t mask, int ar
     return ref >= 0;
 }
 
+int cg_children_answer(struct cg_vol *v)
+{
+    for (int i = 0; i < v->n; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "c%d", i);
+        struct bfs_xl *c = bfs_graph_find(v->g, name);
+        struct bfs_stat_req req = {0};
+        struct bfs_stat_rep rep;
+        req.loc.gfid = bfs_gfid_root;
+        int rc = c ? bfs_sync_stat(c, v->st, &req, &rep) : -1;
+        if (rc < 0)
+            return rc;
+        bfs_stat_rep_clear_dup(&rep);
+    }
+    return 0;
+}
+
 bool cg_exists(struct cg_vol *v, int i, const char *rel)
 {
     struct stat st;

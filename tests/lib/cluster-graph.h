@@ -180,6 +180,9 @@ bool cg_same_gfid(struct cg_vol *v, const char *rel, uint32_t mask);
  * xattrs and (regular files; not on the arbiter) content. */
 bool cg_same_everywhere(struct cg_vol *v, const char *rel, uint32_t mask, int arbiter);
 bool cg_exists(struct cg_vol *v, int i, const char *rel);
+/* 0 when each child c<i> of v (protocol/client to a brick, say) answered
+ * a stat of the root asked now, else the first error. */
+int cg_children_answer(struct cg_vol *v);
 /* Calls that reached child i (its error-gen's dump). */
 uint64_t cg_calls_of(struct cg_vol *v, int i);
 /* The counter key ("lookups_early", ...) of the volume's top translator's

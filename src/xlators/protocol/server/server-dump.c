@@ -22,6 +22,8 @@ static json_object *conn_json(struct srv_conn *sc, uint64_t now)
     json_object_object_add(o, "open_fds", json_object_new_int64((int64_t)sc->fds.count));
     json_object_object_add(o, "in_flight", json_object_new_int64((int64_t)sc->inflight));
     json_object_object_add(o, "requests", json_object_new_int64((int64_t)sc->requests));
+    json_object_object_add(o, "reads",
+                           json_object_new_int64(sc->conn ? (int64_t)bfs_conn_reads(sc->conn) : 0));
     json_object_object_add(o, "closed", json_object_new_boolean(sc->closed));
     pthread_mutex_unlock(&sc->lock);
     json_object_object_add(o, "connected_s",
