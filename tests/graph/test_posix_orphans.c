@@ -118,30 +118,6 @@ static int handle_nlink(const char *dir, const struct bfs_gfid *g)
     return lstat(hp, &sb) == 0 ? (int)sb.st_nlink : -1;
 }
 
-/* The start-up scan's state from the dump: "orphan_scan":{"done":D,"removed":R}. */
-static bool scan_state(struct bfs_xl *xl, int *done, long *removed)
-{
-    char *d = xl->mod->dump(xl);
-    const char *p = d ? strstr(d, "\"orphan_scan\":{\"done\":") : NULL;
-    bool found = p && sscanf(p, "\"orphan_scan\":{\"done\":%d,\"removed\":%ld", done,
-                             removed) == 2;
-    free(d);
-    return found;
-}
-
-/* Polls (up to 30 s) until the scan reports done; the orphans it removed, or -1. */
-static long scan_finished(struct bfs_xl *xl)
-{
-    int done = 0;
-    long removed = -1;
-    for (int i = 0; i < 3000; i++) {
-        if (scan_state(xl, &done, &removed) && done)
-            return removed;
-        usleep(10000);
-    }
-    return -1;
-}
-
 /* Polls (up to 30 s) until no deferred handle removal is outstanding. */
 static bool defer_idle(struct bfs_xl *xl)
 {
@@ -193,7 +169,7 @@ static void test_scan(void)
     if (!g)
         return;
     xl = g->top;
-    is_int(scan_finished(xl), 2, "scan: the start-up scan finished and removed 2 orphans");
+    is_int(cg_orphan_scan_finished(xl), 2, "scan: the start-up scan finished and removed 2 orphans");
     ok(!cg_handle_present(dir, &orph1.gfid), "scan: orph1's handle is gone");
     ok(!cg_handle_present(dir, &orph2.gfid), "scan: orph2's handle is gone");
     is_int(stat_gfid(g, &live.gfid), 0, "scan: a live file still resolves by GFID");
@@ -206,7 +182,7 @@ static void test_scan(void)
 
     /* a second start finds nothing to do */
     g = start_posix(dir);
-    ok(g != NULL && scan_finished(g->top) == 0, "scan: a second start removes nothing");
+    ok(g != NULL && cg_orphan_scan_finished(g->top) == 0, "scan: a second start removes nothing");
     cg_graph_stop(g);
 }
 
@@ -258,7 +234,7 @@ static void test_lost(void)
     struct bfs_iatt a, b;
     is_int(mknod_(g->top, "gone", S_IFREG | 0644, &a), 0, "lost: mknod gone");
     is_int(mknod_(g->top, "kept", S_IFREG | 0644, &b), 0, "lost: mknod kept");
-    scan_finished(g->top);
+    cg_orphan_scan_finished(g->top);
     if (!override) {
         cg_graph_stop(g);
         return;
@@ -278,7 +254,7 @@ static void test_lost(void)
     ok(g != NULL, "lost: posix graph restarted");
     if (!g)
         return;
-    is_int(scan_finished(g->top), 1, "lost: the scan removed one orphan");
+    is_int(cg_orphan_scan_finished(g->top), 1, "lost: the scan removed one orphan");
     ok(!cg_handle_present(dir, &a.gfid), "lost: gone's handle is gone");
     is_int(stat_gfid(g, &b.gfid), 0, "lost: kept still resolves by GFID");
     cg_graph_stop(g);
@@ -373,7 +349,7 @@ static void test_durable(void)
         cg_graph_stop(g);
         return;
     }
-    scan_finished(g->top);
+    cg_orphan_scan_finished(g->top);
     enum { N = 20 };
     for (int i = 0; i < N; i++) {
         struct bfs_iatt a;

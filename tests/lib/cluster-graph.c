@@ -866,6 +866,29 @@ bool cg_handle_present(const char *dir, const struct bfs_gfid *g)
     return lstat(hp, &sb) == 0;
 }
 
+/* The start-up scan's state from the dump: "orphan_scan":{"done":D,"removed":R}. */
+static bool orphan_scan_state(struct bfs_xl *xl, int *done, long *removed)
+{
+    char *d = xl->mod->dump(xl);
+    const char *p = d ? strstr(d, "\"orphan_scan\":{\"done\":") : NULL;
+    bool found = p && sscanf(p, "\"orphan_scan\":{\"done\":%d,\"removed\":%ld", done,
+                             removed) == 2;
+    free(d);
+    return found;
+}
+
+long cg_orphan_scan_finished(struct bfs_xl *xl)
+{
+    int done = 0;
+    long removed = -1;
+    for (int i = 0; i < 3000; i++) {
+        if (orphan_scan_state(xl, &done, &removed) && done)
+            return removed;
+        usleep(10000);
+    }
+    return -1;
+}
+
 void cg_half_create(struct cg_vol *v, int i, const char *rel, const struct bfs_gfid *g)
 {
     int fd = open(cg_on(v, i, rel), O_CREAT | O_EXCL | O_WRONLY, 0644);

@@ -207,6 +207,10 @@ bool cg_same_bytes(struct cg_vol *v, int i, int j, const char *rel);
  * and whether it exists (lstat). */
 void cg_handle_of(const char *dir, const struct bfs_gfid *g, char *out, size_t len);
 bool cg_handle_present(const char *dir, const struct bfs_gfid *g);
+/* Polls (up to 30 s) until storage/posix xl's start-up scan of orphan
+ * handles (posix-orphan.c, its dump's "orphan_scan") is done: the orphans it
+ * removed, or -1. */
+long cg_orphan_scan_finished(struct bfs_xl *xl);
 /* What brick i keeps of rel when killed in the middle of its create: the
  * name (a new empty file, 0644), with GFID g when not NULL, no handle. */
 void cg_half_create(struct cg_vol *v, int i, const char *rel, const struct bfs_gfid *g);
