@@ -362,6 +362,17 @@ EXPECT ok ops_as 1000 try utime "$M/perm/root644" 1000
 EXPECT 1000 stat -c %Y "$M/perm/root644"
 EXPECT EACCES ops_as 1001 try read "$M/perm/root644"
 EXPECT EPERM ops_as 1000 try chown "$M/perm/root644" 1001 1001  # no giving away
+# A write by a user who may write the file but does not own it drops its
+# set-user-ID and set-group-ID bits, as on a local file system: for a write
+# through the page cache the kernel asks with a chmod as that user.
+TEST eval "echo x >'$M/perm/suid'; chmod 6777 '$M/perm/suid'"
+EXPECT EPERM ops_as 1001 try chmod "$M/perm/suid" 777   # not by a chmod of theirs
+for op in write_rw write; do
+    TEST chmod 6777 "$M/perm/suid"
+    EXPECT ok ops_as 1001 try $op "$M/perm/suid" y
+    EXPECT 777 stat -c %a "$M/perm/suid"
+    EXPECT 777 stat -c %a "$BRICK/perm/suid"
+done
 # What a user creates belongs to that user.
 TEST mkdir -m 1777 "$M/pub"
 EXPECT ok ops_as 1000 try create "$M/pub/u"

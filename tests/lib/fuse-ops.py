@@ -93,8 +93,8 @@ def op_try(op, args):
         os.close(os.open(args[0], os.O_RDONLY))
     elif op == "open_w":
         os.close(os.open(args[0], os.O_WRONLY))
-    elif op == "write":
-        fd = os.open(args[0], os.O_WRONLY)
+    elif op in ("write", "write_rw"):
+        fd = os.open(args[0], os.O_WRONLY if op == "write" else os.O_RDWR)
         try:
             os.write(fd, args[1].encode())
         finally:

@@ -128,10 +128,49 @@ void bfs__px_keep_frozen(int fd, const struct bfs_iatt *pre, struct bfs_iatt *po
     post->mode |= PX_FROZEN_BITS;
 }
 
-/* The owner, then the mode; a frozen file's new mode keeps the bits. */
-static int apply_owner_mode(int fd, bool path_fd, mode_t type, const struct bfs_iatt *a,
+/* Before a write by a caller without CAP_FSETID, the kernel clears the
+ * file's set-user-ID bit (and set-group-ID with group execute) with a chmod
+ * as that caller, who need not own the file: the FUSE mount forwards it
+ * (default_permissions has checked it). A local file system lets any writer
+ * drop them, so a chmod refused that only drops those bits goes through for
+ * a caller who may write the file: nothing a write would not do. */
+static bool drops_privs_only(int fd, mode_t cur, mode_t want)
+{
+    const mode_t privs = S_ISUID | S_ISGID;
+    if (!S_ISREG(cur))
+        return false;
+    cur &= 07777;
+    want &= 07777;
+    if (want == cur || (want & ~privs) != (cur & ~privs) || (want & ~cur))
+        return false;
+    return SYS.faccessat2(fd, "", W_OK, AT_EACCESS | AT_EMPTY_PATH) == 0;
+}
+
+static int chmod_fd(int fd, bool path_fd, mode_t mode)
+{
+    char path[PX_PROC_FD_LEN];
+    bfs__px_proc_path(fd, path);
+    int rc = path_fd ? SYS.fchmodat(AT_FDCWD, path, mode, 0) : SYS.fchmod(fd, mode);
+    return rc < 0 ? -errno : 0;
+}
+
+static int apply_mode(int fd, bool path_fd, mode_t cur, mode_t mode)
+{
+    int rc = chmod_fd(fd, path_fd, mode);
+    if (rc != -EPERM || !drops_privs_only(fd, cur, mode))
+        return rc;
+    bfs__px_root_begin();
+    rc = chmod_fd(fd, path_fd, mode);
+    bfs__px_root_end();
+    return rc;
+}
+
+/* The owner, then the mode; a frozen file's new mode keeps the bits.
+ * cur: the file's mode before. */
+static int apply_owner_mode(int fd, bool path_fd, mode_t cur, const struct bfs_iatt *a,
                             uint32_t valid, bool frozen)
 {
+    mode_t type = cur & S_IFMT;
     if (valid & (BFS_SET_UID | BFS_SET_GID)) {
         uid_t uid = (valid & BFS_SET_UID) ? (uid_t)a->uid : (uid_t)-1;
         gid_t gid = (valid & BFS_SET_GID) ? (gid_t)a->gid : (gid_t)-1;
@@ -143,21 +182,17 @@ static int apply_owner_mode(int fd, bool path_fd, mode_t type, const struct bfs_
     if (valid & BFS_SET_MODE) {
         if (type == S_IFLNK)
             return -EOPNOTSUPP;
-        char path[PX_PROC_FD_LEN];
-        bfs__px_proc_path(fd, path);
-        mode_t mode = (a->mode & 07777) | (frozen ? PX_FROZEN_BITS : 0);
-        int rc = path_fd ? SYS.fchmodat(AT_FDCWD, path, mode, 0) : SYS.fchmod(fd, mode);
-        if (rc < 0)
-            return -errno;
+        return apply_mode(fd, path_fd, cur, (a->mode & 07777) | (frozen ? PX_FROZEN_BITS : 0));
     }
     return 0;
 }
 
-/* fd is an O_PATH fd (path_fd) or a real open fd; frozen: keeps_frozen. */
-static int apply_attrs(int fd, bool path_fd, mode_t type, const struct bfs_iatt *a,
+/* fd is an O_PATH fd (path_fd) or a real open fd; cur its mode before;
+ * frozen: keeps_frozen. */
+static int apply_attrs(int fd, bool path_fd, mode_t cur, const struct bfs_iatt *a,
                        uint32_t valid, bool frozen)
 {
-    int rc = apply_owner_mode(fd, path_fd, type, a, valid, frozen);
+    int rc = apply_owner_mode(fd, path_fd, cur, a, valid, frozen);
     if (frozen)
         refreeze(fd, path_fd); /* even after a failure: a chown may have cleared them */
     if (rc < 0 || !(valid & PX_SET_TIMES))
@@ -177,7 +212,7 @@ static int do_setattr(struct px_job *j, const struct bfs_setattr_req *req,
     if (rc == 0) {
         bfs__px_iatt(&o.st, &o.gfid, &rep->pre);
         bool frozen = keeps_frozen(o.fd, true, o.st.st_mode, req->xdata, req->valid);
-        rc = apply_attrs(o.fd, true, o.st.st_mode & S_IFMT, &req->attr, req->valid, frozen);
+        rc = apply_attrs(o.fd, true, o.st.st_mode, &req->attr, req->valid, frozen);
     }
     if (rc == 0)
         rc = bfs__px_fstat_iatt(o.fd, &o.gfid, &rep->post);
@@ -194,7 +229,7 @@ static int do_fsetattr(struct px_job *j, const struct bfs_fsetattr_req *req,
     if (rc == 0)
         rc = bfs__px_fstat_iatt(pf->fd, &pf->gfid, &rep->pre);
     if (rc == 0)
-        rc = apply_attrs(pf->fd, false, rep->pre.mode & S_IFMT, &req->attr, req->valid,
+        rc = apply_attrs(pf->fd, false, rep->pre.mode, &req->attr, req->valid,
                          keeps_frozen(pf->fd, false, rep->pre.mode, req->xdata, req->valid));
     if (rc == 0)
         rc = bfs__px_fstat_iatt(pf->fd, &pf->gfid, &rep->post);
