@@ -64,6 +64,14 @@ struct bfs_fuse_server {
     uint16_t port;
 };
 
+/* direct-io=: which opens bypass the kernel's page cache (fi->direct_io;
+ * docs/design/fuse-direct-writes.md). */
+enum {
+    BFS_FUSE_DIO_OFF,
+    BFS_FUSE_DIO_AUTO, /* write-only opens (the default) */
+    BFS_FUSE_DIO_ON,
+};
+
 /* What the command line asked for (fuse-opts.c). */
 struct bfs_fuse_opts {
     char *volfile;          /* --volfile: absolute; NULL when mounting HOST:/VOLUME */
@@ -78,7 +86,7 @@ struct bfs_fuse_opts {
     double attr_timeout;    /* seconds the kernel may cache attributes */
     double entry_timeout;   /* seconds the kernel may cache names */
     double negative_timeout; /* seconds the kernel may cache "no such name" */
-    bool direct_io;         /* bypass the page cache (fi->direct_io) */
+    int direct_io;          /* BFS_FUSE_DIO_*: which opens bypass the page cache */
     bool capability;        /* pass security.capability through (fuse-xattr.c) */
     bool acl;               /* pass system.posix_acl_* through (fuse-xattr.c) */
     bool selinux;           /* pass security.selinux through (fuse-xattr.c) */

@@ -124,12 +124,35 @@ struct bfs_fd *bfs_fuse_fd_of_inode(struct bfs_fuse *fu, struct bfs_fuse_graph *
     return fd;
 }
 
-/* Replies open/create for c's handle; on success the kernel owns it. */
-static int hand_over(struct bfs_fuse_call *c, const struct fuse_entry_param *e)
+/*
+ * Whether the kernel bypasses its page cache for this open (direct-io=;
+ * docs/design/fuse-direct-writes.md). By default a write-only open does:
+ * its data then goes from the writer's buffer to us in one copy, with no
+ * page cache pages to fill and reclaim (a streaming write ~2x faster), and
+ * such a file cannot be mapped or read through that open anyway. Not for a
+ * file with a privilege bit a write must clear: the kernel clears it only
+ * on writes through its page cache (the brick would clear it behind the
+ * kernel's and md-cache's back); nor with the capability option, for the
+ * same reason (security.capability). mode: the file's, from the reply.
+ */
+static bool wants_direct_io(const struct bfs_fuse_call *c, uint32_t mode)
+{
+    const struct bfs_fuse_opts *o = c->fu->opts;
+    const uint32_t sgid_x = S_ISGID | S_IXGRP;
+    if (o->direct_io != BFS_FUSE_DIO_AUTO)
+        return o->direct_io == BFS_FUSE_DIO_ON;
+    if ((c->fi.flags & O_ACCMODE) != O_WRONLY || o->capability || !S_ISREG(mode))
+        return false;
+    return !(mode & S_ISUID) && (mode & sgid_x) != sgid_x;
+}
+
+/* Replies open/create for c's handle (a file of this mode); on success
+ * the kernel owns it. */
+static int hand_over(struct bfs_fuse_call *c, const struct fuse_entry_param *e, uint32_t mode)
 {
     struct bfs_fuse_fh *fh = c->fh;
     c->fi.fh = (uint64_t)(uintptr_t)fh;
-    c->fi.direct_io = c->fu->opts->direct_io;
+    c->fi.direct_io = wants_direct_io(c, mode);
     c->fi.keep_cache = 0; /* other clients may have changed the file */
     bfs_fuse_fh_publish(c->fu, fh);
     int rc = e ? fuse_reply_create(c->req, e, &c->fi) : fuse_reply_open(c->req, &c->fi);
@@ -155,7 +178,7 @@ static void open_cbk(struct bfs_frame *frame, void *cookie, int rc, const struct
     if (rc < 0)
         fuse_reply_err(c->req, -rc);
     else
-        (void)hand_over(c, NULL);
+        (void)hand_over(c, NULL, rep->attr.mode);
     bfs_fuse_call_done(c);
 }
 
@@ -206,7 +229,7 @@ static void create_cbk(struct bfs_frame *frame, void *cookie, int rc,
         bfs_inode_unref(old);
     }
     bfs_fuse_node_dir_attr_put(c->fu, c->ino, &rep->postparent); /* c->ino: the parent */
-    if (hand_over(c, &e) < 0)
+    if (hand_over(c, &e, rep->attr.mode) < 0)
         bfs_fuse_node_unlookup(c->fu, n, 1); /* interrupted: the kernel never saw it */
     bfs_fuse_call_done(c);
 }

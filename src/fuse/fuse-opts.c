@@ -54,7 +54,9 @@ static const char usage_text[] =
     "  attr-timeout=SECS      how long the kernel caches attributes (default 1)\n"
     "  entry-timeout=SECS     how long the kernel caches names (default 1)\n"
     "  negative-timeout=SECS  how long the kernel caches a missing name (default 0)\n"
-    "  direct-io[=on|off]     bypass the kernel page cache (default off)\n"
+    "  direct-io[=auto|on|off]\n"
+    "                         which opens bypass the kernel page cache: auto (the\n"
+    "                         default) those for writing only, on all, off none\n"
     "  capability[=on|off]    file capabilities (security.capability) through the\n"
     "                         mount (default off: the kernel asks for them before\n"
     "                         every write, which would double the round trips)\n"
@@ -136,6 +138,22 @@ static int set_bool(bool *dst, const char *key, const char *val)
     return 0;
 }
 
+/* direct-io alone is on; =auto, or any boolean spelling. */
+static int parse_direct_io(const char *val, int *out)
+{
+    bool on = true;
+    if (val && !strcmp(val, "auto")) {
+        *out = BFS_FUSE_DIO_AUTO;
+        return 0;
+    }
+    if (val && bfs_parse_bool(val, &on) < 0) {
+        fprintf(stderr, "brickfs-mount: direct-io takes auto, on or off (got '%s')\n", val);
+        return -EINVAL;
+    }
+    *out = on ? BFS_FUSE_DIO_ON : BFS_FUSE_DIO_OFF;
+    return 0;
+}
+
 static int add_flag(struct bfs_fuse_opts *o, const char *flag)
 {
     size_t old = o->mount_flags ? strlen(o->mount_flags) : 0;
@@ -172,15 +190,8 @@ static int parse_one(struct bfs_fuse_opts *o, char *opt)
         o->up_timeout = (int)d;
         return 0;
     }
-    if (!strcmp(key, "direct-io") || !strcmp(key, "direct_io")) {
-        if (val && bfs_parse_bool(val, &o->direct_io) < 0) {
-            fprintf(stderr, "brickfs-mount: direct-io takes on or off (got '%s')\n", val);
-            return -EINVAL;
-        }
-        if (!val)
-            o->direct_io = true;
-        return 0;
-    }
+    if (!strcmp(key, "direct-io") || !strcmp(key, "direct_io"))
+        return parse_direct_io(val, &o->direct_io);
     if (!strcmp(key, "capability"))
         return set_bool(&o->capability, key, val);
     if (!strcmp(key, "read-ahead") || !strcmp(key, "read_ahead")) {
@@ -432,6 +443,7 @@ int bfs_fuse_opts_parse(int argc, char **argv, struct bfs_fuse_opts *o)
     o->entry_timeout = 1.0;
     o->negative_timeout = 0.0;
     o->up_timeout = 30;
+    o->direct_io = BFS_FUSE_DIO_AUTO;
     o->read_ahead = BFS_FUSE_READ_AHEAD;
     o->volfile_poll_ms = 2000;
     o->allow_other = geteuid() == 0;
