@@ -45,28 +45,7 @@ finally:
 PY
 
 # resident FILE: percent of FILE's pages in the page cache (mincore(2))
-resident()
-{
-    python3 - "$1" <<'PY'
-import ctypes, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-libc.mmap.restype = ctypes.c_void_p
-libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                      ctypes.c_int, ctypes.c_long]
-libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-fd = os.open(sys.argv[1], os.O_RDONLY)
-size = os.fstat(fd).st_size
-pages = (size + 4095) // 4096
-addr = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED: maps, reads nothing
-vec = (ctypes.c_ubyte * pages)()
-if addr in (None, ctypes.c_void_p(-1).value) or libc.mincore(addr, size, vec) != 0:
-    sys.exit("mincore: " + os.strerror(ctypes.get_errno()))
-libc.munmap(addr, size)
-os.close(fd)
-print(100 * sum(v & 1 for v in vec) // pages)
-PY
-}
+resident() { python3 "$BFS_ROOT/tests/lib/pagecache.py" "$1"; }
 # bricks_resident FILE OP PCT: 1 when every brick's copy is cached
 # [ percent OP PCT ] (OP: -le, -ge)
 bricks_resident()

@@ -18,38 +18,19 @@ sees them.
       A reader at the end of a 100-byte file reads the 50 bytes a
       write-only O_APPEND open adds: "seen" or what it read.
 """
-import ctypes
 import errno
 import mmap
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pagecache import resident  # noqa: E402
+
 MIB = 1 << 20
-PAGE = mmap.PAGESIZE
 
 
 def pattern(n):
     return bytes((i * 7 + 3) & 0xFF for i in range(256)) * (n // 256)
-
-
-def resident(fd, length):
-    """Pages of fd's first length bytes in the page cache (mincore)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                          ctypes.c_int, ctypes.c_long]
-    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-    addr = libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-    if addr in (None, ctypes.c_void_p(-1).value):
-        raise OSError(ctypes.get_errno(), "mmap")
-    try:
-        vec = (ctypes.c_ubyte * ((length + PAGE - 1) // PAGE))()
-        if libc.mincore(addr, length, vec) != 0:
-            raise OSError(ctypes.get_errno(), "mincore")
-        return sum(v & 1 for v in vec)
-    finally:
-        libc.munmap(addr, length)
 
 
 def cmd_resident(path, how):
