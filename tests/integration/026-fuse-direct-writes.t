@@ -6,9 +6,11 @@
 # does: what it writes leaves no pages in the mount's page cache, while an
 # open for reading and writing keeps them (the write-through cache), and so
 # does a write-only open of a set-user-ID file (the kernel must clear the
-# bit through its cache). A reader that had the file open sees what a
+# bit through its cache), and so does any open on a mount with the
+# capability option. A reader that had the file open sees what a
 # write-only open wrote over its cached pages or appended. direct-io=off:
-# every open through the cache; direct-io=on: none (no shared mappings); a bad value is refused.
+# every open through the cache; direct-io=on: none (no shared mappings); a
+# bad value is refused.
 # tags: sanitizer
 
 . "$(dirname "$0")/../lib/test.sh"
@@ -49,6 +51,14 @@ TEST mount_brickfs "$VOL" "$M" -o direct-io=off
 TEST fresh w
 EXPECT "256 same" dio resident "$M/w" wronly
 EXPECT ok dio mapshared "$M/w"
+TEST umount_brickfs "$M"
+
+# With file capabilities passed through, every open keeps the cache (the
+# kernel removes security.capability only on cached writes).
+M=$T/mnt-cap
+TEST mount_brickfs "$VOL" "$M" -o capability
+TEST fresh w
+EXPECT "256 same" dio resident "$M/w" wronly
 TEST umount_brickfs "$M"
 
 M=$T/mnt-on
