@@ -242,6 +242,9 @@ static int run(struct args *a)
 
 int main(int argc, char **argv)
 {
+    /* 1 MiB read replies and write bodies pass through the heap at every
+     * request: keep them there (no fresh pages per MiB; core/process.c) */
+    bfs_proc_keep_heap();
     struct args a = {0};
     int rc = parse_args(argc, argv, &a);
     if (rc != 0)

@@ -91,23 +91,16 @@ static int hook(void)
  * writes counted. */
 static int start(const char *min, const char *rmin)
 {
-    char text[PATH_MAX + 256], err[512] = "";
-    snprintf(text, sizeof(text),
-             "volume brick\n type storage/posix\n option directory %s\n"
+    char opts[256];
+    snprintf(opts, sizeof(opts),
              " option storage.uncached-write-min %s\n option storage.uncached-read-min %s\n"
-             "end-volume\n",
-             pg_brick, min, rmin);
-    int rc = bfs_graph_from_text(text, strlen(text), "<test>", pg_proc, &pg_graph, err,
-                                 sizeof(err));
-    if (rc == 0 && (rc = bfs_graph_init(pg_graph)) < 0) {
-        bfs_graph_free(pg_graph);
-        pg_graph = NULL;
-    }
-    pg_xl = pg_graph ? pg_graph->top : NULL;
+             " option storage.direct-read off\n", /* test_posix_direct.c's */
+             min, rmin);
+    int rc = pg_start_with(opts);
     if (rc == 0 && hook() < 0)
         rc = -ENOSYS;
     if (rc < 0)
-        printf("# graph or hooks: %s %d\n", err, rc);
+        printf("# graph or hooks: %d\n", rc);
     return rc;
 }
 
@@ -120,10 +113,7 @@ static void stop(void)
         override("pread", NULL, NULL);
         override = NULL;
     }
-    if (pg_graph)
-        bfs_graph_free(pg_graph);
-    pg_graph = NULL;
-    pg_xl = NULL;
+    pg_stop();
 }
 
 static int write_at(struct bfs_fd *fd, const char *buf, size_t len, uint64_t off)
@@ -143,16 +133,6 @@ static bool on_disk(const char *name, const char *buf, size_t len, off_t off)
     if (fd >= 0)
         close(fd);
     return same;
-}
-
-static bool dump_has(const char *needle)
-{
-    char *d = pg_xl->mod->dump(pg_xl);
-    bool has = d && strstr(d, needle);
-    if (!has)
-        printf("# dump: %s\n", d ? d : "(none)");
-    free(d);
-    return has;
 }
 
 /* Writes of 256 KiB and of 64 KiB into a new file NAME; checks the calls. */
@@ -221,15 +201,15 @@ int main(void)
         return done_testing();
     }
     writes("a", 1, 1, "min 128KB");
-    ok(dump_has("\"uncached_writes\":{\"min\":131072,\"on\":true,\"done\":1}"),
+    ok(pg_dump_has("\"uncached_writes\":{\"min\":131072,\"on\":true,\"done\":1}"),
        "min 128KB: the dump counts it");
     reads("a", 1, 1, "read min 128KB");
-    ok(dump_has("\"uncached_reads\":{\"min\":131072,\"on\":true,\"done\":1}"),
+    ok(pg_dump_has("\"uncached_reads\":{\"min\":131072,\"on\":true,\"done\":1}"),
        "read min 128KB: the dump counts it");
     refuse_reads = true;
     reads("a", 1, 2, "reads refused");
     is_int(n_rv2, 1, "reads refused: the flag was tried once");
-    ok(dump_has("\"uncached_reads\":{\"min\":131072,\"on\":false"),
+    ok(pg_dump_has("\"uncached_reads\":{\"min\":131072,\"on\":false"),
        "reads refused: the dump says uncached reads are off");
     reads("a", 0, 2, "after a read refusal");
     is_int(n_rv2, 0, "after a read refusal: not tried again");
@@ -239,7 +219,7 @@ int main(void)
     refuse = true;
     writes("b", 1, 2, "refused");
     is_int(n_v2, 1, "refused: the flag was tried once");
-    ok(dump_has("\"on\":false"), "refused: the dump says uncached writes are off");
+    ok(pg_dump_has("\"on\":false"), "refused: the dump says uncached writes are off");
     writes("c", 0, 2, "after a refusal");
     is_int(n_v2, 0, "after a refusal: not tried again");
     refuse = false;

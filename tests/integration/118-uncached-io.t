@@ -11,12 +11,14 @@
 #     the bricks' page cache;
 #   - both evicted from the bricks' page cache and read through a fresh
 #     mount: the big file reads back identical and is not left in the page
-#     cache of the brick that served it (reads of 128 KiB or more go with
-#     RWF_DONTCACHE), the small one is;
+#     cache of the brick that served it (reads of 128 KiB or more of a
+#     range not cached there go with O_DIRECT: while the reader holds the
+#     file open, the brick holds an O_DIRECT fd, and none once it closed),
+#     the small one is;
 #   - `volume set storage.uncached-write-min 0` and `storage.uncached-read-min
 #     0` (brick options: the answer says a restart is needed), the volume
 #     restarted: the next streamed file stays cached on the bricks, and so
-#     does a big file read cold.
+#     does a big file read cold, with no O_DIRECT fd on any brick.
 # Skips on a kernel or file system without RWF_DONTCACHE (before Linux 6.14).
 
 . "$(dirname "$0")/../lib/test.sh"
@@ -79,6 +81,26 @@ some_brick_resident()
     done
     echo 0
 }
+# direct_fds: fds the volume's bricks hold open with O_DIRECT
+direct_fds()
+{
+    local i pid f flags n=0
+    for i in 0 1 2; do
+        pid=$(mgmt_brick_pid uv $i) || continue
+        for f in /proc/"$pid"/fdinfo/*; do
+            flags=$(awk '/^flags:/ { print $2 }' "$f" 2>/dev/null) || continue
+            [ -n "$flags" ] && (( 8#$flags & 8#40000 )) && n=$((n + 1))
+        done
+    done
+    echo "$n"
+}
+# read_held FILE: reads FILE's first 8 MiB on fd 7, left open until
+# close_held
+read_held()
+{
+    exec 7<"$1" && head -c 8M <&7 >/dev/null
+}
+close_held() { exec 7<&-; }
 remount()
 {
     umount "$M" && mount_vol uv "$M" >/dev/null
@@ -110,6 +132,14 @@ TEST cmp "$T/src" "$M/big"
 EXPECT 1 bricks_resident big -le 25
 TEST cmp <(head -c 65536 "$T/src") "$M/small"
 EXPECT 1 some_brick_resident small 90
+# the serving brick read big with a second, O_DIRECT fd, kept with the file's
+TEST evict big
+TEST remount
+EXPECT 0 direct_fds
+TEST read_held "$M/big"
+EXPECT 1 direct_fds
+TEST close_held
+EXPECT_WITHIN 10 0 direct_fds
 
 # ---- off: brick options, applied at the bricks' next start ----
 EXPECT 1 eval "cli --json volume set uv storage.uncached-write-min 0 | grep -c '\"restart_needed\": *true'"
@@ -124,6 +154,9 @@ EXPECT 1 bricks_resident big3 -ge 75
 for i in 0 1 2; do TEST cmp "$T/src" "$B/r$i/big3"; done
 TEST evict big
 TEST remount
+TEST read_held "$M/big"
+EXPECT 0 direct_fds
+TEST close_held
 TEST cmp "$T/src" "$M/big"
 EXPECT 1 some_brick_resident big 75
 

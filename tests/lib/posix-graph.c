@@ -54,12 +54,14 @@ int pg_init(const char *name)
 
 int pg_build(const char *dir, struct bfs_graph **out)
 {
-    char text[PATH_MAX + 128], err[512] = "";
-    if (dir)
-        snprintf(text, sizeof(text),
-                 "volume brick\n type storage/posix\n option directory %s\nend-volume\n", dir);
-    else
-        snprintf(text, sizeof(text), "volume brick\n type storage/posix\nend-volume\n");
+    return pg_build_with(dir, "", out);
+}
+
+int pg_build_with(const char *dir, const char *options, struct bfs_graph **out)
+{
+    char text[PATH_MAX + 1024], err[512] = "";
+    snprintf(text, sizeof(text), "volume brick\n type storage/posix\n%s%s%s%send-volume\n",
+             dir ? " option directory " : "", dir ? dir : "", dir ? "\n" : "", options);
     int rc = bfs_graph_from_text(text, strlen(text), "<test>", pg_proc, out, err, sizeof(err));
     if (rc < 0) {
         printf("# graph: %s\n", err);
@@ -75,17 +77,37 @@ int pg_build(const char *dir, struct bfs_graph **out)
 
 int pg_start(void)
 {
-    int rc = pg_build(pg_brick, &pg_graph);
+    return pg_start_with("");
+}
+
+int pg_start_with(const char *options)
+{
+    int rc = pg_build_with(pg_brick, options, &pg_graph);
     pg_xl = pg_graph ? pg_graph->top : NULL;
     return rc;
 }
 
-void pg_fini(void)
+void pg_stop(void)
 {
     if (pg_graph)
         bfs_graph_free(pg_graph);
     pg_graph = NULL;
     pg_xl = NULL;
+}
+
+bool pg_dump_has(const char *needle)
+{
+    char *d = pg_xl->mod->dump(pg_xl);
+    bool has = d && strstr(d, needle);
+    if (!has)
+        printf("# dump: %s\n", d ? d : "(none)");
+    free(d);
+    return has;
+}
+
+void pg_fini(void)
+{
+    pg_stop();
     bfs_stack_unref(pg_root_st);
     bfs_stack_unref(pg_user_st);
     bfs_proc_free(pg_proc);

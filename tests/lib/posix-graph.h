@@ -37,8 +37,16 @@ int pg_init(const char *name);
  * initialised; 0 or the error of the parser (printed as a TAP comment) or
  * of init. */
 int pg_build(const char *dir, struct bfs_graph **out);
+/* pg_build with more lines for the volume (" option KEY VALUE\n"...). */
+int pg_build_with(const char *dir, const char *options, struct bfs_graph **out);
 /* pg_build over pg_brick into pg_graph / pg_xl. */
 int pg_start(void);
+/* pg_build_with over pg_brick into pg_graph / pg_xl. */
+int pg_start_with(const char *options);
+/* Frees pg_graph (NULL-safe); pg_graph and pg_xl become NULL. */
+void pg_stop(void);
+/* Whether pg_xl's dump contains needle; prints the dump when not. */
+bool pg_dump_has(const char *needle);
 /* Frees the graph, the stacks and the process; removes the brick folder. */
 void pg_fini(void);
 

@@ -19,7 +19,8 @@
  * RWF_DONTCACHE (write_at; docs/design/uncached-io.md): the kernel
  * starts its writeback at once and drops its pages when it is done. A read
  * of at least storage.uncached-read-min bytes too (read_at): what it brings
- * into the page cache is dropped once copied out.
+ * into the page cache is dropped once copied out; such a read of a range
+ * not in the page cache goes with O_DIRECT instead (posix-direct.c).
  *
  * A write may carry deltas of counter xattrs to add once it is written
  * (lib/wadd-wire.h: disperse's size counter rides in its fragment write).
@@ -300,12 +301,18 @@ static int do_read(struct px_job *j, const struct bfs_read_req *req, struct bfs_
     int rc = bfs__px_fd_get(j, req->fd, &pf);
     if (rc < 0)
         return rc;
-    char *buf = malloc(size ? size : 1);
+    size_t room;
+    char *buf = bfs__px_read_buf(j->priv, size, &room);
     if (!buf)
         return -ENOMEM;
     rep->data.data = buf; /* freed by the job with the reply */
     while (done < size) {
-        ssize_t n = read_at(j, pf->fd, buf + done, size - done, (off_t)(req->offset + done));
+        size_t got = 0;
+        off_t at = (off_t)(req->offset + done);
+        rc = bfs__px_direct_read(j, pf, buf + done, size - done, room - done, at, &got);
+        if (rc < 0)
+            return rc;
+        ssize_t n = rc ? (ssize_t)got : read_at(j, pf->fd, buf + done, size - done, at);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)

@@ -36,6 +36,17 @@ static int px_faccessat2(int dirfd, const char *path, int mode, int flags)
     return (int)syscall(SYS_faccessat2, dirfd, path, mode, flags);
 }
 
+#ifndef SYS_cachestat
+#define SYS_cachestat 451 /* the same number on every architecture */
+#endif
+
+/* cachestat(2): Linux 6.5, no glibc wrapper in Debian 12. */
+static int px_cachestat(int fd, const struct px_cachestat_range *r, struct px_cachestat *cs,
+                        unsigned flags)
+{
+    return (int)syscall(SYS_cachestat, fd, r, cs, flags);
+}
+
 /* openat2(2) beneath dirfd, never following a symlink nor leaving the
  * file system: a path that meets one fails (ELOOP, EXDEV, ENOENT...). */
 static int px_openat_beneath(int dirfd, const char *path, int flags)
@@ -75,6 +86,7 @@ static const struct px_sys px_sys_default = {
     .pwrite = pwrite,
     .pwritev2 = pwritev2,
     .preadv2 = preadv2,
+    .cachestat = px_cachestat,
     .ftruncate = ftruncate,
     .fallocate = fallocate,
     .fsync = fsync,

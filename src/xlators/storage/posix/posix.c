@@ -228,6 +228,7 @@ int bfs__px_fd_get(struct px_job *j, struct bfs_fd *fd, struct px_fd **out)
 
 static void px_fd_close(struct px_fd *pf)
 {
+    bfs__px_direct_close(pf);
     if (pf->dir)
         closedir(pf->dir); /* closes pf->fd too */
     else if (pf->fd >= 0)
@@ -244,6 +245,7 @@ int bfs__px_fd_install(struct px_job *j, struct bfs_fd *fd, int realfd, DIR *dir
     int rc = -ENOMEM;
     if (pf) {
         pf->fd = realfd;
+        pf->dfd = PX_DFD_NONE;
         pf->dir = dir;
         pf->gfid = *g;
         pf->is_root = bfs_gfid_is_root(g);
@@ -355,6 +357,15 @@ static const struct bfs_option_desc px_options[] = {
                     "data already cached stays (0: never; a kernel or file system without "
                     "it, before Linux 6.14, reads as usual)",
      .flags = BFS_OPT_F_SETTABLE},
+    {.key = "storage.direct-read",
+     .type = BFS_OPT_BOOL,
+     .def = "on",
+     .description = "a read of at least storage.uncached-read-min bytes at a 4 KiB-aligned "
+                    "offset goes with O_DIRECT straight into the reply, unless the brick's "
+                    "page cache holds all of the range or some of it is dirty: no page-cache "
+                    "pages taken and copied (off: RWF_DONTCACHE as for other big reads; a "
+                    "file system without O_DIRECT reads as usual)",
+     .flags = BFS_OPT_F_SETTABLE},
     {.key = NULL},
 };
 
@@ -447,6 +458,7 @@ static int px_init(struct bfs_xl *xl)
     p->inline_fops = bfs_xl_opt_bool(xl, "inline-fops");
     p->uc_write.min = bfs_xl_opt_size(xl, "storage.uncached-write-min");
     p->uc_read.min = bfs_xl_opt_size(xl, "storage.uncached-read-min");
+    p->direct.want = bfs_xl_opt_bool(xl, "storage.direct-read");
     p->cache = bfs__px_cache_new(cache_size > 0 ? (size_t)cache_size : 0,
                                  cache_fds > 0 ? (size_t)cache_fds : 0);
     xl->private = p;
@@ -474,12 +486,26 @@ static size_t dump_uncached(char *s, size_t cap, const char *key, struct px_unca
     return (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
+/* "direct_reads":{"on":true|false,"done":N,"cached":N}, for dump. */
+static size_t dump_direct(char *s, size_t cap, struct px_priv *p)
+{
+    bool on = p->direct.want && p->uc_read.min && !__atomic_load_n(&p->direct.off,
+                                                                     __ATOMIC_RELAXED);
+    int n = snprintf(s, cap, "\"direct_reads\":{\"on\":%s,\"done\":%llu,\"cached\":%llu},",
+                     on ? "true" : "false",
+                     (unsigned long long)__atomic_load_n(&p->direct.done, __ATOMIC_RELAXED),
+                     (unsigned long long)__atomic_load_n(&p->direct.cached, __ATOMIC_RELAXED));
+    if (n < 0 || cap == 0)
+        return 0;
+    return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
 static char *px_dump(struct bfs_xl *xl)
 {
     struct px_priv *p = xl->private;
     if (!p)
         return NULL;
-    size_t cap = 256 + strlen(p->dir) + BFS_FOP_COUNT * 80, len = 0;
+    size_t cap = 320 + strlen(p->dir) + BFS_FOP_COUNT * 80, len = 0;
     char *s = malloc(cap);
     if (!s)
         return NULL;
@@ -499,6 +525,7 @@ static char *px_dump(struct bfs_xl *xl)
                                                                 __ATOMIC_RELAXED));
     len += dump_uncached(s + len, cap - len, "uncached_writes", &p->uc_write);
     len += dump_uncached(s + len, cap - len, "uncached_reads", &p->uc_read);
+    len += dump_direct(s + len, cap - len, p);
     len += (size_t)snprintf(s + len, cap - len, "\"fops\":{");
     bool first = true;
     for (int f = 0; f < BFS_FOP_COUNT && len < cap; f++) {

@@ -69,6 +69,20 @@ struct px_uncached {
     uint64_t done;
 };
 
+/* Big reads straight from the disk into the reply buffer (posix-direct.c,
+ * docs/design/uncached-io.md "Direct reads"): want is the option
+ * storage.direct-read; off: the file system refused O_DIRECT once (atomic);
+ * done and cached count the big reads that went direct and those left to
+ * the page cache because it held all of the range or some of it was dirty
+ * (relaxed atomics). */
+struct px_direct {
+    bool want;
+    bool off;
+    uint64_t done;
+    uint64_t cached;
+};
+#define PX_DIO_ALIGN 4096u /* offset, length and buffer of a direct read */
+
 struct px_priv {
     char *dir;                  /* the brick directory, as configured */
     const char *brick;          /* brick-name, else dir: for log lines */
@@ -82,6 +96,7 @@ struct px_priv {
     /* Streaming writes and reads (posix-io.c write_at and read_at,
      * docs/design/uncached-io.md). */
     struct px_uncached uc_write, uc_read;
+    struct px_direct direct;
     /* Handle folders .brickfs/ab/cd known to exist, one bit each (index
      * ab * 256 + cd; relaxed atomics): a new handle skips their mkdir. */
     uint64_t hdir_known[65536 / 64];
@@ -122,7 +137,10 @@ struct px_fd {
     bool is_root;               /* directory fd on the brick root: hide .brickfs */
     pthread_mutex_t lock;       /* readdir position */
     uint64_t pos;               /* d_off after the last entry returned */
+    int dfd;                    /* its O_DIRECT twin for big reads, or PX_DFD_* (atomic) */
 };
+#define PX_DFD_NONE (-1)        /* not opened yet */
+#define PX_DFD_NEVER (-2)       /* cannot be (write-only, refused): plain reads */
 
 /* ---- jobs ---- */
 
@@ -201,6 +219,8 @@ PX_FOPS(PX_DECLARE_FOP)
     X(pwrite, ssize_t, (int, const void *, size_t, off_t))                                   \
     X(pwritev2, ssize_t, (int, const struct iovec *, int, off_t, int))                       \
     X(preadv2, ssize_t, (int, const struct iovec *, int, off_t, int))                        \
+    X(cachestat, int, (int, const struct px_cachestat_range *, struct px_cachestat *,         \
+                       unsigned))                                                            \
     X(ftruncate, int, (int, off_t))                                                          \
     X(fallocate, int, (int, int, off_t, off_t))                                              \
     X(fsync, int, (int))                                                                     \
@@ -227,6 +247,13 @@ PX_FOPS(PX_DECLARE_FOP)
 struct iovec;
 struct statvfs;
 struct timespec;
+/* cachestat(2), Linux 6.5 (Debian 12's headers predate it). */
+struct px_cachestat_range {
+    uint64_t off, len;
+};
+struct px_cachestat {
+    uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
 #define PX_SYS_FIELD(name, ret, args) ret(*name) args;
 struct px_sys {
     PX_SYSCALLS(PX_SYS_FIELD)
@@ -240,6 +267,20 @@ extern struct px_sys bfs__px_sys;
  * 0 or -ENOENT (no such name). Not thread-safe: call while no fop runs. */
 __attribute__((visibility("default"))) int bfs_posix_sys_override(const char *name, void *fn,
                                                                   void **old);
+
+/* ---- big reads with O_DIRECT (posix-direct.c) ---- */
+
+/* A buffer for a read of size bytes: aligned for a direct read when one
+ * may be (freed with free()); *room receives its usable size (>= size). */
+void *bfs__px_read_buf(struct px_priv *p, size_t size, size_t *room);
+/* Reads len bytes at off into buf (room bytes usable) with O_DIRECT when
+ * the read is big, aligned and not in the brick's page cache: 1 with the
+ * bytes read in *n (at most len), 0 when it did not (read it otherwise),
+ * or -errno. */
+int bfs__px_direct_read(struct px_job *j, struct px_fd *pf, void *buf, size_t len, size_t room,
+                        off_t off, size_t *n);
+/* Closes pf's O_DIRECT twin, if any. */
+void bfs__px_direct_close(struct px_fd *pf);
 
 /* ---- credentials (posix-creds.c) ---- */
 
