@@ -177,6 +177,13 @@ struct bfs_upcall {
  * carry it. */
 #define BFS_XDATA_PREFETCHED "brickfs.prefetched"
 
+/* xdata key (int 1) of a mknod reply: storage/posix set on the new entry
+ * every trusted.brickfs.dht.* key the request's xdata carried (a request
+ * with brickfs-internal = 1: cluster/distribute's link file, made with its
+ * linkto in one round trip; distribute.md, "Link files"). Without it the
+ * caller sets them itself. */
+#define BFS_XDATA_ENTRY_XATTRS "brickfs.entry-xattrs-set"
+
 /* xdata key (int 1) of an fsync a FUSE graph switch sends through an fd it
  * is about to move to a new generation: performance/write-behind answers it
  * itself, once the writes it answered through that file are done, with the

@@ -407,7 +407,10 @@ static void test_rename_files(struct dg_vol *v, const struct bfs_gfid *rg)
     dg_name_on(v, rg, "d", 1, d, sizeof(d));
     is_int(dg_put(v, rg, s, "hello", &gs), 0, "file %s on brick 0", s);
 
+    long c1 = dg_eg_calls(v, 1);
     is_int(dg_rename(v, rg, s, rg, d), 0, "rename %s (brick 0) -> %s (hashes to brick 1)", s, d);
+    is_int((int)(dg_eg_calls(v, 1) - c1), 4, "brick 1 saw lock, lookup, the link file's mknod "
+           "(its linkto with it) and unlock");
     ok(dg_get(v, rg, d, buf, sizeof(buf), &g) == 0 && strcmp(buf, "hello") == 0 &&
        bfs_gfid_eq(&g, &gs), "the new name has the content and the GFID");
     is_int(dg_lookup(v, rg, s, NULL), -ENOENT, "the old name is gone");

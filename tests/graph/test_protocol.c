@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "core/event.h"
@@ -461,6 +462,66 @@ static void test_internal_key(struct bfs_xl *top, struct bfs_graph *sg, const st
     bfs_dict_unref(xd);
 }
 
+/* mknod as distribute makes a link file: the linkto in its xdata, set by
+ * the brick with the new entry and said in the reply. Only a root caller's
+ * mknod keeps brickfs-internal for it, and only trusted.brickfs.dht.* keys
+ * are set that way. */
+static int mknod_x(struct bfs_xl *top, struct bfs_stack *who, const struct bfs_gfid *par,
+                   const char *name, const char *key, bool *said)
+{
+    struct bfs_dict *xd = bfs_dict_new();
+    bfs_dict_set_int(xd, "brickfs-internal", 1);
+    bfs_dict_set_bin(xd, key, "brick-9", 7);
+    struct bfs_mknod_req q = {.loc = {.pargfid = *par, .name = name},
+                              .mode = S_IFREG | S_ISVTX, .xdata = xd};
+    struct bfs_mknod_rep rep;
+    int rc = bfs_sync_mknod(top, who, &q, &rep);
+    int64_t v = 0;
+    *said = rc >= 0 && bfs_dict_get_int(rep.xdata, BFS_XDATA_ENTRY_XATTRS, &v) == 0 && v == 1;
+    if (rc >= 0)
+        bfs_mknod_rep_clear_dup(&rep);
+    bfs_dict_unref(xd);
+    return rc;
+}
+
+/* The value of key on the brick's copy of name ("" when absent). */
+static const char *on_brick(const char *name, const char *key)
+{
+    static char v[64];
+    char path[256];
+    snprintf(path, sizeof(path), "%s/%s", brickdir, name);
+    ssize_t n = lgetxattr(path, key, v, sizeof(v) - 1);
+    v[n > 0 ? n : 0] = 0;
+    return v;
+}
+
+static void test_entry_xattrs(struct bfs_xl *top)
+{
+    const char *linkto = "trusted.brickfs.dht.linkto";
+    bool said;
+    is_int(mknod_x(top, st, &bfs_gfid_root, "lf-root", linkto, &said), 0,
+           "root's mknod with a linkto");
+    ok(said, "the reply says the brick set it");
+    is_str(on_brick("lf-root", linkto), "brick-9", "the new entry carries it");
+
+    struct bfs_mkdir_req mq = {.loc = {.pargfid = bfs_gfid_root, .name = "open"},
+                               .mode = 0777};
+    struct bfs_mkdir_rep mr;
+    is_int(bfs_sync_mkdir(top, st, &mq, &mr), 0, "a folder anyone may write");
+    struct bfs_stack *user = bfs_stack_new();
+    user->uid = user->gid = 1000;
+    is_int(mknod_x(top, user, &mr.attr.gfid, "lf-user", linkto, &said), 0,
+           "an unprivileged caller's mknod with a linkto");
+    ok(!said && !*on_brick("open/lf-user", linkto), "is not given it (internal stripped)");
+    bfs_stack_unref(user);
+    bfs_mkdir_rep_clear_dup(&mr);
+
+    is_int(mknod_x(top, st, &bfs_gfid_root, "lf-gfid", "trusted.brickfs.gfid", &said), 0,
+           "root's mknod giving another internal key");
+    ok(!said && strcmp(on_brick("lf-gfid", "trusted.brickfs.gfid"), "brick-9") != 0,
+       "is not given it (only distribute's keys are)");
+}
+
 static void test_pipelining(struct bfs_xl *top, struct bfs_graph *cg)
 {
     struct bfs_fd *fd = bfs_fd_new(cg, NULL, O_RDWR, 0);
@@ -716,6 +777,7 @@ int main(void)
     struct bfs_iatt f1;
     test_basics(top, cg, fd, &f1);
     test_internal_key(top, sg, &f1.gfid);
+    test_entry_xattrs(top);
     test_pipelining(top, cg);
     test_wrong_brick(port);
     test_restart(&sg, port, top, &w, fd);

@@ -4,12 +4,16 @@
  * trusted.brickfs.dht.linkto naming the subvolume that holds the data.
  *
  * Making one (dht__lf_step, a sub-procedure of the calling op, all as root):
- *   mknod (P, N) mode S_ISVTX, gfid-req G
+ *   mknod (P, N) mode S_ISVTX, gfid-req G, and linkto in its xdata (internal):
+ *     a brick sets it on the new entry and says so in the reply
+ *     (BFS_XDATA_ENTRY_XATTRS): done in one round trip.
  *     EEXIST: either the name exists, or this brick already has an object
  *     with GFID G: the link file of another name of the same (hard-linked)
  *     file. A lookup of (P, N) tells which: the name exists -> EEXIST;
  *     else hard-link the existing link file (by GFID) to (P, N).
- *   setxattr linkto = the target's volfile name (internal key)
+ *   setxattr linkto = the target's volfile name (internal key), when the
+ *   mknod's reply did not say it was set (an older brick, a subvolume that
+ *   drops reply xdata) or after the hard link
  *     failure: the new name is unlinked again and the failure answered.
  * When the caller knows the file has other names, the brick is first asked
  * for the GFID (a lookup by GFID) and, when it has it, the hard link is
@@ -41,7 +45,13 @@ void dht__lf_init(struct dht_lf *lf, const struct bfs_loc *loc, const struct bfs
 
 static void lf_mknod(struct dht_op *o, struct dht_lf *lf)
 {
+    const char *target = o->priv->xl->children[lf->target]->name;
     struct bfs_dict *xd = dht__xdata_gfid(&lf->gfid);
+    if (xd && (bfs_dict_set_int(xd, DHT_INTERNAL_KEY, 1) < 0 ||
+               bfs_dict_set_bin(xd, DHT_LINKTO_KEY, target, strlen(target)) < 0)) {
+        bfs_dict_unref(xd); /* the plain mknod then, and setxattr after it */
+        xd = dht__xdata_gfid(&lf->gfid);
+    }
     struct bfs_mknod_req r = {.loc = lf->loc, .mode = DHT_LINK_MODE, .umask = 0, .xdata = xd};
     dht__wind(o, lf->slot, BFS_FOP_MKNOD, lf->subvol, &r, true);
     bfs_dict_unref(xd);
@@ -62,9 +72,19 @@ static void lf_setxattr(struct dht_op *o, struct dht_lf *lf)
     bfs_dict_unref(xd);
 }
 
+/* Whether the mknod's brick set the linkto it carried. */
+static bool lf_linkto_set(const struct dht_op *o, const struct dht_lf *lf)
+{
+    const struct bfs_mknod_rep *r = DHT_REP(o, lf->slot, bfs_mknod_rep);
+    int64_t v = 0;
+    return r && bfs_dict_get_int(r->xdata, BFS_XDATA_ENTRY_XATTRS, &v) == 0 && v == 1;
+}
+
 static int lf_made(struct dht_op *o, struct dht_lf *lf)
 {
     int rc = dht__rc(o, lf->slot);
+    if (rc >= 0 && lf_linkto_set(o, lf))
+        return 0;
     if (rc >= 0) {
         lf->phase = LF_SET;
         lf_setxattr(o, lf);

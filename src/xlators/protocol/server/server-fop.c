@@ -25,8 +25,9 @@
  *   - xdata key "brickfs-internal", which server-side translators read as
  *     "this request comes from brickfs itself" (it opens trusted.brickfs.*),
  *     is removed from every request, except the xattr calls of a root
- *     caller that name only trusted.brickfs.dht.* keys: cluster/distribute
- *     runs in clients and keeps its link files there (srv_internal_allowed).
+ *     caller that name only trusted.brickfs.dht.* keys, and a root caller's
+ *     mknod that gives the new entry such keys: cluster/distribute runs in
+ *     clients and keeps its link files there (srv_internal_allowed).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -84,11 +84,25 @@ static bool dht_keys_only(const struct bfs_dict *d)
     return d && bfs_dict_count(d) > 0 && bfs_dict_foreach(d, not_dht_key, NULL) == 0;
 }
 
+static int is_dht_key(const char *key, enum bfs_val_type t, const void *v, size_t len, void *a)
+{
+    (void)t, (void)v, (void)len, (void)a;
+    return dht_key(key) ? 1 : 0;
+}
+
+/* A mknod whose xdata gives the new entry trusted.brickfs.dht.* keys:
+ * distribute's link file with its linkto (storage/posix sets only those). */
+static bool mknod_with_dht_keys(const struct bfs_mknod_req *r)
+{
+    return r->xdata && bfs_dict_foreach(r->xdata, is_dht_key, NULL) == 1;
+}
+
 bool srv_internal_allowed(int fop, const void *req, const struct bfs_stack *st)
 {
     if (st->uid != 0)
         return false;
     switch (fop) {
+    case BFS_FOP_MKNOD: return mknod_with_dht_keys(req);
     case BFS_FOP_GETXATTR: return dht_key(((const struct bfs_getxattr_req *)req)->name);
     case BFS_FOP_FGETXATTR: return dht_key(((const struct bfs_fgetxattr_req *)req)->name);
     case BFS_FOP_REMOVEXATTR: return dht_key(((const struct bfs_removexattr_req *)req)->name);

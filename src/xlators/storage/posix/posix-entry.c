@@ -176,6 +176,7 @@ struct px_mk {
     mode_t umask;
     dev_t rdev;
     const char *target; /* symlink */
+    struct bfs_dict **rep_xdata; /* mknod: the reply's, for BFS_XDATA_ENTRY_XATTRS */
 };
 
 static int mk_syscall(int pfd, const char *name, const struct px_mk *mk)
@@ -214,6 +215,19 @@ static int mk_finish(struct px_job *j, struct px_obj *par, const struct bfs_loc 
     return rc;
 }
 
+/* A mknod's trusted.brickfs.dht.* keys set on the new entry, said in the
+ * reply. A failure is not the mknod's: the caller, not told, sets them
+ * itself (and fails there if it must). */
+static void entry_xattrs(struct px_job *j, const struct px_obj *o, const struct bfs_dict *xdata,
+                         struct bfs_dict **rep)
+{
+    int rc = bfs__px_entry_xattrs(j, o->fd, xdata);
+    if (rc < 0)
+        XL_DBG(j->xl, "cannot set the xattrs given with a new entry: %s", strerror(-rc));
+    if (rc > 0 && (*rep || (*rep = bfs_dict_new())))
+        (void)bfs_dict_set_int(*rep, BFS_XDATA_ENTRY_XATTRS, 1);
+}
+
 static int make_entry(struct px_job *j, const struct bfs_loc *loc, const struct bfs_dict *xdata,
                       const struct px_mk *mk, struct bfs_iatt *attr, struct bfs_iatt *pre,
                       struct bfs_iatt *post)
@@ -232,6 +246,8 @@ static int make_entry(struct px_job *j, const struct bfs_loc *loc, const struct 
         rc = mk_syscall(par.fd, loc->name, mk);
         if (rc == 0)
             rc = mk_finish(j, &par, loc, mk, &g, &o);
+        if (rc == 0 && mk->rep_xdata)
+            entry_xattrs(j, &o, xdata, mk->rep_xdata);
         pthread_mutex_unlock(el);
     }
     if (rc == 0)
@@ -248,7 +264,8 @@ static int make_entry(struct px_job *j, const struct bfs_loc *loc, const struct 
 static int do_mknod(struct px_job *j, const struct bfs_mknod_req *req, struct bfs_mknod_rep *rep)
 {
     struct px_mk mk = {.type = req->mode & S_IFMT, .mode = req->mode & 07777,
-                       .umask = req->umask, .rdev = (dev_t)req->rdev};
+                       .umask = req->umask, .rdev = (dev_t)req->rdev,
+                       .rep_xdata = &rep->xdata};
     if (mk.type == 0)
         mk.type = S_IFREG;
     if (mk.type != S_IFREG && mk.type != S_IFIFO && mk.type != S_IFSOCK &&

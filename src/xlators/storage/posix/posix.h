@@ -268,6 +268,14 @@ extern struct px_sys bfs__px_sys;
 __attribute__((visibility("default"))) int bfs_posix_sys_override(const char *name, void *fn,
                                                                   void **old);
 
+/* ---- xattrs of a new entry (posix-xattr.c) ---- */
+
+/* Sets on a new entry (fd: its O_PATH fd) every trusted.brickfs.dht.* key
+ * of xdata, as setxattr would for the same caller (so only for a request
+ * with brickfs-internal = 1): 1 when some were set, 0 when xdata has none,
+ * or -errno (keys before the failing one stay set). */
+int bfs__px_entry_xattrs(struct px_job *j, int fd, const struct bfs_dict *xdata);
+
 /* ---- big reads with O_DIRECT (posix-direct.c) ---- */
 
 /* A buffer for a read of size bytes: aligned for a direct read when one
