@@ -73,28 +73,26 @@ static bool dht_key(const char *key)
     return key && strncmp(key, SRV_DHT_PREFIX, sizeof(SRV_DHT_PREFIX) - 1) == 0;
 }
 
-static int not_dht_key(const char *key, enum bfs_val_type t, const void *v, size_t len, void *a)
+/* bfs_dict_foreach callback: 1 (stop) at the first key whose
+ * dht-ness is *(const bool *)a. */
+static int dht_key_is(const char *key, enum bfs_val_type t, const void *v, size_t len, void *a)
 {
-    (void)t, (void)v, (void)len, (void)a;
-    return dht_key(key) ? 0 : 1;
+    (void)t, (void)v, (void)len;
+    return dht_key(key) == *(const bool *)a;
 }
 
 static bool dht_keys_only(const struct bfs_dict *d)
 {
-    return d && bfs_dict_count(d) > 0 && bfs_dict_foreach(d, not_dht_key, NULL) == 0;
-}
-
-static int is_dht_key(const char *key, enum bfs_val_type t, const void *v, size_t len, void *a)
-{
-    (void)t, (void)v, (void)len, (void)a;
-    return dht_key(key) ? 1 : 0;
+    bool dht = false;
+    return d && bfs_dict_count(d) > 0 && bfs_dict_foreach(d, dht_key_is, &dht) == 0;
 }
 
 /* A mknod whose xdata gives the new entry trusted.brickfs.dht.* keys:
  * distribute's link file with its linkto (storage/posix sets only those). */
 static bool mknod_with_dht_keys(const struct bfs_mknod_req *r)
 {
-    return r->xdata && bfs_dict_foreach(r->xdata, is_dht_key, NULL) == 1;
+    bool dht = true;
+    return r->xdata && bfs_dict_foreach(r->xdata, dht_key_is, &dht) == 1;
 }
 
 bool srv_internal_allowed(int fop, const void *req, const struct bfs_stack *st)

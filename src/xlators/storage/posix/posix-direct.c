@@ -32,7 +32,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -45,14 +44,14 @@ static size_t round_up(size_t len)
     return (len + PX_DIO_ALIGN - 1) & ~(size_t)(PX_DIO_ALIGN - 1);
 }
 
-static bool direct_on(struct px_priv *p)
+bool bfs__px_direct_on(struct px_priv *p)
 {
     return p->direct.want && p->uc_read.min && !__atomic_load_n(&p->direct.off, __ATOMIC_RELAXED);
 }
 
 void *bfs__px_read_buf(struct px_priv *p, size_t size, size_t *room)
 {
-    if (direct_on(p) && size >= p->uc_read.min) {
+    if (bfs__px_direct_on(p) && size >= p->uc_read.min) {
         *room = round_up(size);
         return aligned_alloc(PX_DIO_ALIGN, *room);
     }
@@ -80,7 +79,7 @@ static int direct_fd(struct px_job *j, struct px_fd *pf)
     if (fl >= 0 && !(fl & O_PATH) && (fl & O_ACCMODE) != O_WRONLY &&
         SYS.fstat(pf->fd, &st) == 0 && S_ISREG(st.st_mode)) {
         char path[PX_PROC_FD_LEN];
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", pf->fd);
+        bfs__px_proc_path(pf->fd, path);
         bfs__px_root_begin(); /* the file is open for reading already */
         nd = SYS.openat(AT_FDCWD, path, O_RDONLY | O_DIRECT | O_CLOEXEC, 0);
         int err = errno;
@@ -117,7 +116,7 @@ int bfs__px_direct_read(struct px_job *j, struct px_fd *pf, void *buf, size_t le
 {
     struct px_priv *p = j->priv;
     size_t want = round_up(len);
-    if (!direct_on(p) || len < p->uc_read.min || (uint64_t)off % PX_DIO_ALIGN ||
+    if (!bfs__px_direct_on(p) || len < p->uc_read.min || (uint64_t)off % PX_DIO_ALIGN ||
         (uintptr_t)buf % PX_DIO_ALIGN || room < want)
         return 0;
     if (range_cached(pf->fd, off, len)) {

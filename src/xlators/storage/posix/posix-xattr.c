@@ -172,41 +172,6 @@ static int may_write(const struct who *w, const char *key)
     return 0;
 }
 
-/* ---- xattrs given with a new entry ---- */
-
-#define PX_DHT_PREFIX "trusted.brickfs.dht."
-
-struct entry_ctx {
-    const struct xt *t;
-    const struct who *w;
-    int set;
-};
-
-static int entry_one(const char *key, enum bfs_val_type type, const void *val, size_t len,
-                     void *arg)
-{
-    struct entry_ctx *c = arg;
-    if (type != BFS_VAL_BIN || strncmp(key, PX_DHT_PREFIX, sizeof(PX_DHT_PREFIX) - 1) != 0)
-        return 0;
-    int rc = may_write(c->w, key);
-    if (rc == 0)
-        rc = xt_set(c->t, key, val, len, 0);
-    c->set += rc == 0;
-    return rc;
-}
-
-int bfs__px_entry_xattrs(struct px_job *j, int fd, const struct bfs_dict *xdata)
-{
-    if (!xdata)
-        return 0;
-    struct who w = who_of(j, xdata);
-    struct xt t;
-    xt_init(&t, fd, true);
-    struct entry_ctx c = {.t = &t, .w = &w};
-    int rc = bfs_dict_foreach(xdata, entry_one, &c);
-    return rc < 0 ? rc : c.set > 0;
-}
-
 /* ---- getxattr ---- */
 
 static int get_all(const struct xt *t, const struct who *w, struct bfs_dict *out)
@@ -343,6 +308,40 @@ static int setx(struct px_job *j, const struct xt *t, const struct bfs_dict *xat
         return -EINVAL;
     struct set_ctx c = {.t = t, .w = &w, .flags = (int)flags};
     return bfs_dict_foreach(xattrs, set_one, &c);
+}
+
+/* ---- xattrs given with a new entry ---- */
+
+#define PX_DHT_PREFIX "trusted.brickfs.dht."
+
+struct entry_ctx {
+    struct set_ctx set;
+    int n;
+};
+
+/* set_one for the trusted.brickfs.dht.* keys of xdata; the others are not
+ * for the entry (gfid-req, brickfs-internal). */
+static int entry_one(const char *key, enum bfs_val_type type, const void *val, size_t len,
+                     void *arg)
+{
+    struct entry_ctx *c = arg;
+    if (type != BFS_VAL_BIN || strncmp(key, PX_DHT_PREFIX, sizeof(PX_DHT_PREFIX) - 1) != 0)
+        return 0;
+    int rc = set_one(key, type, val, len, &c->set);
+    c->n += rc == 0;
+    return rc;
+}
+
+int bfs__px_entry_xattrs(struct px_job *j, int fd, const struct bfs_dict *xdata)
+{
+    if (!xdata)
+        return 0;
+    struct who w = who_of(j, xdata);
+    struct xt t;
+    xt_init(&t, fd, true);
+    struct entry_ctx c = {.set = {.t = &t, .w = &w}};
+    int rc = bfs_dict_foreach(xdata, entry_one, &c);
+    return rc < 0 ? rc : c.n > 0;
 }
 
 static int do_setxattr(struct px_job *j, const struct bfs_setxattr_req *req,

@@ -489,10 +489,8 @@ static size_t dump_uncached(char *s, size_t cap, const char *key, struct px_unca
 /* "direct_reads":{"on":true|false,"done":N,"cached":N}, for dump. */
 static size_t dump_direct(char *s, size_t cap, struct px_priv *p)
 {
-    bool on = p->direct.want && p->uc_read.min && !__atomic_load_n(&p->direct.off,
-                                                                     __ATOMIC_RELAXED);
     int n = snprintf(s, cap, "\"direct_reads\":{\"on\":%s,\"done\":%llu,\"cached\":%llu},",
-                     on ? "true" : "false",
+                     bfs__px_direct_on(p) ? "true" : "false",
                      (unsigned long long)__atomic_load_n(&p->direct.done, __ATOMIC_RELAXED),
                      (unsigned long long)__atomic_load_n(&p->direct.cached, __ATOMIC_RELAXED));
     if (n < 0 || cap == 0)

@@ -278,6 +278,9 @@ int bfs__px_entry_xattrs(struct px_job *j, int fd, const struct bfs_dict *xdata)
 
 /* ---- big reads with O_DIRECT (posix-direct.c) ---- */
 
+/* Whether big reads may go direct now (option on, uncached reads on, not
+ * refused by the file system). */
+bool bfs__px_direct_on(struct px_priv *p);
 /* A buffer for a read of size bytes: aligned for a direct read when one
  * may be (freed with free()); *room receives its usable size (>= size). */
 void *bfs__px_read_buf(struct px_priv *p, size_t size, size_t *room);
